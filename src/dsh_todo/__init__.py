@@ -1,0 +1,1 @@
+"""dsh-todo: DeepSeek Harness todo_write in Python."""

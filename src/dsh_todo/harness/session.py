@@ -1,0 +1,251 @@
+"""The session log: one append-only, event-sourced list per agent session (SPEC §5).
+
+``@deepseek-ai/dsh-session`` in DSH. A :class:`Session` only ever grows; :meth:`Session.append` snapshots the payload
+losslessly, asks the pre-commit observers (invariant companions live there and may veto), pushes the event, then
+tells the post-commit listeners (projections, persistence, carriers), whose failures are logged, never raised: once
+an event is in the log nothing can take it back. The :class:`SessionStore` is the ``sessions`` service: it owns the
+live sessions and the two listener lists that every session reports to.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, snapshot
+
+log = logging.getLogger("dsh_todo.session")
+
+name = "@deepseek-ai/dsh-session"
+inject: list[str] = []
+
+Event = Mapping[str, Any]
+"""One log entry: ``{"type", "seq", "time", "data", ...optional keys}``, immutable."""
+
+SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+
+KNOWN_SESSION_EVENT_TYPES = frozenset({
+    "agent/inbox/spliced",
+    "assistant/chunk",
+    "assistant/message",
+    "request/context",
+    "request/header",
+    "session/end-seed",
+    "step/end",
+    "step/start",
+    "todo/write",
+    "tool/call",
+    "tool/result",
+    "turn/end",
+    "turn/start",
+    "user/message",
+})
+"""Event types this harness understands; a log with another type lacking ``ignorable`` is refused on load."""
+
+Observer = Callable[["Session", Event], object]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SessionAppendError(ValueError):
+    """``append`` refused its input before anything was logged."""
+
+
+class EventLog(Sequence[Event]):
+    """A read-only view of a session's events: callers can index and iterate but never change the log."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            return tuple(self._events[index])
+        return self._events[index]
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventLog):
+            return self._events == other._events
+        if isinstance(other, Sequence):
+            return list(self._events) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventLog({len(self._events)} events)"
+
+
+class Session:
+    """One agent's log. ``seq`` is the next seq (the log length); ``events`` is the read-only log."""
+
+    def __init__(self, session_id: str, *, header: Mapping[str, Any] | None = None,
+                 store: SessionStore | None = None, clock: Callable[[], int] = now_ms) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("a session id must be a non-empty string")
+        self.id = session_id
+        self.header: dict[str, Any] = dict(header or {})
+        self._events: list[Event] = []
+        self.events = EventLog(self._events)
+        self._store = store
+        self._clock = clock
+        self._publishing = False
+        self.closed = False
+
+    @property
+    def seq(self) -> int:
+        return len(self._events)
+
+    @property
+    def cwd(self) -> str | None:
+        cwd = self.header.get("cwd")
+        return cwd if isinstance(cwd, str) else None
+
+    def append(self, type: str, data: Any, *, surface_op: str | None = None,
+               source_event_seqs: Iterable[int] | None = None, ignorable: bool = False) -> Event:
+        """Log one event; returns it. Raises (and logs nothing) on bad input or an invariant veto."""
+        if self._publishing:
+            raise SessionAppendError("session append cannot reenter while another append is being published")
+        if self.closed:
+            raise SessionAppendError(f'session "{self.id}" is closed')
+        if not isinstance(type, str) or not type:
+            raise SessionAppendError("session event type must be a non-empty string")
+        if type in SURFACE_EVENT_TYPES:
+            if surface_op is None:
+                raise SessionAppendError(f'session event "{type}" is surface-eligible and must carry surfaceOp')
+        elif surface_op is not None:
+            raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
+        try:
+            frozen = snapshot(data, "data")
+        except NotLosslessJSON as exc:
+            raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
+        event: dict[str, Any] = {"type": type, "seq": len(self._events), "time": self._clock(), "data": frozen}
+        if source_event_seqs is not None:
+            event["sourceEventSeqs"] = FrozenList(int(s) for s in source_event_seqs)
+        if surface_op is not None:
+            event["surfaceOp"] = surface_op
+        if ignorable:
+            event["ignorable"] = True
+        return self._commit(FrozenDict(event))
+
+    def _commit(self, event: Event) -> Event:
+        store = self._store
+        self._publishing = True
+        try:
+            if store is not None:
+                for observer in store.observers:
+                    observer(self, event)
+            self._events.append(event)
+            if store is not None:
+                for listener in store.listeners:
+                    try:
+                        listener(self, event)
+                    except Exception:
+                        log.warning("session/event listener failed on %s seq %s", event["type"], event["seq"],
+                                    exc_info=True)
+        finally:
+            self._publishing = False
+        return event
+
+    def restore(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Seed an empty session with events read from storage (no observers, no listeners: they are history)."""
+        if self._events:
+            raise SessionAppendError(f'session "{self.id}" already has events; restore needs an empty log')
+        for expected, event in enumerate(events):
+            if event.get("seq") != expected:
+                raise SessionAppendError(f"restored event {expected} has seq {event.get('seq')!r}")
+            self._events.append(event if isinstance(event, FrozenDict) else freeze_trusted(dict(event)))
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id!r} seq={self.seq}>"
+
+
+class SessionStore:
+    """The ``sessions`` service: live sessions plus the pre-commit observers and post-commit listeners."""
+
+    def __init__(self, clock: Callable[[], int] = now_ms) -> None:
+        self._sessions: dict[str, Session] = {}
+        self.observers: list[Observer] = []
+        self.listeners: list[Observer] = []
+        self._on_open: list[Callable[[Session], object]] = []
+        self._opener: Callable[[str], Session | None] | None = None
+        self.clock = clock
+
+    def create(self, session_id: str, *, cwd: str | None = None, **header: Any) -> Session:
+        """A new, empty session. Raises if one with this id is already live."""
+        if session_id in self._sessions:
+            raise ValueError(f'session "{session_id}" already exists')
+        fields: dict[str, Any] = {"createdAt": self.clock()}
+        if cwd is not None:
+            fields["cwd"] = cwd
+        fields.update(header)
+        session = Session(session_id, header=fields, store=self, clock=self.clock)
+        self._adopt(session)
+        return session
+
+    def adopt(self, session: Session) -> Session:
+        """Make a restored session live in this store (used by persistence after a load)."""
+        if session.id in self._sessions:
+            raise ValueError(f'session "{session.id}" already exists')
+        session._store = self
+        session._clock = self.clock
+        self._adopt(session)
+        return session
+
+    def _adopt(self, session: Session) -> None:
+        self._sessions[session.id] = session
+        for hook in list(self._on_open):
+            hook(session)
+
+    def get(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def list(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    def close(self, session_id: str) -> None:
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.closed = True
+
+    def observe(self, observer: Observer) -> Disposer:
+        """Run ``observer(session, event)`` before each commit; raising vetoes the append."""
+        return _add(self.observers, observer)
+
+    def listen(self, listener: Observer) -> Disposer:
+        """Run ``listener(session, event)`` after each commit; failures are logged."""
+        return _add(self.listeners, listener)
+
+    def on_open(self, hook: Callable[[Session], object]) -> Disposer:
+        """Run ``hook(session)`` whenever a session becomes live (created or adopted)."""
+        return _add(self._on_open, hook)
+
+
+def _add(items: list[Any], item: Any) -> Disposer:
+    items.append(item)
+
+    def remove() -> None:
+        if item in items:
+            items.remove(item)
+
+    return Disposer(remove)
+
+
+def apply(ctx: Context) -> None:
+    ctx.provide("sessions", SessionStore())

@@ -1,0 +1,66 @@
+"""The one canonical JSON encoder of the project.
+
+DSH writes its logs with JavaScript's ``JSON.stringify``: compact separators, non-ASCII written raw, and keys in
+insertion order. Every byte we put on disk or on the wire goes through :func:`dumps` / :func:`dumps_bytes` so that
+our output stays byte-identical to the reference's (and to stdlib ``json`` with compact separators). orjson does the
+work on the hot path; the rare values it refuses (lone surrogates, integers beyond 64 bits) fall back to the standard
+library, with lone surrogates escaped the way ``JSON.stringify`` escapes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _fallback(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _LONE_SURROGATE.sub(_escape_surrogate, text)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as ``JSON.stringify`` would write it."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return _fallback(value).encode("utf-8")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, as ``JSON.stringify`` would write it."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        return _fallback(value)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse strict JSON text; raises ``ValueError`` on bad input.
+
+    orjson refuses escaped lone surrogates (``"\\ud800"``), which ``JSON.stringify`` can write; those rare texts go
+    through the standard library, still refusing ``NaN`` and ``Infinity``.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text, parse_constant=_no_constants)
+
+
+def js_string(text: str) -> str:
+    """``JSON.stringify`` of one string, as it appears inside DSH's error messages."""
+    return dumps(text)
