@@ -22,7 +22,7 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __copy__(self) -> dict[str, Any]:
         return dict(self)
@@ -38,8 +38,8 @@ class FrozenList(list[Any]):
     """A JSON array that refuses mutation."""
 
     __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __copy__(self) -> list[Any]:
         return list(self)
@@ -50,8 +50,7 @@ class FrozenList(list[Any]):
     def __reduce__(self) -> Any:
         return (list, (list(self),))
 
-    def __hash__(self) -> int:  # lists are unhashable; keep it that way
-        raise TypeError("unhashable type: 'FrozenList'")
+    __hash__ = None  # still unhashable, like every list
 
 
 class NotLosslessJSON(ValueError):
@@ -62,20 +61,75 @@ def _describe(path: str) -> str:
     return path or "value"
 
 
+class _Bad(Exception):
+    pass
+
+
+def _bad() -> NoReturn:
+    raise _Bad
+
+
+def _snap(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is FrozenDict or kind is FrozenList:  # made by this module from checked JSON: share, never copy
+        return value
+    if kind is dict:
+        return FrozenDict({(key if type(key) is str else _bad()): _snap(item) for key, item in value.items()})
+    if kind is list or kind is tuple:
+        return FrozenList([_snap(item) for item in value])
+    if kind is float:
+        if value != value or value in (_INF, -_INF) or (value == 0.0 and math.copysign(1.0, value) < 0):
+            _bad()
+        return value
+    raise _Bad
+
+
+_INF = float("inf")
+
+
 def snapshot(value: Any, path: str = "") -> Any:
-    """A frozen deep copy of a JSON value; raises :class:`NotLosslessJSON` naming the first bad place."""
+    """A frozen deep copy of a JSON value; raises :class:`NotLosslessJSON` naming the first bad place.
+
+    Frozen containers are shared, not copied: they can only have come from here (or from a parsed log), so they are
+    already checked and nobody can change them.
+    """
+    try:
+        return _snap(value)
+    except _Bad:
+        pass
+    return _explain(value, path)
+
+
+def is_lossless(value: Any) -> bool:
+    """Whether ``value`` is JSON that round-trips unchanged (no copy is made)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict or kind is FrozenDict:
+        return all(type(k) is str and is_lossless(v) for k, v in value.items())
+    if kind is list or kind is FrozenList:
+        return all(is_lossless(v) for v in value)
+    if kind is float:
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)
+    return False
+
+
+def _explain(value: Any, path: str) -> Any:
+    """The slow walk, taken only for bad input: it finds and names the first place that is not lossless."""
     kind = type(value)
     if kind is str or kind is int or value is None or kind is bool:
         return value
-    if kind is dict or kind is FrozenDict:
+    if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise NotLosslessJSON(f"{_describe(path)} has a non-string key {key!r}")
-            out[key] = snapshot(item, f"{path}.{key}" if path else key)
+            out[key] = _explain(item, f"{path}.{key}" if path else key)
         return FrozenDict(out)
-    if kind is list or kind is FrozenList or kind is tuple:
-        return FrozenList([snapshot(item, f"{path}[{i}]") for i, item in enumerate(value)])
+    if isinstance(value, (list, tuple)):
+        return FrozenList([_explain(item, f"{path}[{i}]") for i, item in enumerate(value)])
     if kind is float:
         if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
             raise NotLosslessJSON(f"{_describe(path)} is {value!r}, which JSON cannot carry losslessly")
@@ -86,10 +140,6 @@ def snapshot(value: Any, path: str = "") -> Any:
         return bool(value)
     if isinstance(value, int):
         return int(value)
-    if isinstance(value, dict):
-        return snapshot(dict(value), path)
-    if isinstance(value, list):
-        return snapshot(list(value), path)
     raise NotLosslessJSON(f"{_describe(path)} is a {type(value).__name__}, not a JSON value")
 
 

@@ -107,6 +107,8 @@ class Session:
         self._clock = clock
         self._publishing = False
         self.closed = False
+        self.extensions: dict[object, Any] = {}
+        """Per-session state owned by services (keyed by the service object), e.g. projection cells."""
 
     @property
     def seq(self) -> int:
@@ -135,14 +137,14 @@ class Session:
             frozen = snapshot(data, "data")
         except NotLosslessJSON as exc:
             raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
-        event: dict[str, Any] = {"type": type, "seq": len(self._events), "time": self._clock(), "data": frozen}
+        event = FrozenDict(type=type, seq=len(self._events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
-            event["sourceEventSeqs"] = FrozenList(int(s) for s in source_event_seqs)
+            dict.__setitem__(event, "sourceEventSeqs", FrozenList(int(s) for s in source_event_seqs))
         if surface_op is not None:
-            event["surfaceOp"] = surface_op
+            dict.__setitem__(event, "surfaceOp", surface_op)
         if ignorable:
-            event["ignorable"] = True
-        return self._commit(FrozenDict(event))
+            dict.__setitem__(event, "ignorable", True)
+        return self._commit(event)
 
     def _commit(self, event: Event) -> Event:
         store = self._store

@@ -1,0 +1,1 @@
+"""The ways in and out of the harness: terminal, web, MCP, ACP."""

@@ -1,0 +1,121 @@
+"""Booting a composition: rows of ``{id, name, config}`` mounted in order (DSH's ``cordis.yml`` loader).
+
+Names resolve through the entry-point group ``dsh_todo.plugins`` (so other distributions can add plugins) or as a
+dotted module path (``pkg.module`` or ``pkg.module:attr``). One step past DSH's postmortem 0001: a plugin module
+that exports ``default`` next to ``name``/``inject``/``apply`` is *refused*, loudly, instead of being unwrapped into
+a bare function that silently loses its ``inject`` and then runs with no services.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import BootError, ConfigError
+
+ENTRY_POINT_GROUP = "dsh_todo.plugins"
+
+Row = Mapping[str, Any]
+
+
+def check_plugin_shape(plugin: object) -> None:
+    """Refuse anything that is not a namespace plugin: a bare callable, or a module with a ``default`` export."""
+    if hasattr(plugin, "default"):
+        raise BootError(
+            f"plugin {getattr(plugin, 'name', plugin)!r} exports 'default' next to its name/inject/apply; a loader "
+            "that unwraps it would mount the default alone and drop 'inject', so it would run with no services. "
+            "Remove the 'default' export.")
+    if not callable(getattr(plugin, "apply", None)):
+        raise BootError(f"{plugin!r} is not a plugin: it has no callable 'apply'")
+    if not isinstance(getattr(plugin, "name", None), str):
+        raise BootError(f"{plugin!r} is not a plugin: it has no string 'name'")
+    needs = getattr(plugin, "inject", [])
+    if not isinstance(needs, (list, tuple)) or not all(isinstance(n, str) for n in needs):
+        raise BootError(f"plugin {plugin.name!r} has an 'inject' that is not a list of service names")  # type: ignore[attr-defined]
+
+
+def parse_config(plugin: object, config: Any) -> Any:
+    """Validate a row's config with the plugin's ``Config.parse``; plugins without ``Config`` take none."""
+    schema = getattr(plugin, "Config", None)
+    if schema is None:
+        if config not in (None, {}):
+            raise ConfigError(f"plugin {getattr(plugin, 'name', plugin)!r} takes no config")
+        return None
+    parse: Callable[[Any], Any] = schema.parse
+    return parse(config)
+
+
+def accepts_config(apply: Callable[..., Any]) -> bool:
+    """Whether ``apply`` takes ``(ctx, config)`` rather than ``(ctx)``."""
+    try:
+        params = [p for p in inspect.signature(apply).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return True
+    return len(params) >= 2
+
+
+def resolve(plugin_name: str) -> object:
+    """A plugin object for a DSH package name (entry point) or a dotted Python path."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == plugin_name:
+            return ep.load()
+    module_path, _, attr = plugin_name.partition(":")
+    if not module_path or not all(part.isidentifier() for part in module_path.split(".")):
+        raise BootError(f'unknown plugin "{plugin_name}": no entry point in group {ENTRY_POINT_GROUP!r} has that '
+                        "name, and it is not a dotted module path")
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        raise BootError(f'unknown plugin "{plugin_name}": {exc}') from None
+    return getattr(module, attr) if attr else module
+
+
+def read_composition(composition: str | Path | Sequence[Row]) -> list[Row]:
+    if isinstance(composition, (str, Path)):
+        path = Path(composition)
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise BootError(f"cannot read composition {path}: {exc}") from None
+        if isinstance(loaded, dict) and "plugins" in loaded:
+            loaded = loaded["plugins"]
+        if not isinstance(loaded, list):
+            raise BootError(f"composition {path} must be a list of rows (or a mapping with 'plugins')")
+        return loaded
+    return list(composition)
+
+
+def boot(composition: str | Path | Sequence[Row], ctx: Context | None = None) -> Context:
+    """Mount every row in order on a (new) root context; any failure names its row and unwinds what was mounted."""
+    root = ctx if ctx is not None else Context()
+    handles = []
+    try:
+        for index, row in enumerate(read_composition(composition)):
+            if not isinstance(row, Mapping) or not isinstance(row.get("name"), str):
+                raise BootError(f"composition row {index} needs a string 'name'")
+            row_id = str(row.get("id", row["name"]))
+            where = f'composition row "{row_id}" ({row["name"]})'
+            if row.get("disabled"):
+                continue
+            try:
+                plugin = resolve(row["name"])
+                handles.append(root.plugin(plugin, row.get("config")))
+            except BootError as exc:
+                raise BootError(f"{where}: {exc}") from exc
+            except ConfigError as exc:
+                raise BootError(f"{where}: {exc}") from exc
+            except Exception as exc:
+                raise BootError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    except BaseException:
+        for handle in reversed(handles):
+            handle.dispose()
+        raise
+    return root

@@ -1,0 +1,220 @@
+"""Argument validation against the compiled schema, with the reference's exact texts and walk order (SPEC §2.1).
+
+Every violation is collected (not just the first) so the model can fix a call in one retry. Order: at an object,
+missing required keys first, then the declared properties that are present (declared order), then undeclared keys
+(the object's own order); an array's items in index order; a container of the wrong type reports only itself.
+
+The schema is compiled once into nested closures (:func:`compile_validator`): validation sits on the hot path of
+every tool call, and walking the schema dictionaries afresh for each item would cost more than the tool itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dsh_todo.jsonutil import dumps
+
+Check = Callable[[Any, str, list[str]], None]
+
+_ARTICLE = {"object": "an object", "array": "an array", "string": "a string", "number": "a number",
+            "integer": "an integer", "boolean": "a boolean", "null": "null"}
+
+
+def _is_integer(value: Any) -> bool:
+    return type(value) is int or (type(value) is float and value.is_integer())
+
+
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: type(v) is bool,
+    "integer": _is_integer,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "null": lambda v: v is None,
+}
+
+
+def _label(path: str) -> str:
+    return path or "arguments"
+
+
+def compile_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
+    """``schema`` → a function returning every violation of a value (empty when valid)."""
+    check = _compile(schema)
+
+    def validate(value: Any) -> list[str]:
+        out: list[str] = []
+        check(value, "", out)
+        return out
+
+    return validate
+
+
+def violations(schema: dict[str, Any], value: Any) -> list[str]:
+    """One-off validation (compiles the schema each time; tools keep a compiled validator)."""
+    return compile_validator(schema)(value)
+
+
+def _compile(schema: dict[str, Any]) -> Check:
+    kind = schema.get("type")
+    type_test = _TYPE_TESTS.get(kind) if isinstance(kind, str) else None
+    type_text = _ARTICLE.get(kind, str(kind)) if isinstance(kind, str) else ""
+    body: Check | None = None
+    if kind == "object":
+        body = _compile_object(schema)
+    elif kind == "array" and "items" in schema:
+        body = _compile_array(schema["items"])
+    value_checks = _compile_value_checks(schema)
+
+    def check(value: Any, path: str, out: list[str]) -> None:
+        if type_test is not None and not type_test(value):
+            out.append(f'"{_label(path)}" must be {type_text}')
+            return
+        if body is not None:
+            body(value, path, out)
+        if value_checks is not None:
+            value_checks(value, path, out)
+
+    return check
+
+
+def _compile_object(schema: dict[str, Any]) -> Check:
+    properties = {key: _compile(child) for key, child in schema.get("properties", {}).items()}
+    required = tuple(schema.get("required", ()))
+    closed = schema.get("additionalProperties") is False
+    declared = frozenset(properties)
+    ordered = tuple(properties.items())
+
+    def check_object(value: dict[str, Any], path: str, out: list[str]) -> None:
+        prefix = f"{path}." if path else ""
+        for key in required:
+            if key not in value:
+                out.append(f'missing required property "{prefix}{key}"')
+        for key, child in ordered:
+            if key in value:
+                child(value[key], prefix + key, out)
+        if closed and not declared.issuperset(value):
+            for key in value:
+                if key not in declared:
+                    out.append(f'"{prefix}{key}" is not a declared property (additionalProperties: false)')
+
+    return check_object
+
+
+def _compile_array(items_schema: dict[str, Any]) -> Check:
+    item_check = _compile(items_schema)
+
+    def check_array(value: list[Any], path: str, out: list[str]) -> None:
+        for index, item in enumerate(value):
+            item_check(item, f"{path}[{index}]", out)
+
+    return check_array
+
+
+def _compile_value_checks(schema: dict[str, Any]) -> Check | None:
+    checks: list[Check] = []
+    if "enum" in schema:
+        allowed = list(schema["enum"])
+        text = dumps(allowed)
+
+        def check_enum(value: Any, path: str, out: list[str]) -> None:
+            if not any(value == a and type(value) is type(a) for a in allowed):
+                out.append(f'"{_label(path)}" must be one of {text}')
+
+        checks.append(check_enum)
+    if "const" in schema:
+        const = schema["const"]
+        const_text = dumps(const)
+
+        def check_const(value: Any, path: str, out: list[str]) -> None:
+            if not (value == const and type(value) is type(const)):
+                out.append(f'"{_label(path)}" must equal {const_text}')
+
+        checks.append(check_const)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+
+    def check_all(value: Any, path: str, out: list[str]) -> None:
+        for one in checks:
+            one(value, path, out)
+
+    return check_all
+
+
+def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
+    """``schema`` → a fast yes/no predicate, generated as one Python function with the checks inlined.
+
+    The registry asks it first: a valid call (the common case) costs one straight-line function instead of a
+    closure per node, and only a refused call pays for :func:`compile_validator`'s full violation list. It answers
+    ``False`` whenever it is unsure (a number that may not be lossless, a str subclass): the slow path decides.
+    """
+    lines: list[str] = ["def accept(v0):"]
+    names: dict[str, Any] = {}
+    counter = [0]
+
+    def fresh(prefix: str) -> str:
+        counter[0] += 1
+        return f"{prefix}{counter[0]}"
+
+    def emit(node: dict[str, Any], var: str, indent: str) -> None:
+        kind = node.get("type")
+        if kind == "object":
+            lines.append(f"{indent}if type({var}) is not dict: return False")
+            properties: dict[str, Any] = node.get("properties", {})
+            for key in node.get("required", ()):
+                lines.append(f"{indent}if {key!r} not in {var}: return False")
+            declared = fresh("D")
+            names[declared] = frozenset(properties)
+            if node.get("additionalProperties") is False:
+                lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
+            else:  # undeclared values of an open object are not checked below: they must still be lossless
+                lines.append(f"{indent}for k, x in {var}.items():")
+                lines.append(f"{indent}    if k not in {declared} and not LOSSLESS(x): return False")
+            required = set(node.get("required", ()))
+            for key, child in properties.items():
+                item = fresh("v")
+                if key in required:  # presence already checked above
+                    lines.append(f"{indent}{item} = {var}[{key!r}]")
+                    emit(child, item, indent)
+                else:
+                    lines.append(f"{indent}{item} = {var}.get({key!r}, MISSING)")
+                    lines.append(f"{indent}if {item} is not MISSING:")
+                    lines.append(f"{indent}    pass")
+                    emit(child, item, indent + "    ")
+        elif kind == "array":
+            lines.append(f"{indent}if type({var}) is not list: return False")
+            if "items" in node:
+                item = fresh("v")
+                lines.append(f"{indent}for {item} in {var}:")
+                lines.append(f"{indent}    pass")
+                emit(node["items"], item, indent + "    ")
+        elif kind in ("string", "boolean", "null", "integer"):
+            test = {"string": "type({v}) is not str", "boolean": "type({v}) is not bool",
+                    "null": "{v} is not None", "integer": "type({v}) is not int"}[kind]
+            lines.append(f"{indent}if {test.format(v=var)}: return False")
+        else:  # numbers, annotation-only nodes, anything else: let the full validator and lossless walk decide
+            lines.append(f"{indent}return False")
+            return
+        if "enum" in node:
+            allowed = fresh("E")
+            hashable = all(isinstance(a, (str, int, bool)) or a is None for a in node["enum"])
+            if hashable and kind in ("string", "integer", "boolean", "null"):
+                names[allowed] = frozenset(node["enum"])
+                lines.append(f"{indent}if {var} not in {allowed}: return False")
+            else:
+                lines.append(f"{indent}return False")
+        if "const" in node:
+            lines.append(f"{indent}return False")
+
+    emit(schema, "v0", "    ")
+    lines.append("    return True")
+    from dsh_todo.harness.frozen import is_lossless
+
+    namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, **names}
+    exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
+    accept: Callable[[Any], bool] = namespace["accept"]
+    return accept

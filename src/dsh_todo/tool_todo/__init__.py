@@ -1,0 +1,96 @@
+"""``@deepseek-ai/dsh-tool-todo``: the model-facing ``todo_write`` tool, as a namespace plugin.
+
+The model sends its whole task list on every call; the list is validated, canonicalised and appended as one
+``todo/write`` event to the calling agent's own session log, and the ``todos`` projection shows the standing plan.
+This module is the plugin face (``name``, ``inject``, ``Config``, ``apply``) and deliberately has no ``default``
+export: a loader that unwraps ``default`` would drop ``inject`` (DSH postmortem 0001).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.frozen import FrozenDict, FrozenList
+from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
+from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
+from dsh_todo.tool_todo.projection import TODOS_UNIT
+from dsh_todo.tool_todo.rules import TodoError, TodoItem, canonicalize, render
+
+name: Final = "tool-todo"
+inject: Final = ["tools"]
+
+NO_OWNER: Final = "todo_write requires an owning agent session"
+CALL_TITLE: Final = "Update todo list"
+
+
+def _js_text(value: Any) -> str:
+    """``String(value)`` as JavaScript prints it, for config error messages."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if v is None else _js_text(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The one, required deployment choice: may several todos be ``in_progress`` at once?"""
+
+    allow_parallel_in_progress: bool
+
+    @classmethod
+    def parse(cls, raw: Any) -> Config:
+        if isinstance(raw, Config):
+            return raw
+        if raw is not None and not isinstance(raw, dict):
+            raise ConfigError(f"invalid config:\n  - $ expected object but got {_js_text(raw)}")
+        raw = raw or {}
+        value = raw.get("allowParallelInProgress", raw.get("allow_parallel_in_progress"))
+        if value is None:
+            raise ConfigError("invalid config:\n  - $.allowParallelInProgress missing required value "
+                              "(at allowParallelInProgress)")
+        if type(value) is not bool:
+            raise ConfigError("invalid config:\n  - $.allowParallelInProgress expected boolean but got "
+                              f"{_js_text(value)} (at allowParallelInProgress)")
+        return cls(value)
+
+
+def build_tool(allow_parallel: bool) -> ToolDefinition:
+    """The ``todo_write`` definition for one policy."""
+
+    def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
+        try:
+            todos, counts = canonicalize(args["todos"], allow_parallel, FrozenDict)
+        except TodoError as exc:
+            raise Exception(str(exc)) from None
+        agent = call.agent
+        if agent is None:
+            raise Exception(NO_OWNER)
+        frozen = FrozenList(todos)
+        agent.session.append("todo/write", FrozenDict(todos=frozen))
+        return {"todos": frozen, "counts": counts}
+
+    def render_result(_args: Any, value: dict[str, Any]) -> str:
+        return render(value["counts"])
+
+    def present_call(args: Any) -> dict[str, Any]:
+        return {"card": "generic", "title": CALL_TITLE, "kind": "other", "rawInput": args["todos"]}
+
+    return define_tool(name=TOOL_NAME, description=describe(allow_parallel), parameters=PARAMETERS,
+                       execute=execute, render=render_result, output=OUTPUT, present_call=present_call)
+
+
+def apply(ctx: Context, config: Config) -> None:
+    """Register ``todo_write``; register the ``todos`` unit whenever a projection registry exists."""
+    ctx.inject(["session_projections"], lambda scoped: scoped.session_projections.register(TODOS_UNIT))
+    ctx.tools.register(build_tool(config.allow_parallel_in_progress))
+
+
+__all__ = ["Config", "TodoItem", "apply", "build_tool", "inject", "name"]

@@ -1,0 +1,101 @@
+"""The pure rules of ``todo_write``: trimming, validation, counts and the result text (SPEC §2.2, §4.1, §13).
+
+Standard library only, so any carrier or adapter can reuse them without the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypedDict
+
+from dsh_todo.jsonutil import js_string
+
+Status = Literal["pending", "in_progress", "completed"]
+STATUSES: Final = ("pending", "in_progress", "completed")
+
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+"""What JavaScript's ``String.prototype.trim`` removes. ``str.strip()`` differs (SPEC §13.1): it also strips
+U+001C–U+001F and U+0085, and keeps U+FEFF, so the reference's canonical text can only be reproduced with this set."""
+
+
+class TodoItem(TypedDict):
+    content: str
+    status: Status
+
+
+class Counts(TypedDict):
+    pending: int
+    inProgress: int
+    completed: int
+
+
+class TodoError(Exception):
+    """A list that passed the schema but breaks a value rule; the message is model-visible."""
+
+
+def js_trim(text: str) -> str:
+    return text.strip(JS_WHITESPACE)
+
+
+EMPTY_CONTENT: Final = "invalid todo: `content` must be a non-empty string"
+
+
+def duplicate_content(content: str) -> str:
+    return f"invalid todos: duplicate content {js_string(content)}"
+
+
+def too_many_active(count: int) -> str:
+    return f"invalid todos: at most one task may be in_progress (got {count})"
+
+
+def canonicalize(items: Iterable[Mapping[str, Any]], allow_parallel: bool,
+                 make_item: Callable[..., Any] = dict) -> tuple[list[TodoItem], Counts]:
+    """Trimmed items with exactly ``content`` and ``status``, and their counts; raises :class:`TodoError`.
+
+    Checks run per item in list order (empty, then duplicate) and the first failure wins; the ``in_progress`` cap
+    is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2).
+    ``make_item(content=…, status=…)`` builds each canonical item (the plugin passes an immutable mapping, so the
+    list can go into the log without another copy).
+    """
+    seen: set[str] = set()
+    todos: list[TodoItem] = []
+    add = todos.append
+    whitespace = JS_WHITESPACE
+    active = done = 0
+    for item in items:
+        content = item["content"].strip(whitespace)
+        if not content:
+            raise TodoError(EMPTY_CONTENT)
+        if content in seen:
+            raise TodoError(duplicate_content(content))
+        seen.add(content)
+        status = item["status"]
+        if status == "in_progress":
+            active += 1
+        elif status == "completed":
+            done += 1
+        add(make_item(content=content, status=status))
+    if not allow_parallel and active > 1:
+        raise TodoError(too_many_active(active))
+    return todos, {"pending": len(todos) - active - done, "inProgress": active, "completed": done}
+
+
+def render(counts: Mapping[str, int]) -> str:
+    """The one-line success text; always the same nouns, whatever the numbers (SPEC §13.16)."""
+    return (f"Updated todo list: {counts['pending']} pending, {counts['inProgress']} in progress, "
+            f"{counts['completed']} completed.")
+
+
+def standing_plan(events: Iterable[Mapping[str, Any]]) -> list[Any] | None:
+    """The standing plan of a log: the last ``todo/write`` with no later ``turn/start`` (SPEC §5.4)."""
+    plan: list[Any] | None = None
+    for event in events:
+        kind = event["type"]
+        if kind == "todo/write":
+            plan = event["data"].get("todos")
+        elif kind == "turn/start":
+            plan = None
+    return plan
