@@ -126,8 +126,10 @@ class Scope:
     def dispose(self) -> None:
         if self.disposed:
             return
-        self.deactivate()
+        # Mark first: a disposer that withdraws a service refreshes the tree, which would otherwise restart
+        # this very scope (it is inactive and, with its needs met, "ready") and provide the service again.
         self.disposed = True
+        self.deactivate()
         if self.parent is not None and self in self.parent.children:
             self.parent.children.remove(self)
         self.root.forget(self)

@@ -1,0 +1,185 @@
+"""The agent loop on a scripted model: SPEC §11.2, the loop-path conformance vectors, ordering and aborts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness import Agent, Context
+from dsh_todo.harness.agent_loop import AgentLoop, derive_messages, parse_arguments
+from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
+from dsh_todo.harness.tools import AbortSignal
+from dsh_todo.jsonutil import dumps, loads
+from tests.conftest import BootFactory, read_jsonl, shared_dir, todo_writes
+
+pytestmark = pytest.mark.anyio
+
+
+def call(call_id: str, arguments: str, name: str = "todo_write") -> ToolCallRequest:
+    return ToolCallRequest(call_id, name, arguments)
+
+
+def todos_json(*items: tuple[str, str]) -> str:
+    return dumps({"todos": [{"content": c, "status": s} for c, s in items]})
+
+
+async def run(ctx: Context, replies: list[ModelReply], prompt: str = "go") -> tuple[Agent, ScriptedModel]:
+    session = ctx.sessions.create("s")
+    agent = Agent("agent", session)
+    model = ScriptedModel(replies)
+    outcome = await AgentLoop(ctx.tools, model).run_turn(agent, prompt)
+    assert outcome.reason == {"kind": "completed"}
+    return agent, model
+
+
+async def test_integration_single_call(make_ctx: BootFactory) -> None:
+    """SPEC §11.2 case 1."""
+    ctx = make_ctx()
+    args = todos_json(("read the code", "in_progress"), ("write the fix", "pending"))
+    agent, _ = await run(ctx, [ModelReply("", [call("call-1", args)], "tool_calls"), ModelReply("Plan recorded.")])
+    events = list(agent.session.events)
+    types = [e["type"] for e in events]
+    assert any(e["type"] == "tool/call" and e["data"]["name"] == "todo_write" for e in events)
+    first_result = next(e for e in events if e["type"] == "tool/result")
+    assert first_result["data"]["message"]["content"][0]["isError"] is False
+    assert todo_writes(agent.session) == [[{"content": "read the code", "status": "in_progress"},
+                                           {"content": "write the fix", "status": "pending"}]]
+    call_seq = types.index("tool/call")
+    assert types[call_seq:call_seq + 3] == ["tool/call", "todo/write", "tool/result"]
+    assert first_result["sourceEventSeqs"] == [call_seq]
+    assert first_result["surfaceOp"] == "append"
+    assert types[0] == "turn/start" and types[-1] == "turn/end"
+
+
+async def test_integration_two_calls_last_wins(make_ctx: BootFactory) -> None:
+    """SPEC §11.2 case 2."""
+    ctx = make_ctx()
+    first = todos_json(("step one", "in_progress"))
+    second = todos_json(("step one", "completed"), ("step two", "in_progress"))
+    agent, _ = await run(ctx, [ModelReply("", [call("c1", first)], "tool_calls"),
+                               ModelReply("", [call("c2", second)], "tool_calls"), ModelReply("done")])
+    writes = todo_writes(agent.session)
+    assert len(writes) == 2
+    assert writes[-1] == [{"content": "step one", "status": "completed"},
+                          {"content": "step two", "status": "in_progress"}]
+
+
+async def test_two_calls_in_one_message_run_in_order(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    first = todos_json(("a", "in_progress"))
+    second = todos_json(("a", "completed"), ("b", "in_progress"))
+    agent, _ = await run(ctx, [ModelReply("", [call("c1", first), call("c2", second)], "tool_calls"),
+                               ModelReply("done")])
+    kinds = [(e["type"], e["data"].get("callId")) for e in agent.session.events
+             if e["type"] in ("tool/call", "todo/write", "tool/result")]
+    assert kinds == [("tool/call", "c1"), ("todo/write", None), ("tool/result", None),
+                     ("tool/call", "c2"), ("todo/write", None), ("tool/result", None)]
+    assert ctx.session_projections.snapshot(agent.session)["values"]["todos"] == [
+        {"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress"}]
+
+
+async def test_history_is_derived_from_the_log_and_never_shows_todo_write(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    args = todos_json(("x", "in_progress"))
+    agent, model = await run(ctx, [ModelReply("planning", [call("c1", args)], "tool_calls"), ModelReply("ok")])
+    second: ModelRequest = model.requests[1]
+    assert second.messages == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "planning", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "todo_write", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Updated todo list: 0 pending, 1 in progress, 0 completed."},
+    ]
+    assert derive_messages(agent.session.events)[:3] == second.messages
+    assert [t["function"]["name"] for t in second.tools] == ["todo_write"]
+
+
+async def test_second_turn_continues_turn_numbers_and_clears_the_standing_plan(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    agent = Agent("agent", session)
+    model = ScriptedModel([ModelReply("", [call("c1", todos_json(("x", "completed")))], "tool_calls"),
+                           ModelReply("done"), ModelReply("hello again")])
+    loop = AgentLoop(ctx.tools, model)
+    await loop.run_turn(agent, "first")
+    assert ctx.session_projections.snapshot(session)["values"]["todos"] == [{"content": "x", "status": "completed"}]
+    outcome = await loop.run_turn(agent, "second")
+    assert outcome.turn == 2
+    assert ctx.session_projections.snapshot(session)["values"]["todos"] is None
+    assert [e["data"]["turn"] for e in session.events if e["type"] == "turn/start"] == [1, 2]
+
+
+async def test_abort_before_dispatch_appends_no_todo_write(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    agent = Agent("agent", session)
+    signal = AbortSignal()
+
+    class AbortingModel(ScriptedModel):
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            reply = await super().complete(request)
+            signal.abort("user")  # the user presses stop while the model's reply arrives
+            return reply
+
+    model = AbortingModel([ModelReply("", [call("c1", todos_json(("x", "pending")))], "tool_calls")])
+    outcome = await AgentLoop(ctx.tools, model).run_turn(agent, "go", signal=signal)
+    assert todo_writes(session) == []
+    result = next(e for e in session.events if e["type"] == "tool/result")["data"]
+    assert result["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "Error: tool call aborted before dispatch"}]
+    assert result["error"] == {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+    assert outcome.reason == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert session.events[-1]["type"] == "turn/end"
+
+
+async def test_model_failure_ends_the_turn_with_an_error_reason(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    outcome = await AgentLoop(ctx.tools, ScriptedModel([])).run_turn(Agent("a", session), "go")
+    assert outcome.reason["kind"] == "error"
+    assert "no reply left" in outcome.reason["error"]["message"]
+    assert [e["type"] for e in session.events][-2:] == ["step/end", "turn/end"]
+
+
+async def test_length_finish_ends_with_max_tokens(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    outcome = await AgentLoop(ctx.tools, ScriptedModel([ModelReply("cut", [], "length")])).run_turn(
+        Agent("a", session), "go")
+    assert outcome.reason == {"kind": "max-tokens"}
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("", {}), ("{\"todos\": []}", {"todos": []}), ("not json", "not json"), ("{\"todos\": [", "{\"todos\": ["),
+    ("42", 42), ("null", None)])
+def test_parse_arguments_follows_the_reference(raw: str, expected: Any) -> None:
+    assert parse_arguments(raw) == expected
+
+
+def _loop_vectors() -> list[dict[str, Any]]:
+    vectors = read_jsonl(shared_dir() / "fixtures" / "conformance" / "exec-vectors.jsonl")
+    return [v for v in vectors if v["path"] == "loop"]
+
+
+def _normalise(event: Any, call_id: str) -> dict[str, Any]:
+    text = dumps({"type": event["type"], "data": event["data"]})
+    text = text.replace(dumps(call_id), '"<callId>"')
+    data: dict[str, Any] = loads(text)
+    message = data["data"].get("message")
+    if isinstance(message, dict) and "id" in message:
+        message["id"] = "<uuid>"
+    return data
+
+
+@pytest.mark.parametrize("vector", _loop_vectors(), ids=lambda v: v["id"])
+async def test_loop_conformance_vector(make_ctx: BootFactory, vector: dict[str, Any]) -> None:
+    ctx = make_ctx(allow_parallel=vector["config"]["allowParallelInProgress"])
+    session = ctx.sessions.create("v")
+    model = ScriptedModel([ModelReply("", [call("call_vec", vector["rawArguments"])], "tool_calls"),
+                           ModelReply("done")])
+    await AgentLoop(ctx.tools, model).run_turn(Agent("a", session), "go")
+    got = [_normalise(e, "call_vec") for e in session.events if e["type"] in ("tool/call", "todo/write", "tool/result")]
+    assert got == vector["events"]
+    result = got[-1]["data"]["message"]["content"][0]
+    assert result["isError"] is vector["isError"]
+    assert result["content"] == [{"type": "text", "text": vector["text"]}]
