@@ -37,13 +37,28 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(run=_cmd_schema)
 
     demo = sub.add_parser("demo", help="play a scripted multi-step task offline and show the plan")
+    demo.add_argument("--root", default=".dsh-todo/demo", help="where the demo's session log is written")
     demo.set_defaults(run=_cmd_demo)
+
+    from dsh_todo.commands import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    from dsh_todo.commands import CommandError
+
+    if hasattr(signal, "SIGPIPE"):  # `dsh-todo events … | head` should stop quietly, like any Unix filter
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except CommandError as exc:
+        print(f"dsh-todo {args.command}: {exc}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -45,3 +45,56 @@ def plan_delta(plan: Sequence[Mapping[str, Any]] | None) -> str:
     active = [str(item.get("content")) for item in plan if item.get("status") == "in_progress"]
     head = f"plan: {progress_label(plan)}"
     return f"{head} | now: {'; '.join(active)}" if active else head
+
+
+class PlanPrinter:
+    """Follows a context's sessions and prints the conversation, tool results and every plan change.
+
+    On a terminal each change prints the checklist; elsewhere (pipes, CI logs) one :func:`plan_delta` line. It only
+    listens: everything it prints comes from committed events and the ``todos`` projection.
+    """
+
+    def __init__(self, ctx: Any, out: Any = None, *, interactive: bool | None = None) -> None:
+        import sys
+
+        self.out = out if out is not None else sys.stdout
+        self.interactive = (bool(getattr(self.out, "isatty", lambda: False)()) if interactive is None
+                            else interactive)
+        ctx.sessions.listen(self._on_event)
+        ctx.session_projections.on_change(self._on_plan)
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def _on_event(self, _session: Any, event: Mapping[str, Any]) -> None:
+        kind, data = event["type"], event["data"]
+        if kind == "turn/start":
+            self.say(f"-- turn {data['turn']} --")
+        elif kind == "turn/end":
+            self.say(f"-- turn {data['turn']} ended: {data['reason']['kind']} --")
+        elif kind == "user/message":
+            self.say(f"user> {_text(data.get('content'))}")
+        elif kind == "assistant/message":
+            text = _text(data["message"].get("content"))
+            if text:
+                self.say(f"model> {text}")
+        elif kind == "tool/result":
+            for block in data["message"]["content"]:
+                if block.get("type") == "tool-result":
+                    mark = "!!" if block.get("isError") else "ok"
+                    self.say(f"  {mark} {_text(block.get('content'))}")
+
+    def _on_plan(self, _session: Any, key: str, value: Any, seq: int) -> None:
+        if key != "todos":
+            return
+        if self.interactive:
+            for line in plan_lines(value):
+                self.say(f"  | {line}")
+        else:
+            self.say(f"  {plan_delta(value)} (seq {seq})")
+
+
+def _text(blocks: Any) -> str:
+    if not isinstance(blocks, list):
+        return ""
+    return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text")

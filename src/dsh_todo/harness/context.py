@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
+    from dsh_todo.harness.persistence.jsonl import JsonlPersistence
     from dsh_todo.harness.projections import ProjectionRegistry
     from dsh_todo.harness.session import SessionStore
     from dsh_todo.harness.tools.registry import ToolRegistry
@@ -241,6 +242,10 @@ class Context:
     @property
     def invariants(self) -> InvariantRegistry:
         return cast("InvariantRegistry", self._required("invariants"))
+
+    @property
+    def session_persistence(self) -> JsonlPersistence:
+        return cast("JsonlPersistence", self._required("session_persistence"))
 
     # -- scopes ---------------------------------------------------------------------------------------------
     def _child(self, label: str, needs: Iterable[str], start: Callable[[Context], Any]) -> Scope:

@@ -1,0 +1,109 @@
+"""Shared test helpers: the anyio backend, a booted-context factory, and the ``../shared`` fixture directory.
+
+Kept generic on purpose: every test package (harness, tool_todo, persistence, ...) builds on these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness import Context, boot
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+TOOLS = "@deepseek-ai/dsh-tools"
+SESSION = "@deepseek-ai/dsh-session"
+PROJECTIONS = "@deepseek-ai/dsh-session-projection"
+INVARIANTS = "@deepseek-ai/dsh-invariants"
+SESSION_INVARIANT = "@deepseek-ai/dsh-session/invariant"
+TOOL_TODO = "@deepseek-ai/dsh-tool-todo"
+TODO_INVARIANT = "@deepseek-ai/dsh-tool-todo/invariant"
+
+Row = dict[str, Any]
+
+
+def shared_dir() -> Path:
+    """The shared fixtures directory (``../shared`` beside the repo root); skips the caller when it is absent.
+
+    Safe to call at module level (skips the whole module) and inside a test.
+    """
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared fixtures directory not found: expected {SHARED_DIR.name}/ beside the repository root "
+                    f"({SHARED_DIR})", allow_module_level=True)
+    return SHARED_DIR
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per non-blank line."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def composition(*, allow_parallel: bool | None = True, tool: bool = True, projections: bool = True,
+                invariants: Mapping[str, Any] | None = None, session_invariant: bool = False,
+                todo_invariant: bool = False) -> list[Row]:
+    """Rows for :func:`dsh_todo.harness.boot`, in dependency order.
+
+    ``allow_parallel=None`` mounts the tool with no config at all; ``invariants`` (a config mapping) mounts the
+    invariant registry, which the two companions need.
+    """
+    rows: list[Row] = [{"id": "tools", "name": TOOLS}, {"id": "session", "name": SESSION}]
+    if projections:
+        rows.append({"id": "session-projection", "name": PROJECTIONS})
+    if invariants is not None:
+        rows.append({"id": "invariants", "name": INVARIANTS, "config": dict(invariants)})
+        if session_invariant:
+            rows.append({"id": "session-invariant", "name": SESSION_INVARIANT})
+    if tool:
+        row: Row = {"id": "tool-todo", "name": TOOL_TODO}
+        if allow_parallel is not None:
+            row["config"] = {"allowParallelInProgress": allow_parallel}
+        rows.append(row)
+    if invariants is not None and todo_invariant:
+        rows.append({"id": "tool-todo-invariant", "name": TODO_INVARIANT})
+    return rows
+
+
+BootFactory = Callable[..., Context]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def make_ctx() -> Iterator[BootFactory]:
+    """``make_ctx(rows=None, **composition_kwargs)`` boots a context; every context is disposed after the test."""
+    booted: list[Context] = []
+
+    def factory(rows: Sequence[Mapping[str, Any]] | str | Path | None = None, **kwargs: Any) -> Context:
+        ctx = boot(rows if rows is not None else composition(**kwargs))
+        booted.append(ctx)
+        return ctx
+
+    yield factory
+    for ctx in reversed(booted):
+        ctx.dispose()
+
+
+@pytest.fixture
+def shared() -> Path:
+    """Fixture form of :func:`shared_dir`."""
+    return shared_dir()
+
+
+def events_of(session: Any, event_type: str) -> list[Any]:
+    """The ``data`` of every event of one type in a session's log, in order."""
+    return [event["data"] for event in session.events if event["type"] == event_type]
+
+
+def todo_writes(session: Any) -> list[Any]:
+    """The ``todos`` list of every ``todo/write`` in a session's log, in order."""
+    return [data["todos"] for data in events_of(session, "todo/write")]
