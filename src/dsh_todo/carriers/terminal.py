@@ -7,10 +7,19 @@ rich markup.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 GLYPHS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def safe(text: object) -> str:
+    """Model-written text for a terminal: control characters (escape sequences, newlines) shown, not obeyed."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", str(text))
 
 
 def progress_label(plan: Sequence[Mapping[str, Any]]) -> str:
@@ -32,7 +41,7 @@ def plan_lines(plan: Sequence[Mapping[str, Any]] | None) -> list[str]:
     if not plan:
         return ["(empty plan)"]
     lines = [f"To-dos: {progress_label(plan)}"]
-    lines.extend(f"  {GLYPHS.get(str(item.get('status')), '[?]')} {item.get('content')}" for item in plan)
+    lines.extend(f"  {GLYPHS.get(str(item.get('status')), '[?]')} {safe(item.get('content'))}" for item in plan)
     return lines
 
 
@@ -42,7 +51,7 @@ def plan_delta(plan: Sequence[Mapping[str, Any]] | None) -> str:
         return "plan: none"
     if not plan:
         return "plan: empty"
-    active = [str(item.get("content")) for item in plan if item.get("status") == "in_progress"]
+    active = [safe(item.get("content")) for item in plan if item.get("status") == "in_progress"]
     head = f"plan: {progress_label(plan)}"
     return f"{head} | now: {'; '.join(active)}" if active else head
 
@@ -73,16 +82,16 @@ class PlanPrinter:
         elif kind == "turn/end":
             self.say(f"-- turn {data['turn']} ended: {data['reason']['kind']} --")
         elif kind == "user/message":
-            self.say(f"user> {_text(data.get('content'))}")
+            self.say(f"user> {safe(_text(data.get('content')))}")
         elif kind == "assistant/message":
             text = _text(data["message"].get("content"))
             if text:
-                self.say(f"model> {text}")
+                self.say(f"model> {safe(text)}")
         elif kind == "tool/result":
             for block in data["message"]["content"]:
                 if block.get("type") == "tool-result":
                     mark = "!!" if block.get("isError") else "ok"
-                    self.say(f"  {mark} {_text(block.get('content'))}")
+                    self.say(f"  {mark} {safe(_text(block.get('content')))}")
 
     def _on_plan(self, _session: Any, key: str, value: Any, seq: int) -> None:
         if key != "todos":
