@@ -142,6 +142,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     ctx = open_runtime(root, allow_parallel=not args.single_active)
     try:
         printer = PlanPrinter(ctx)
+        mounted = ", ".join(ctx.tools.names()) or "none"
+        print(f"tools mounted: {mounted} (allowParallelInProgress: {str(not args.single_active).lower()})",
+              file=sys.stderr)
         session_id = args.session or str(uuid.uuid4())
         try:
             session = ctx.session_persistence.load(session_id)

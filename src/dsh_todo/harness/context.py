@@ -254,7 +254,13 @@ class Context:
             self._scope.children.append(scope)
         self._root.scopes.append(scope)
         if _ancestors_active(scope):
-            scope.activate()
+            try:
+                scope.activate()
+            except BaseException:
+                # The caller gets the error and no handle: forget the scope, or the next refresh of the tree
+                # would start it again behind everybody's back.
+                scope.dispose()
+                raise
         return scope
 
     def plugin(self, plugin: object, config: Any = None) -> PluginHandle:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -23,6 +24,24 @@ from dsh_todo.harness.errors import BootError, ConfigError
 ENTRY_POINT_GROUP = "dsh_todo.plugins"
 
 Row = Mapping[str, Any]
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _CompositionLoader(yaml.SafeLoader):
+    """YAML 1.2 booleans, as DSH's loader (js-yaml) reads ``cordis.yml``: only ``true``/``false``.
+
+    PyYAML follows YAML 1.1, where ``no``/``yes``/``on``/``off`` are booleans; a composition that says
+    ``allowParallelInProgress: no`` would then boot as ``false`` here while DSH refuses it as a string.
+    """
+
+
+_CompositionLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_CompositionLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                         list("tTfF"))
 
 
 def check_plugin_shape(plugin: object) -> None:
@@ -82,7 +101,7 @@ def read_composition(composition: str | Path | Sequence[Row]) -> list[Row]:
     if isinstance(composition, (str, Path)):
         path = Path(composition)
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_CompositionLoader)
         except (OSError, yaml.YAMLError) as exc:
             raise BootError(f"cannot read composition {path}: {exc}") from None
         if isinstance(loaded, dict) and "plugins" in loaded:
