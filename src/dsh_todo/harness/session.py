@@ -186,7 +186,7 @@ class SessionStore:
         self.observers: list[Observer] = []
         self.listeners: list[Observer] = []
         self._on_open: list[Callable[[Session], object]] = []
-        self._opener: Callable[[str], Session | None] | None = None
+        self._on_close: list[Callable[[Session], object]] = []
         self.clock = clock
 
     def create(self, session_id: str, *, cwd: str | None = None, **header: Any) -> Session:
@@ -212,8 +212,13 @@ class SessionStore:
 
     def _adopt(self, session: Session) -> None:
         self._sessions[session.id] = session
-        for hook in list(self._on_open):
-            hook(session)
+        try:
+            for hook in list(self._on_open):
+                hook(session)
+        except BaseException:  # e.g. persistence refused it (another writer holds the log): it never went live
+            del self._sessions[session.id]
+            session.closed = True
+            raise
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -222,9 +227,16 @@ class SessionStore:
         return list(self._sessions.values())
 
     def close(self, session_id: str) -> None:
+        """End a live session: no more appends; ``on_close`` hooks run (persistence flushes and unlocks)."""
         session = self._sessions.pop(session_id, None)
-        if session is not None:
-            session.closed = True
+        if session is None:
+            return
+        session.closed = True
+        for hook in list(self._on_close):
+            try:
+                hook(session)
+            except Exception:
+                log.warning("on_close hook failed for session %s", session_id, exc_info=True)
 
     def observe(self, observer: Observer) -> Disposer:
         """Run ``observer(session, event)`` before each commit; raising vetoes the append."""
@@ -235,8 +247,12 @@ class SessionStore:
         return _add(self.listeners, listener)
 
     def on_open(self, hook: Callable[[Session], object]) -> Disposer:
-        """Run ``hook(session)`` whenever a session becomes live (created or adopted)."""
+        """Run ``hook(session)`` whenever a session becomes live (created or adopted); raising refuses it."""
         return _add(self._on_open, hook)
+
+    def on_close(self, hook: Callable[[Session], object]) -> Disposer:
+        """Run ``hook(session)`` after a session is closed."""
+        return _add(self._on_close, hook)
 
 
 def _add(items: list[Any], item: Any) -> Disposer:

@@ -1,0 +1,44 @@
+"""Turning events into the bytes of one durable write (a batch of lines, or one zstd frame of them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dsh_todo.harness.persistence.chunk_rows import pack_chunk_runs
+from dsh_todo.harness.persistence.header import header_line
+from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.zstd import compress_frame
+from dsh_todo.jsonutil import dumps_bytes
+
+
+def storage_records(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> list[Mapping[str, Any]]:
+    """The records one batch is stored as: packed chunk rows where possible, every other event verbatim."""
+    return pack_chunk_runs(events) if pack_chunks else list(events)
+
+
+def batch_plaintext(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> bytes:
+    """The JSONL text of one batch, each record on its own ``\\n``-terminated line."""
+    records = storage_records(events, pack_chunks=pack_chunks)
+    if not records:
+        return b""
+    return b"\n".join(map(dumps_bytes, records)) + b"\n"
+
+
+def header_plaintext(meta: Mapping[str, Any]) -> bytes:
+    return dumps_bytes(header_line(meta)) + b"\n"
+
+
+def encode_batch(events: Iterable[Mapping[str, Any]], compression: Compression, *, pack_chunks: bool = True) -> bytes:
+    """The bytes appended to a log for one batch: plain lines, or exactly one zstd frame holding them."""
+    plaintext = batch_plaintext(events, pack_chunks=pack_chunks)
+    return compress_frame(plaintext) if compression == "zstd" else plaintext
+
+
+def encode_new_log(meta: Mapping[str, Any], events: Iterable[Mapping[str, Any]], compression: Compression, *,
+                   pack_chunks: bool = True) -> bytes:
+    """A whole new log: the header (in its own frame under zstd) followed by the first batch."""
+    header = header_plaintext(meta)
+    if compression == "zstd":
+        return compress_frame(header) + encode_batch(events, compression, pack_chunks=pack_chunks)
+    return header + batch_plaintext(events, pack_chunks=pack_chunks)

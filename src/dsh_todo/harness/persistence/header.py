@@ -1,0 +1,136 @@
+"""The first line of every log: the session header, ``{"type":"session","version":0,...}``.
+
+The header is immutable metadata written once, at materialization. Its key order is part of the format (DSH writes
+``type, version, id, createdAt, cwd?, parentSession?, seedLength?, origin?, delegationDepth, agentPreset?``) and
+absent optional fields are left out, never written as ``null``.
+
+The version is checked *before* the rest of the structure: a log from a newer harness may not satisfy today's
+structural checks at all, and its user must read "upgrade the harness", never "corrupt".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
+from dsh_todo.harness.persistence.jstext import MISSING, js_text
+from dsh_todo.jsonutil import loads
+
+SESSION_FORMAT_VERSION: Final = 0
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+_BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "origin")
+_RETIRED_KEYS: Final = ("sandboxMode", "approvalPolicy")
+
+Meta = dict[str, Any]
+"""Decoded header metadata: ``version, id, createdAt, cwd?, parentSession?, seedLength?, origin?,
+delegationDepth, agentPreset?`` (the header line without its ``type`` tag)."""
+
+
+def is_safe_count(value: object) -> bool:
+    """A JSON integer JavaScript holds exactly and that is not negative (``Number.isSafeInteger(v) && v >= 0``)."""
+    if type(value) is int:
+        return 0 <= value <= MAX_SAFE_INTEGER
+    if type(value) is float:
+        return value.is_integer() and 0 <= value <= MAX_SAFE_INTEGER
+    return False
+
+
+def is_number(value: object) -> bool:
+    return type(value) is int or type(value) is float
+
+
+def version_refusal(session_id: str, version: object) -> str:
+    """DSH's direction-aware refusal text for a log in another format generation (without the path suffix)."""
+    shown = js_text(version)
+    if is_number(version) and version > SESSION_FORMAT_VERSION:  # type: ignore[operator]
+        return (f'session "{session_id}" uses log format v{shown}, but this harness reads only '
+                f"v{SESSION_FORMAT_VERSION}: the log was written by a newer harness — upgrade the harness to open it")
+    return (f'session "{session_id}" uses log format v{shown}, older than the supported v{SESSION_FORMAT_VERSION}, '
+            "and this build ships no upgrade path for it")
+
+
+def header_line(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The header record to write for ``meta`` (a session's id plus its header fields), in DSH's key order."""
+    line: dict[str, Any] = {
+        "type": "session",
+        "version": SESSION_FORMAT_VERSION,
+        "id": meta["id"],
+        "createdAt": meta["createdAt"],
+    }
+    for key in _BEFORE_DEPTH:
+        if meta.get(key) is not None:
+            line[key] = meta[key]
+    line["delegationDepth"] = meta.get("delegationDepth", 0) or 0
+    if meta.get("agentPreset") is not None:
+        line["agentPreset"] = meta["agentPreset"]
+    return line
+
+
+def check_meta(meta: Mapping[str, Any]) -> None:
+    """Refuse metadata that would write a header DSH cannot read back (raises ``ValueError``)."""
+    session_id = meta.get("id")
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("session metadata id must be a non-empty string")
+    if not is_safe_count(meta.get("createdAt")):
+        raise ValueError("session metadata createdAt must be a non-negative safe integer")
+    if not is_safe_count(meta.get("delegationDepth", 0) or 0):
+        raise ValueError("session metadata delegationDepth must be a non-negative safe integer")
+    cwd = meta.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd):
+        raise ValueError("session metadata cwd must be a non-empty string when present")
+    origin = meta.get("origin")
+    if origin is not None and origin != "subagent":
+        raise ValueError('session metadata origin must be "subagent" when present')
+    for key in _RETIRED_KEYS:
+        if key in meta:
+            raise ValueError("session header uses retired policy baseline fields")
+
+
+def _is_header(value: Mapping[str, Any]) -> bool:
+    return (value.get("type") == "session"
+            and is_number(value.get("version"))
+            and isinstance(value.get("id"), str)
+            and is_safe_count(value.get("createdAt"))
+            and is_safe_count(value.get("delegationDepth"))
+            and value.get("origin", "subagent") == "subagent"
+            and isinstance(value.get("agentPreset", ""), str)
+            and isinstance(value.get("cwd", "x"), str))
+
+
+def decode_header(value: object) -> Meta:
+    """Metadata from a parsed first line; refuses other format versions, then anything that is not a header."""
+    if not isinstance(value, dict):
+        raise CorruptSessionLogError("corrupt session log: first line is not a session header")
+    version = value.get("version", MISSING)
+    if value.get("type") == "session" and is_number(version) and version != SESSION_FORMAT_VERSION:
+        raise SessionFormatUnsupportedError(version_refusal(js_text(value.get("id", MISSING)), version))
+    if not _is_header(value):
+        raise CorruptSessionLogError("corrupt session log: first line is not a session header")
+    if any(key in value for key in _RETIRED_KEYS):
+        raise CorruptSessionLogError("session header uses retired policy baseline fields")
+    meta: Meta = {"version": value["version"], "id": value["id"], "createdAt": value["createdAt"]}
+    for key in _BEFORE_DEPTH:
+        if key in value:
+            meta[key] = value[key]
+    meta["delegationDepth"] = value["delegationDepth"]
+    if "agentPreset" in value:
+        meta["agentPreset"] = value["agentPreset"]
+    return meta
+
+
+def parse_header_record(record: bytes) -> Meta:
+    """Metadata from the first record of a log, given with its terminating newline."""
+    if not record or record[-1:] != b"\n" or record.find(b"\n") != len(record) - 1:
+        raise CorruptSessionLogError("empty or header-less session log")
+    try:
+        value = loads(record[:-1])
+    except ValueError:
+        raise CorruptSessionLogError("corrupt session log: header line is not valid JSON") from None
+    return decode_header(value)
+
+
+def session_header_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a :class:`~dsh_todo.harness.session.Session` keeps as its ``header`` (no id, no version)."""
+    return {key: value for key, value in meta.items() if key not in ("version", "id", "type")}

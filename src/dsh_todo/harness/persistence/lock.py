@@ -1,0 +1,90 @@
+"""One writer per session log, across processes: an exclusive ``flock`` on ``session.lock`` beside the log.
+
+Two writers appending to the same append-only log would interleave batches and break the seq contract, and a
+loader repairing a "torn" tail that is really another process's write in flight would destroy committed data. So
+every mutation (appending, loading with repair) happens under this lock, and a second writer fails at once with an
+error that names the session and the holder's pid. Readers never take it: a read of a log being written sees a
+consistent prefix and at worst a torn tail, which a read does not repair.
+
+``flock`` locks belong to an open file description, so two stores in one process exclude each other just as two
+processes do, and the kernel drops the lock when its holder dies: a crash never leaves a stale lock behind. The
+holder writes its pid into the file for the error message only; the lock itself is the kernel's. A stale file left
+by a crash is simply reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+from dsh_todo.harness.persistence.errors import SessionLockedError
+
+
+def _holder_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+class WriterLock:
+    """A held single-writer lock; :meth:`release` (or leaving a ``with`` block) lets the next writer in."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, path: Path, session_id: str) -> WriterLock:
+        """Take the lock at ``path`` (creating the file) or raise :class:`SessionLockedError` naming the holder."""
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _holder_pid(fd)
+                os.close(fd)
+                holder = f"process {pid}" if pid is not None else "another process"
+                raise SessionLockedError(
+                    f'session "{session_id}" is already open for writing by {holder} (lock: {path}); '
+                    "a session log takes one writer at a time", holder_pid=pid) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            # A releasing writer may have unlinked the file after we opened it: then we locked an orphan inode
+            # that nobody else will ever see, so start over on the file that is there now.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+                return cls(path, fd)
+            os.close(fd)
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Let go of the lock and remove the lock file, so a session directory holds only its log at rest.
+
+        The file is unlinked while the lock is still held; a contender that opened the old file meanwhile notices
+        the changed inode in :meth:`acquire` and starts over, so removal never lets two writers in.
+        """
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(fd)
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,146 @@
+"""The file mechanics of one session log: lazy creation, durable appends, crash repair, all under the writer lock.
+
+A log never exists half-made: the header and the first batch are written to a temporary file, fsynced, and
+published with ``link()``, which fails if the log already exists (``rename()`` would silently replace another
+writer's log). Every later batch is appended and fsynced before the call returns; if the write or the fsync fails,
+the file is cut back to its previous size so a retry cannot duplicate seqs. Repair truncates a torn tail and appends
+the recovered events and synthetic closers as one more batch (one more zstd frame), as DSH does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.harness.persistence.encode import encode_batch, encode_new_log
+from dsh_todo.harness.persistence.errors import SessionExistsError
+from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.lock import WriterLock
+from dsh_todo.harness.persistence.paths import Compression
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a new or removed directory entry in ``path`` survive a power loss."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p`` with mode 0700, fsyncing the parent of every directory it creates."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+        fsync_dir(directory.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class LogWriter:
+    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects."""
+
+    def __init__(self, *, meta: Meta, path: Path, lock: WriterLock, compression: Compression, pack_chunks: bool,
+                 cursor: int, materialized: bool) -> None:
+        self.meta = meta
+        self.session_id: str = meta["id"]
+        self.path = path
+        self.compression: Compression = compression
+        self.pack_chunks = pack_chunks
+        self.cursor = cursor
+        self.materialized = materialized
+        self._lock = lock
+
+    @property
+    def open(self) -> bool:
+        return self._lock.held
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Make ``events`` durable as one batch; they must continue the log's seq exactly."""
+        if not events:
+            return
+        if not self._lock.held:
+            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+        for index, event in enumerate(events):
+            if event.get("seq") != self.cursor + index:
+                raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
+                                 f"at index {index}, got {event.get('seq')!r}")
+        if self.materialized:
+            self._append_bytes(encode_batch(events, self.compression, pack_chunks=self.pack_chunks))
+        else:
+            self._materialize(encode_new_log(self.meta, events, self.compression, pack_chunks=self.pack_chunks))
+            self.materialized = True
+        self.cursor += len(events)
+
+    def repair(self, truncate_to: int | None, events: Sequence[Mapping[str, Any]]) -> None:
+        """Commit a crash repair: cut the torn tail (if any), then append ``events`` as one batch."""
+        if truncate_to is not None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, truncate_to)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if events:
+            self._append_bytes(encode_batch(events, self.compression, pack_chunks=self.pack_chunks))
+            self.cursor += len(events)
+
+    def close(self) -> None:
+        """Release the lock. A session that never wrote leaves no session directory behind."""
+        if not self._lock.held:
+            return
+        self._lock.release()
+        if not self.materialized:
+            with contextlib.suppress(OSError):
+                self.path.parent.rmdir()
+
+    def _append_bytes(self, data: bytes) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            before = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, before)
+                os.fsync(fd)
+                raise
+        finally:
+            os.close(fd)
+
+    def _materialize(self, content: bytes) -> None:
+        if self.path.exists():
+            raise SessionExistsError(f'refusing to materialize "{self.session_id}": a log already exists on disk '
+                                     "(load/resume it instead)")
+        tmp = self.path.with_name(f"{self.path.name}.{secrets.token_hex(6)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                _write_all(fd, content)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                raise SessionExistsError(f'refusing to materialize "{self.session_id}": a log already exists on '
+                                         "disk (load/resume it instead)") from None
+            fsync_dir(self.path.parent)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

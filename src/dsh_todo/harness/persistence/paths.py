@@ -1,0 +1,85 @@
+"""Where a session's log lives: ``<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]``.
+
+A session id is an unvalidated string from the outside world, so it is escaped into one safe path segment before
+it touches the filesystem: nothing but ``[A-Za-z0-9._-]`` survives literally, ``.`` and ``..`` are escaped as whole
+segments, and the escape works per UTF-16 code unit exactly as DSH's JavaScript does (an astral character becomes
+two escapes), so both harnesses agree on every directory name. The project key is the human-navigable, lossy
+cousin: separators collapse to ``-`` and the result is cut to 251 characters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Literal
+
+Compression = Literal["zstd", "none"]
+
+NO_CWD_DIR: Final = "_no-cwd"
+PROJECT_KEY_LIMIT: Final = 251
+LOG_NAME: Final = "session"
+LOCK_NAME: Final = "session.lock"
+
+_SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SEPARATORS: Final = frozenset("/\\:")
+
+
+def _escape(char: str) -> str:
+    """``~XXXX`` per UTF-16 code unit (upper-case hex), as JavaScript's ``charCodeAt`` sees the character."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"~{code:04X}"
+    code -= 0x10000
+    return f"~{0xD800 + (code >> 10):04X}~{0xDC00 + (code & 0x3FF):04X}"
+
+
+def encode_segment(raw: str) -> str:
+    """One safe, injective path segment for ``raw`` (a session id). Raises ``ValueError`` on an empty string."""
+    if not raw:
+        raise ValueError("cannot encode an empty path segment")
+    if raw == ".":
+        return "~002E"
+    if raw == "..":
+        return "~002E~002E"
+    return "".join(char if char in _SAFE else _escape(char) for char in raw)
+
+
+def project_key(cwd: str) -> str:
+    """The ``--…--`` project directory name for ``cwd``. Raises ``ValueError`` on an empty path."""
+    if not cwd:
+        raise ValueError("cannot encode an empty project path")
+    parts: list[str] = []
+    in_separator_run = False
+    for char in cwd:
+        if char in _SEPARATORS:
+            if not in_separator_run:
+                parts.append("-")
+            in_separator_run = True
+            continue
+        in_separator_run = False
+        parts.append(char if char in _SAFE else _escape(char))
+    slug = "".join(parts).lstrip("-") or "root"
+    return f"--{slug[:PROJECT_KEY_LIMIT]}--"
+
+
+def log_suffix(compression: Compression) -> str:
+    return ".jsonl.zstd" if compression == "zstd" else ".jsonl"
+
+
+def log_file_name(compression: Compression) -> str:
+    return LOG_NAME + log_suffix(compression)
+
+
+def opposite(compression: Compression) -> Compression:
+    return "none" if compression == "zstd" else "zstd"
+
+
+def project_dir(root: Path, cwd: str | None) -> Path:
+    return root / (NO_CWD_DIR if cwd is None else project_key(cwd))
+
+
+def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
+    return project_dir(root, cwd) / encode_segment(session_id)
+
+
+def log_path(root: Path, cwd: str | None, session_id: str, compression: Compression) -> Path:
+    return session_dir(root, cwd, session_id) / log_file_name(compression)

@@ -1,0 +1,460 @@
+"""The JSONL session store: DSH's on-disk layout under one root, read, recovered and written like DSH does it.
+
+Reading has three levels, mirroring DSH's backend and coordinator:
+
+- :meth:`JsonlStore.read_stored` is the raw backend read: the header, the contiguous good prefix of events and the
+  torn-tail marker (where to cut, and which events an incomplete zstd frame still yielded). It refuses corruption.
+- :meth:`JsonlStore.read` is the non-mutating read a viewer wants: the same events, refused if they contain an
+  event type this harness does not know and that is not marked ``ignorable``. It never repairs.
+- :meth:`JsonlStore.load` and :meth:`JsonlStore.resume` commit crash recovery under the writer lock: cut the torn
+  tail, rewrite what an incomplete frame yielded, append the closers of an interrupted turn. A second load finds
+  nothing to do and leaves the bytes alone.
+
+A root holds exactly one encoding (``session.jsonl`` or ``session.jsonl.zstd``); a file of the other kind, or a log
+in DSH's retired flat layout, is refused rather than ignored, so two configurations never split one session.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.harness.persistence.errors import (
+    CorruptSessionLogError,
+    SessionExistsError,
+    SessionFormatUnsupportedError,
+    SessionNotFoundError,
+)
+from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
+from dsh_todo.harness.persistence.jstext import js_text
+from dsh_todo.harness.persistence.lock import WriterLock
+from dsh_todo.harness.persistence.logfile import LogWriter, make_dirs
+from dsh_todo.harness.persistence.paths import (
+    LOCK_NAME,
+    Compression,
+    encode_segment,
+    log_file_name,
+    log_path,
+    log_suffix,
+    opposite,
+)
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.persistence.scan import LogScanner
+from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.jsonutil import dumps_bytes, js_string, loads
+
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """Where a crash tail starts (``truncate_to``, a byte offset in the file) and the events still recovered from it.
+
+    ``recovered`` is non-empty only for zstd: complete lines decoded from the whole blocks of an incomplete final
+    frame. They are part of the good prefix but must be written again, because their frame is cut away.
+    """
+
+    truncate_to: int
+    recovered: list[Event] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLog:
+    """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any."""
+
+    path: Path
+    meta: Meta
+    events: list[Event]
+    torn: TornTail | None = None
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLog:
+    """A log after committed recovery: ``events`` are the ``kept`` stored events followed by ``closers``."""
+
+    path: Path
+    meta: Meta
+    events: list[Event]
+    kept: int
+    closers: list[Event]
+    rewrote: bool
+    truncated_to: int | None = None
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One entry of :meth:`JsonlStore.list`: read from the header alone, so listing never parses whole logs."""
+
+    id: str
+    cwd: str | None
+    path: Path
+    meta: Meta
+
+
+def unknown_type_refusal(session_id: str, events: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Refuse a log holding an event type this harness does not know and that is not marked ``ignorable``.
+
+    Such a log was written by a newer harness; interpreting it anyway could misread state the new type carries.
+    """
+    known = KNOWN_SESSION_EVENT_TYPES
+    for event in events:
+        kind = event.get("type")
+        if kind not in known and event.get("ignorable") is not True:
+            raise SessionFormatUnsupportedError(
+                f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
+                "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
+                f"written by a newer harness (raw log: {path})", path)
+
+
+def _read_raw(buffer: bytes) -> tuple[Meta, list[Event], TornTail | None]:
+    header_end = buffer.find(b"\n")
+    if header_end < 0:
+        raise CorruptSessionLogError("empty or header-less session log")
+    scanner = LogScanner(buffer[:header_end + 1])
+    scanner.feed(buffer[header_end + 1:])
+    torn = TornTail(scanner.committed_bytes) if scanner.committed_bytes < len(buffer) else None
+    return scanner.meta, scanner.events, torn
+
+
+def _frame_plaintext(buffer: bytes, start: int, end: int) -> bytes:
+    try:
+        return decode_frame(buffer[start:end])
+    except FrameError as exc:
+        raise CorruptSessionLogError(
+            f"corrupt Zstandard session log: frame at byte {start} failed validation") from exc
+
+
+def _header_frame(plaintext: bytes) -> bytes:
+    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
+        raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
+    return plaintext
+
+
+def _read_zstd(buffer: bytes) -> tuple[Meta, list[Event], TornTail | None]:
+    scan = scan_frames(buffer)
+    if not scan.frames:
+        raise CorruptSessionLogError("empty or header-less Zstandard session log")
+    (first_start, first_end), *rest = scan.frames
+    scanner = LogScanner(_header_frame(_frame_plaintext(buffer, first_start, first_end)))
+    for start, end in rest:
+        scanner.feed(_frame_plaintext(buffer, start, end))
+    if not scanner.clean:
+        raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    if scan.torn_start is None:
+        return scanner.meta, scanner.events, None
+    complete = len(scanner.events)
+    scanner.feed(decode_prefix(buffer[scan.torn_start:]))
+    return scanner.meta, scanner.events, TornTail(scan.torn_start, scanner.events[complete:])
+
+
+def _file_identity(stat: os.stat_result) -> tuple[int, ...]:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def read_stable(path: Path) -> bytes:
+    """The file's bytes, re-read while a concurrent append changes it between the stat before and after."""
+    while True:
+        before = _file_identity(os.stat(path))
+        data = path.read_bytes()
+        if _file_identity(os.stat(path)) == before:
+            return data
+
+
+class JsonlStore:
+    """Session logs under ``root`` in one encoding (``"zstd"``, DSH's default, or ``"none"``).
+
+    ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], compression: Compression = "zstd", *,
+                 pack_chunks: bool = True) -> None:
+        if compression not in ("zstd", "none"):
+            raise ValueError(f'compression must be "zstd" or "none", not {compression!r}')
+        # Absolute once, so a later chdir cannot split one store across two roots.
+        self.root = Path(os.path.abspath(root))
+        self.compression: Compression = compression
+        self.pack_chunks = pack_chunks
+        self._root_checked = False
+        if self.root.exists() and not self.root.is_dir():
+            raise NotADirectoryError(f"session root {self.root} is not a directory")
+
+    def __repr__(self) -> str:
+        return f"JsonlStore({str(self.root)!r}, {self.compression!r})"
+
+    @property
+    def file_name(self) -> str:
+        return log_file_name(self.compression)
+
+    # -- locating -------------------------------------------------------------------------------------------
+
+    def path_for(self, session_id: str, cwd: str | None) -> Path:
+        """Where the log of ``session_id`` (created in ``cwd``) lives; touches nothing."""
+        return log_path(self.root, cwd, session_id, self.compression)
+
+    def find(self, session_id: str) -> Path | None:
+        """The log of ``session_id`` in whichever project directory holds it, or ``None``."""
+        self._check_root()
+        encoded = encode_segment(session_id)
+        matches: builtins.list[Path] = []
+        for project in self._project_dirs():
+            for suffix in (".jsonl.zstd", ".jsonl"):
+                flat = project / (encoded + suffix)
+                if flat.exists():
+                    raise self._flat_layout(flat)
+            directory = project / encoded
+            other = directory / log_file_name(opposite(self.compression))
+            if other.exists():
+                raise self._mismatch(other)
+            path = directory / self.file_name
+            if path.exists():
+                matches.append(path)
+        if len(matches) > 1:
+            raise CorruptSessionLogError(
+                f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+        return matches[0] if matches else None
+
+    def list(self) -> list[StoredSession]:
+        """Every stored session, read from its header only; files without a readable header are skipped."""
+        self._check_root()
+        found: list[StoredSession] = []
+        seen: set[str] = set()
+        for project in self._project_dirs():
+            for directory in self._session_dirs(project):
+                other = directory / log_file_name(opposite(self.compression))
+                if other.exists():
+                    raise self._mismatch(other)
+                path = directory / self.file_name
+                if not path.is_file():
+                    continue
+                meta = self._read_header_only(path)
+                if meta is None:
+                    continue
+                self._check_identity(path, meta, None)
+                if meta["id"] in seen:
+                    raise CorruptSessionLogError(
+                        f'duplicate JSONL session id "{meta["id"]}" appears in multiple project directories')
+                seen.add(meta["id"])
+                found.append(StoredSession(meta["id"], meta.get("cwd"), path, meta))
+        return found
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    def read_stored(self, session_id: str) -> StoredLog:
+        """The raw backend read: header, good prefix and torn-tail marker. Refuses corruption, repairs nothing."""
+        return self.read_path(self._require(session_id), session_id)
+
+    def read(self, session_id: str) -> StoredLog:
+        """The non-mutating read: like :meth:`read_stored`, and refuses unknown non-ignorable event types."""
+        stored = self.read_stored(session_id)
+        unknown_type_refusal(session_id, stored.events, stored.path)
+        return stored
+
+    def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
+        """Read the log at ``path`` (checked to be where its own header says it belongs under this root)."""
+        buffer = read_stable(path)
+        try:
+            meta, events, torn = _read_zstd(buffer) if self.compression == "zstd" else _read_raw(buffer)
+        except SessionFormatUnsupportedError as exc:
+            if exc.location is None:
+                raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
+            raise
+        self._check_identity(path, meta, session_id)
+        return StoredLog(path, meta, events, torn)
+
+    # -- recovering and writing -----------------------------------------------------------------------------
+
+    def load(self, session_id: str) -> LoadedLog:
+        """Read the log and commit crash recovery under the writer lock (released again before returning)."""
+        loaded, writer = self.resume(session_id)
+        writer.close()
+        return loaded
+
+    def resume(self, session_id: str) -> tuple[LoadedLog, LogWriter]:
+        """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
+        path = self._require(session_id)
+        lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
+        try:
+            stored = self.read_path(path, session_id)
+            unknown_type_refusal(session_id, stored.events, path)
+            closers = interrupted_turn_closers(stored.events)
+            torn = stored.torn
+            recovered = torn.recovered if torn is not None else []
+            # Events recovered from a cut zstd frame are in the prefix but not on disk once the frame is cut.
+            writer = LogWriter(meta=stored.meta, path=path, lock=lock, compression=self.compression,
+                               pack_chunks=self.pack_chunks, cursor=len(stored.events) - len(recovered),
+                               materialized=True)
+            if torn is not None or closers:
+                writer.repair(torn.truncate_to if torn is not None else None, [*recovered, *closers])
+        except BaseException:
+            lock.release()
+            raise
+        loaded = LoadedLog(path, stored.meta, [*stored.events, *closers], len(stored.events), closers,
+                           rewrote=torn is not None or bool(closers),
+                           truncated_to=torn.truncate_to if torn is not None else None)
+        return loaded, writer
+
+    def create(self, meta: Mapping[str, Any]) -> LogWriter:
+        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields).
+
+        The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
+        of the same id fails here rather than on a background flush.
+        """
+        check_meta(meta)
+        session_id: str = meta["id"]
+        cwd = meta.get("cwd")
+        if self.find(session_id) is not None:
+            raise SessionExistsError(
+                f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
+        path = self.path_for(session_id, cwd)
+        while True:
+            make_dirs(path.parent)
+            try:
+                lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
+                break
+            except FileNotFoundError:
+                continue  # a writer that never wrote just removed the empty directory; make it again
+        if path.exists():
+            lock.release()
+            raise SessionExistsError(
+                f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
+        return LogWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
+                         pack_chunks=self.pack_chunks, cursor=0, materialized=False)
+
+    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> LogWriter:
+        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
+
+        The stored events must be exactly the session's first events, or the log belongs to another session of the
+        same id and is refused. A torn tail is cut (and what a cut frame yielded rewritten), but no closers are
+        added: the turn is not interrupted, it is still running in memory. The writer's ``cursor`` says which live
+        events still need writing.
+        """
+        path = self._require(session_id)
+        lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
+        try:
+            stored = self.read_path(path, session_id)
+            count = len(stored.events)
+            if count > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
+                                          for a, b in zip(stored.events, events, strict=False)):
+                raise SessionExistsError(f'session "{session_id}" already has a persisted log on disk; '
+                                         "load/resume it instead of creating")
+            torn = stored.torn
+            recovered = torn.recovered if torn is not None else []
+            writer = LogWriter(meta=stored.meta, path=path, lock=lock, compression=self.compression,
+                               pack_chunks=self.pack_chunks, cursor=count - len(recovered), materialized=True)
+            if torn is not None:
+                writer.repair(torn.truncate_to, recovered)
+        except BaseException:
+            lock.release()
+            raise
+        return writer
+
+    # -- helpers --------------------------------------------------------------------------------------------
+
+    def _require(self, session_id: str) -> Path:
+        path = self.find(session_id)
+        if path is None:
+            raise SessionNotFoundError(f'session "{session_id}" has no stored log under {self.root}')
+        return path
+
+    def _project_dirs(self) -> Iterator[Path]:
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda entry: entry.name)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            if entry.is_dir():
+                yield Path(entry.path)
+
+    def _session_dirs(self, project: Path) -> builtins.list[Path]:
+        dirs: builtins.list[Path] = []
+        for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
+            if entry.is_file() and (entry.name.endswith(".jsonl") or entry.name.endswith(".jsonl.zstd")):
+                raise self._flat_layout(Path(entry.path))
+            if entry.is_dir():
+                dirs.append(Path(entry.path))
+        return dirs
+
+    def _check_root(self) -> None:
+        """Refuse a root that already holds the other encoding (checked once per store)."""
+        if self._root_checked:
+            return
+        other = log_file_name(opposite(self.compression))
+        for project in self._project_dirs():
+            for directory in self._session_dirs(project):
+                if (directory / other).exists():
+                    raise self._mismatch(directory / other)
+        self._root_checked = True
+
+    def _check_identity(self, path: Path, meta: Meta, expected_id: str | None) -> None:
+        if expected_id is not None and meta["id"] != expected_id:
+            raise CorruptSessionLogError(
+                f'corrupt session log "{path}": requested id "{expected_id}" does not match header id "{meta["id"]}"')
+        try:
+            expected = self.path_for(meta["id"], meta.get("cwd"))
+        except ValueError as exc:
+            raise CorruptSessionLogError(
+                f'corrupt session log "{path}": header id cannot name a storage path') from exc
+        if path != expected and not _same_file(path, expected):
+            raise CorruptSessionLogError(
+                f'corrupt session log "{path}": header id "{meta["id"]}" and cwd identify "{expected}"')
+
+    def _read_header_only(self, path: Path) -> Meta | None:
+        """The header of a log without reading the rest: the first line, or the first zstd frame."""
+        with path.open("rb") as file:
+            if self.compression == "none":
+                first = file.readline()
+                if not first.endswith(b"\n"):
+                    return None
+                record = first
+            else:
+                content = b""
+                while True:
+                    chunk = file.read(8192)
+                    if not chunk:
+                        return None
+                    content += chunk
+                    scan = scan_frames(content, max_frames=1)
+                    if scan.frames:
+                        start, end = scan.frames[0]
+                        try:
+                            record = _header_frame(decode_frame(content[start:end]))
+                        except FrameError as exc:
+                            raise CorruptSessionLogError(
+                                "corrupt Zstandard session log: header frame failed validation") from exc
+                        break
+        try:
+            return decode_header(loads(record[:-1]))
+        except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
+            return None
+
+    def _mismatch(self, path: Path) -> CorruptSessionLogError:
+        return CorruptSessionLogError(
+            f"session artifact {js_string(str(path))} uses {log_suffix(opposite(self.compression))}, but this "
+            f"backend is configured for compression {js_string(self.compression)}; use a separate root or select "
+            "the matching compression mode")
+
+    @staticmethod
+    def _flat_layout(path: Path) -> CorruptSessionLogError:
+        return CorruptSessionLogError(
+            f"session artifact {js_string(str(path))} uses the unsupported flat-file layout; use a separate root or "
+            "move it into a project/session directory before loading")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

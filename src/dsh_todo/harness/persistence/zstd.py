@@ -1,0 +1,126 @@
+"""Zstandard frames as DSH writes them: the header alone in frame one, then one frame per durable write batch.
+
+Each frame is independently decodable and carries a content checksum and no content size (frame descriptor byte
+``0x04``), which is what Node's ``zstdCompress`` produces at its default level 3 with ``ZSTD_c_checksumFlag``. The
+bundled libzstd makes our frames byte-identical to DSH's for the same plaintext.
+
+Frame boundaries are found structurally (magic, header, block headers, checksum) without decompressing, so a crash
+that cut the last frame is told apart from a damaged complete frame: the first is a torn tail to cut at the frame
+start, the second is corruption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import zstandard
+
+from dsh_todo.harness.persistence.errors import CorruptSessionLogError
+
+MAGIC: Final = b"\x28\xb5\x2f\xfd"
+LEVEL: Final = 3
+
+
+
+@dataclass(frozen=True, slots=True)
+class FrameScan:
+    """Complete frames as ``(start, end)`` byte ranges, and where an incomplete final frame starts, if any."""
+
+    frames: list[tuple[int, int]]
+    torn_start: int | None = None
+
+
+class FrameError(ValueError):
+    """libzstd refused a frame; the message is libzstd's own (for example "Restored data doesn't match checksum")."""
+
+
+def scan_frames(buffer: bytes, max_frames: int | None = None) -> FrameScan:
+    """Locate complete frames without decompressing; raises :class:`CorruptSessionLogError` on bad structure."""
+    frames: list[tuple[int, int]] = []
+    size = len(buffer)
+    offset = 0
+    while offset < size:
+        start = offset
+        if size - offset < 4:
+            return FrameScan(frames, start)
+        if buffer[offset:offset + 4] != MAGIC:
+            raise CorruptSessionLogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+        offset += 4
+        if offset == size:
+            return FrameScan(frames, start)
+        descriptor = buffer[offset]
+        offset += 1
+        if descriptor & 0x18:
+            raise CorruptSessionLogError(
+                f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
+        size_flag = descriptor >> 6
+        single_segment = bool(descriptor & 0x20)
+        dictionary_flag = descriptor & 0x03
+        header_rest = ((0 if single_segment else 1)
+                       + (4 if dictionary_flag == 3 else dictionary_flag)
+                       + ((1 if single_segment else 0) if size_flag == 0 else 1 << size_flag))
+        if size - offset < header_rest:
+            return FrameScan(frames, start)
+        offset += header_rest
+        while True:
+            if size - offset < 3:
+                return FrameScan(frames, start)
+            block = int.from_bytes(buffer[offset:offset + 3], "little")
+            offset += 3
+            block_type = (block >> 1) & 0x03
+            if block_type == 0x03:
+                raise CorruptSessionLogError(
+                    f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
+            payload = 1 if block_type == 0x01 else block >> 3
+            if size - offset < payload:
+                return FrameScan(frames, start)
+            offset += payload
+            if block & 1:
+                break
+        if descriptor & 0x04:
+            if size - offset < 4:
+                return FrameScan(frames, start)
+            offset += 4
+        frames.append((start, offset))
+        if max_frames is not None and len(frames) >= max_frames:
+            break
+    return FrameScan(frames)
+
+
+def compress_frame(plaintext: bytes) -> bytes:
+    """One checksummed frame without content size, byte-identical to DSH's for the same plaintext."""
+    # A fresh context per frame: zstandard's contexts must not be shared between threads, and the writer thread
+    # and a caller's flush may compress at the same time for different sessions.
+    compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=False).compressobj()
+    return compressor.compress(plaintext) + compressor.flush()
+
+
+def _libzstd_message(error: Exception) -> str:
+    text = str(error)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and "error" in head else text
+
+
+def decode_frame(frame: bytes) -> bytes:
+    """The plaintext of one structurally complete frame, checksum verified; raises :class:`FrameError`."""
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        plaintext = decoder.decompress(frame)
+    except zstandard.ZstdError as exc:
+        raise FrameError(_libzstd_message(exc)) from None
+    if not decoder.eof:
+        raise FrameError("frame ended before its last block")
+    return plaintext
+
+
+def decode_prefix(data: bytes) -> bytes:
+    """Whatever plaintext the complete blocks of an incomplete final frame yield (empty if none can be decoded).
+
+    A crash mid-frame leaves whole blocks before the cut; their lines were written and may be kept. Any decoder
+    failure here means nothing is recoverable, never corruption: the frame was never complete.
+    """
+    try:
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except zstandard.ZstdError:
+        return b""

@@ -1,0 +1,210 @@
+"""Crash-tail rules beyond the fixtures: what is a tail, what is corruption, and which closers a tail needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness.persistence import CorruptSessionLogError, JsonlStore, interrupted_turn_closers
+from dsh_todo.harness.persistence.encode import batch_plaintext, header_plaintext
+from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT
+from dsh_todo.harness.persistence.scan import LogScanner
+from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
+from dsh_todo.jsonutil import dumps_bytes
+
+META = {"id": "s", "createdAt": 1, "cwd": "/w"}
+
+
+def turn(start_seq: int, number: int, *, end: bool = True) -> list[dict[str, Any]]:
+    """A minimal turn: turn/start, step/start, step/end, turn/end (or without the two ends)."""
+    events: list[dict[str, Any]] = [
+        {"type": "turn/start", "seq": start_seq, "time": 10 * number, "data": {"turn": number}},
+        {"type": "step/start", "seq": start_seq + 1, "time": 10 * number, "data": {"turn": number, "step": 1}},
+    ]
+    if end:
+        events += [
+            {"type": "step/end", "seq": start_seq + 2, "time": 10 * number + 1, "data": {"turn": number, "step": 1}},
+            {"type": "turn/end", "seq": start_seq + 3, "time": 10 * number + 2,
+             "data": {"turn": number, "reason": {"kind": "completed"}}},
+        ]
+    return events
+
+
+def scan(body: bytes) -> LogScanner:
+    scanner = LogScanner(header_plaintext(META))
+    scanner.feed(body)
+    return scanner
+
+
+def test_torn_final_line_is_a_tail() -> None:
+    body = batch_plaintext(turn(0, 1))
+    scanner = scan(body + b'{"type":"turn/st')
+    assert len(scanner.events) == 4
+    assert scanner.committed_bytes == len(header_plaintext(META)) + len(body)
+
+
+def test_bad_line_without_later_turn_end_is_a_tail() -> None:
+    body = batch_plaintext(turn(0, 1))
+    scanner = scan(body + b"garbage\n" + batch_plaintext(turn(4, 2, end=False)))
+    assert len(scanner.events) == 4 and not scanner.clean
+
+
+def test_bad_line_before_a_turn_end_is_corruption() -> None:
+    with pytest.raises(CorruptSessionLogError, match=r"^corrupt session log: unparsable committed event at line 5$"):
+        scan(batch_plaintext(turn(0, 1)) + b"garbage\n" + batch_plaintext(turn(4, 2)))
+
+
+def test_seq_gap_before_a_turn_end_is_corruption() -> None:
+    events = turn(0, 1) + turn(4, 2)
+    del events[5]
+    with pytest.raises(CorruptSessionLogError,
+                       match=r"^corrupt session log: seq gap in committed region at line 6 \(expected 5, got 6\)$"):
+        scan(batch_plaintext(events))
+
+
+def test_seq_gap_on_the_turn_end_line_itself_is_corruption() -> None:
+    events = turn(0, 1)
+    events[3] = {**events[3], "seq": 9}
+    with pytest.raises(CorruptSessionLogError, match=r"\(expected 3, got 9\)"):
+        scan(batch_plaintext(events))
+
+
+def test_boolean_or_missing_seq_is_a_gap() -> None:
+    first = {"type": "turn/start", "seq": True, "time": 1, "data": {"turn": 1}}
+    scanner = scan(dumps_bytes(first) + b"\n")
+    assert scanner.events == [] and not scanner.clean
+    with pytest.raises(CorruptSessionLogError, match=r"got undefined\)$"):
+        scan(b'{"type":"turn/end","time":1}\n')
+
+
+def test_non_object_line_reads_as_missing_seq() -> None:
+    with pytest.raises(CorruptSessionLogError, match=r"line 1 \(expected 0, got undefined\)"):
+        scan(b"[1,2]\n" + batch_plaintext(turn(0, 1)))
+
+
+def test_fed_in_pieces_equals_fed_at_once() -> None:
+    body = batch_plaintext(turn(0, 1) + turn(4, 2, end=False)) + b'{"type":"x'
+    whole = scan(body)
+    pieces = LogScanner(header_plaintext(META))
+    for start in range(0, len(body), 7):
+        pieces.feed(body[start:start + 7])
+    assert pieces.events == whole.events
+    assert pieces.committed_bytes == whole.committed_bytes
+
+
+# -- closers ----------------------------------------------------------------------------------------------------
+
+
+def test_balanced_or_empty_logs_need_no_closers() -> None:
+    assert interrupted_turn_closers([]) == []
+    assert interrupted_turn_closers(turn(0, 1)) == []
+
+
+def test_open_step_and_turn_are_closed_with_the_last_time() -> None:
+    events = turn(0, 1, end=False)
+    assert interrupted_turn_closers(events) == [
+        {"type": "step/end", "seq": 2, "time": 10, "data": {"turn": 1, "step": 1}},
+        {"type": "turn/end", "seq": 3, "time": 10, "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
+    ]
+
+
+def test_unstarted_calls_get_not_started_results_in_transcript_order() -> None:
+    events = [
+        *turn(0, 1, end=False),
+        {"type": "assistant/message", "seq": 2, "time": 11, "data": {"turn": 1, "step": 1, "message": {
+            "role": "assistant", "content": [
+                {"type": "tool-call", "id": "b", "name": "x", "arguments": "{}"},
+                {"type": "text", "text": "hi"},
+                {"type": "tool-call", "id": "a", "name": "x", "arguments": "{}"}]}}},
+        {"type": "tool/call", "seq": 3, "time": 12, "data": {"turn": 1, "step": 1, "callId": "a"}},
+    ]
+    closers = interrupted_turn_closers(events)
+    assert [c["type"] for c in closers] == ["tool/result", "tool/result", "step/end", "turn/end"]
+    first, second = closers[0], closers[1]
+    assert first["data"]["message"]["id"] == "interrupted-tool-result-b-4"
+    assert first["data"]["error"] == {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    assert first["data"]["message"]["content"][0]["content"][0]["text"] == NOT_STARTED_TEXT
+    assert "sourceEventSeqs" not in first
+    assert second["sourceEventSeqs"] == [3] and second["seq"] == 5
+    assert list(second) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
+    assert list(second["data"]["message"]) == ["id", "role", "source", "content"]
+
+
+def test_answered_calls_and_earlier_turns_need_no_result() -> None:
+    events = turn(0, 1) + turn(4, 2, end=False) + [
+        {"type": "assistant/message", "seq": 6, "time": 21, "data": {"turn": 2, "step": 1, "message": {
+            "content": [{"type": "tool-call", "id": "a"}]}}},
+        {"type": "tool/result", "seq": 7, "time": 22, "data": {"turn": 2, "step": 1, "message": {
+            "source": {"kind": "tool", "callId": "a"}}}},
+    ]
+    assert [c["type"] for c in interrupted_turn_closers(events)] == ["step/end", "turn/end"]
+
+
+# -- zstd -------------------------------------------------------------------------------------------------------
+
+
+def write_zstd(path: Path, batches: list[list[dict[str, Any]]]) -> bytes:
+    path.parent.mkdir(parents=True)
+    data = compress_frame(header_plaintext(META)) + b"".join(compress_frame(batch_plaintext(b)) for b in batches)
+    path.write_bytes(data)
+    return data
+
+
+def test_frames_have_checksum_and_no_content_size() -> None:
+    frame = compress_frame(b'{"a":1}\n')
+    assert frame[:4] == b"\x28\xb5\x2f\xfd" and frame[4] == 0x04
+    assert scan_frames(frame).frames == [(0, len(frame))]
+
+
+def test_cut_anywhere_in_the_last_frame_is_a_torn_tail(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "zstd")
+    path = store.path_for("s", "/w")
+    data = write_zstd(path, [turn(0, 1), turn(4, 2)])
+    last_start = scan_frames(data).frames[-1][0]
+    checksum_start = len(data) - 4
+    for cut in range(last_start + 1, len(data)):
+        path.write_bytes(data[:cut])
+        stored = store.read_stored("s")
+        assert stored.torn is not None and stored.torn.truncate_to == last_start
+        # Once the frame's only block is complete (only the checksum is cut), its lines are recovered.
+        recovered = 4 if cut >= checksum_start else 0
+        assert len(stored.events) == 4 + recovered
+        assert stored.torn.recovered == stored.events[4:]
+
+
+def test_a_bad_line_inside_a_complete_frame_is_corruption(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "zstd")
+    path = store.path_for("s", "/w")
+    write_zstd(path, [turn(0, 1)])
+    with path.open("ab") as file:
+        file.write(compress_frame(b"garbage\n"))
+    with pytest.raises(CorruptSessionLogError,
+                       match=r"^corrupt Zstandard session log: complete frame contains a torn JSONL record$"):
+        store.read_stored("s")
+
+
+def test_bad_magic_and_header_frame_shape_are_corruption(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "zstd")
+    path = store.path_for("s", "/w")
+    data = write_zstd(path, [turn(0, 1)])
+    path.write_bytes(data + b"\x00\x00\x00\x00\x00")
+    with pytest.raises(CorruptSessionLogError, match=f"invalid frame magic at byte {len(data)}$"):
+        store.read_stored("s")
+    path.write_bytes(compress_frame(header_plaintext(META) + b"{}\n"))
+    with pytest.raises(CorruptSessionLogError, match="first frame is not exactly one header line"):
+        store.read_stored("s")
+
+
+def test_checksum_failure_names_the_frame_and_libzstd_cause(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "zstd")
+    path = store.path_for("s", "/w")
+    data = bytearray(write_zstd(path, [turn(0, 1), turn(4, 2)]))
+    start, end = scan_frames(bytes(data)).frames[1]
+    data[end - 1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptSessionLogError) as caught:
+        store.load("s")
+    assert str(caught.value) == f"corrupt Zstandard session log: frame at byte {start} failed validation"
+    assert str(caught.value.__cause__) == "Restored data doesn't match checksum"
