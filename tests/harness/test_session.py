@@ -1,0 +1,289 @@
+"""The session log (SPEC §5.3, §5.4) and the ``todo/write`` event tests of ``session.spec.ts`` (SPEC §11.6)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness import Session, SessionStore
+from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, SessionAppendError
+from dsh_todo.tool_todo.projection import TODOS_UNIT
+from dsh_todo.tool_todo.rules import standing_plan
+from tests.conftest import BootFactory, todo_writes
+
+REENTER = "session append cannot reenter while another append is being published"
+
+
+def item(content: str, status: str = "pending") -> dict[str, str]:
+    return {"content": content, "status": status}
+
+
+@pytest.fixture
+def store() -> SessionStore:
+    return SessionStore()
+
+
+def test_an_append_keeps_its_own_copy(store: SessionStore) -> None:
+    session = store.create("s")
+    todos = [item("a")]
+    data = {"todos": todos}
+    session.append("todo/write", data)
+    todos.append(item("b"))
+    todos[0]["status"] = "completed"
+    data["todos"] = []
+    assert session.events[0]["data"] == {"todos": [item("a")]}
+
+
+def test_the_logged_list_and_its_items_are_frozen(store: SessionStore) -> None:
+    session = store.create("s")
+    event = session.append("todo/write", {"todos": [item("a")]})
+    logged = session.events[0]["data"]["todos"]
+    attempts = [
+        lambda: logged.append(item("b")),
+        lambda: logged.extend([item("b")]),
+        lambda: logged.insert(0, item("b")),
+        lambda: logged.pop(),
+        lambda: logged.remove(logged[0]),
+        lambda: logged.clear(),
+        lambda: logged.sort(),
+        lambda: logged.reverse(),
+        lambda: logged.__setitem__(0, item("b")),
+        lambda: logged.__delitem__(0),
+        lambda: logged.__iadd__([item("b")]),
+        lambda: logged[0].__setitem__("content", "changed"),
+        lambda: logged[0].__delitem__("status"),
+        lambda: logged[0].update(content="changed"),
+        lambda: logged[0].pop("content"),
+        lambda: logged[0].setdefault("extra", 1),
+        lambda: logged[0].clear(),
+        lambda: event["data"].__setitem__("todos", []),
+        lambda: event.__setitem__("seq", 9),
+        lambda: event.__delitem__("time"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(TypeError):
+            attempt()
+    assert session.events[0]["data"] == {"todos": [item("a")]}
+    assert session.events[0] is event
+
+
+def test_the_event_log_cannot_be_changed_through_session_events(store: SessionStore) -> None:
+    session = store.create("s")
+    session.append("todo/write", {"todos": []})
+    events: Any = session.events
+    assert not hasattr(events, "append")
+    with pytest.raises(TypeError):
+        events[0] = {"type": "x"}
+    with pytest.raises(TypeError):
+        del events[0]
+    sliced = events[0:1]
+    assert isinstance(sliced, tuple)
+    assert session.seq == 1
+
+
+def test_copies_of_frozen_data_are_plain_and_mutable(store: SessionStore) -> None:
+    import copy
+
+    session = store.create("s")
+    event = session.append("todo/write", {"todos": [item("a")]})
+    thawed = copy.deepcopy(event["data"])
+    thawed["todos"][0]["status"] = "completed"
+    thawed["todos"].append(item("b"))
+    assert event["data"] == {"todos": [item("a")]}
+
+
+def test_last_write_wins(store: SessionStore) -> None:
+    session = store.create("s")
+    session.append("todo/write", {"todos": [item("first")]})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    session.append("todo/write", {"todos": [item("second", "in_progress")]})
+    session.append("step/end", {"turn": 1, "step": 1})
+    assert todo_writes(session)[-1] == [item("second", "in_progress")]
+    assert standing_plan(session.events) == [item("second", "in_progress")]
+    session.append("turn/start", {"turn": 2})
+    assert standing_plan(session.events) is None
+    assert todo_writes(session)[-1] == [item("second", "in_progress")]
+
+
+def test_todo_write_is_not_a_surface_event(store: SessionStore) -> None:
+    session = store.create("s")
+    assert "todo/write" not in SURFACE_EVENT_TYPES
+    session.append("user/message", {"message": {"role": "user", "content": "hi"}}, surface_op="append")
+    event = session.append("todo/write", {"todos": [item("a")]})
+    assert "surfaceOp" not in event and "sourceEventSeqs" not in event and "ignorable" not in event
+    assert list(event) == ["type", "seq", "time", "data"]
+    surface = [e["seq"] for e in session.events if "surfaceOp" in e]
+    assert surface == [0]
+    with pytest.raises(SessionAppendError) as caught:
+        session.append("todo/write", {"todos": []}, surface_op="append")
+    assert str(caught.value) == 'session event "todo/write" is not surface-eligible and cannot carry surfaceOp'
+    assert session.seq == 2
+
+
+@pytest.mark.parametrize("event_type", sorted(SURFACE_EVENT_TYPES))
+def test_surface_events_must_carry_surface_op(store: SessionStore, event_type: str) -> None:
+    session = store.create("s")
+    with pytest.raises(SessionAppendError) as caught:
+        session.append(event_type, {})
+    assert str(caught.value) == f'session event "{event_type}" is surface-eligible and must carry surfaceOp'
+    event = session.append(event_type, {}, surface_op="append", source_event_seqs=[])
+    assert list(event) == ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"]
+
+
+def test_envelope_shape_and_seq(store: SessionStore) -> None:
+    clock = iter([1000, 999, 1234])
+    session = Session("s", clock=lambda: next(clock))
+    for n in range(3):
+        event = session.append("todo/write", {"todos": [item(f"t{n}")]})
+        assert event["seq"] == n
+    assert [e["time"] for e in session.events] == [1000, 999, 1234]
+    assert session.seq == 3
+    assert session.events[1] == {"type": "todo/write", "seq": 1, "time": 999, "data": {"todos": [item("t1")]}}
+
+
+def test_replay_round_trip(store: SessionStore) -> None:
+    original = store.create("orig")
+    original.append("turn/start", {"turn": 1})
+    original.append("todo/write", {"todos": [item("a", "in_progress"), item("b")]})
+    original.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    replayed = Session("orig")
+    replayed.restore([dict(event) for event in original.events])
+    assert list(replayed.events) == list(original.events)
+    assert [e["data"] for e in replayed.events] == [e["data"] for e in original.events]
+    assert TODOS_UNIT.fold(replayed.events) == TODOS_UNIT.fold(original.events) == [item("a", "in_progress"),
+                                                                                     item("b")]
+    first_live = replayed.append("turn/start", {"turn": 2})
+    assert first_live["seq"] == original.seq
+    with pytest.raises(TypeError):
+        replayed.events[1]["data"]["todos"].append(item("c"))
+
+
+def test_restore_needs_an_empty_log_and_contiguous_seqs(store: SessionStore) -> None:
+    session = Session("s")
+    with pytest.raises(SessionAppendError) as caught:
+        session.restore([{"type": "turn/start", "seq": 1, "time": 0, "data": {"turn": 1}}])
+    assert str(caught.value) == "restored event 0 has seq 1"
+    session = store.create("t")
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(SessionAppendError) as caught:
+        session.restore([])
+    assert str(caught.value) == 'session "t" already has events; restore needs an empty log'
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.0, {1: "x"}, {"a": {1, 2}}, b"bytes", object()],
+                         ids=["nan", "inf", "negative-zero", "int-key", "set", "bytes", "object"])
+def test_data_that_is_not_lossless_json_is_refused(store: SessionStore, bad: Any) -> None:
+    session = store.create("s")
+    with pytest.raises(SessionAppendError) as caught:
+        session.append("custom/x", {"value": bad})
+    assert str(caught.value).startswith('session event "custom/x" data is not lossless JSON: ')
+    assert session.seq == 0
+
+
+def test_bad_event_types_are_refused(store: SessionStore) -> None:
+    session = store.create("s")
+    for bad in ("", None, 3):
+        with pytest.raises(SessionAppendError) as caught:
+            session.append(bad, {})  # type: ignore[arg-type]
+        assert str(caught.value) == "session event type must be a non-empty string"
+    assert session.seq == 0
+
+
+def test_reentering_append_from_a_listener_is_refused(store: SessionStore) -> None:
+    session = store.create("s")
+    seen: list[str] = []
+
+    def listener(s: Session, event: Event) -> None:
+        if event["type"] == "todo/write":
+            try:
+                s.append("custom/echo", {})
+            except SessionAppendError as exc:
+                seen.append(str(exc))
+
+    store.listen(listener)
+    session.append("todo/write", {"todos": []})
+    assert seen == [REENTER]
+    assert [e["type"] for e in session.events] == ["todo/write"]
+    session.append("custom/after", {})
+    assert session.seq == 2
+
+
+def test_reentering_append_from_an_observer_vetoes_the_outer_append(store: SessionStore) -> None:
+    session = store.create("s")
+
+    def observer(s: Session, event: Event) -> None:
+        s.append("custom/echo", {})
+
+    stop = store.observe(observer)
+    with pytest.raises(SessionAppendError) as caught:
+        session.append("todo/write", {"todos": []})
+    assert str(caught.value) == REENTER
+    assert session.seq == 0
+    stop()
+    session.append("todo/write", {"todos": []})
+    assert session.seq == 1
+
+
+def test_an_observer_veto_leaves_the_log_unchanged(store: SessionStore) -> None:
+    session = store.create("s")
+    heard: list[int] = []
+    store.listen(lambda s, e: heard.append(e["seq"]))
+
+    def veto(s: Session, event: Event) -> None:
+        if event["type"] == "todo/write":
+            raise RuntimeError("no")
+
+    store.observe(veto)
+    with pytest.raises(RuntimeError):
+        session.append("todo/write", {"todos": []})
+    assert session.seq == 0 and heard == []
+    session.append("turn/start", {"turn": 1})
+    assert heard == [0]
+
+
+def test_a_failing_listener_cannot_undo_the_append(store: SessionStore, caplog: pytest.LogCaptureFixture) -> None:
+    session = store.create("s")
+    later: list[int] = []
+
+    def broken(s: Session, event: Event) -> None:
+        raise RuntimeError("listener bug")
+
+    store.listen(broken)
+    store.listen(lambda s, e: later.append(e["seq"]))
+    with caplog.at_level(logging.WARNING, logger="dsh_todo.session"):
+        event = session.append("todo/write", {"todos": []})
+    assert session.events[-1] is event
+    assert later == [0]
+    assert any("listener failed" in record.getMessage() for record in caplog.records)
+
+
+def test_store_identity_and_lifecycle(store: SessionStore) -> None:
+    session = store.create("s", cwd="/tmp/project")
+    assert store.get("s") is session
+    assert session.cwd == "/tmp/project"
+    assert isinstance(session.header["createdAt"], int)
+    with pytest.raises(ValueError) as caught:
+        store.create("s")
+    assert str(caught.value) == 'session "s" already exists'
+    opened: list[str] = []
+    store.on_open(lambda s: opened.append(s.id))
+    store.create("t")
+    assert opened == ["t"]
+    store.close("s")
+    assert store.get("s") is None
+    with pytest.raises(SessionAppendError) as closed:
+        session.append("turn/start", {"turn": 1})
+    assert str(closed.value) == 'session "s" is closed'
+
+
+def test_session_id_must_be_a_non_empty_string() -> None:
+    with pytest.raises(ValueError):
+        Session("")
+
+
+def test_sessions_service_through_boot(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(tool=False, projections=False)
+    session = ctx.sessions.create("s")
+    assert ctx.sessions.list() == [session]
