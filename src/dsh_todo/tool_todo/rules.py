@@ -5,8 +5,8 @@ Standard library only, so any carrier or adapter can reuse them without the harn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, TypedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, NoReturn, TypedDict
 
 from dsh_todo.jsonutil import js_string
 
@@ -51,36 +51,38 @@ def too_many_active(count: int) -> str:
     return f"invalid todos: at most one task may be in_progress (got {count})"
 
 
-def canonicalize(items: Iterable[Mapping[str, Any]], allow_parallel: bool,
+def canonicalize(items: Sequence[Mapping[str, Any]], allow_parallel: bool,
                  make_item: Callable[..., Any] = dict) -> tuple[list[TodoItem], Counts]:
     """Trimmed items with exactly ``content`` and ``status``, and their counts; raises :class:`TodoError`.
 
     Checks run per item in list order (empty, then duplicate) and the first failure wins; the ``in_progress`` cap
     is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2).
     ``make_item(content=…, status=…)`` builds each canonical item (the plugin passes an immutable mapping, so the
-    list can go into the log without another copy).
+    list can go into the log without another copy). A valid list is checked with whole-list operations; only a
+    list that breaks a rule takes the item-by-item walk that names the first failure.
     """
-    seen: set[str] = set()
-    todos: list[TodoItem] = []
-    add = todos.append
     whitespace = JS_WHITESPACE
-    active = done = 0
-    for item in items:
-        content = item["content"].strip(whitespace)
+    contents = [item["content"].strip(whitespace) for item in items]
+    if not all(contents) or len(set(contents)) != len(contents):
+        _first_failure(contents)
+    statuses = [item["status"] for item in items]
+    active = statuses.count("in_progress")
+    if not allow_parallel and active > 1:
+        raise TodoError(too_many_active(active))
+    done = statuses.count("completed")
+    todos = [make_item(content=content, status=status) for content, status in zip(contents, statuses, strict=True)]
+    return todos, {"pending": len(todos) - active - done, "inProgress": active, "completed": done}
+
+
+def _first_failure(contents: Sequence[str]) -> NoReturn:
+    seen: set[str] = set()
+    for content in contents:
         if not content:
             raise TodoError(EMPTY_CONTENT)
         if content in seen:
             raise TodoError(duplicate_content(content))
         seen.add(content)
-        status = item["status"]
-        if status == "in_progress":
-            active += 1
-        elif status == "completed":
-            done += 1
-        add(make_item(content=content, status=status))
-    if not allow_parallel and active > 1:
-        raise TodoError(too_many_active(active))
-    return todos, {"pending": len(todos) - active - done, "inProgress": active, "completed": done}
+    raise AssertionError("called for a valid list")
 
 
 def render(counts: Mapping[str, int]) -> str:
