@@ -28,6 +28,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from dsh_todo.carriers.mcp.server import main as serve_mcp
+    from dsh_todo.runtime import default_root
+
+    return serve_mcp(root=args.root or default_root(), allow_parallel=not args.single_active, http=args.http,
+                     port=args.port)
+
+
+def _cmd_acp(args: argparse.Namespace) -> int:
+    from dsh_todo.carriers.acp.agent import main as serve_acp
+    from dsh_todo.runtime import default_root
+
+    return serve_acp(root=args.root or default_root(), script=args.script, model=args.model,
+                     allow_parallel=not args.single_active)
+
+
+def _cmd_web(args: argparse.Namespace) -> int:
+    from dsh_todo.carriers.web.server import run_web
+    from dsh_todo.runtime import default_root
+
+    return run_web(args.root or default_root(), host=args.host, port=args.port, token=args.token)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -39,6 +62,28 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="play a scripted multi-step task offline and show the plan")
     demo.add_argument("--root", default=".dsh-todo/demo", help="where the demo's session log is written")
     demo.set_defaults(run=_cmd_demo)
+
+    mcp = sub.add_parser("mcp", help="serve todo_write to an MCP client (stdio, or streamable HTTP with --http)")
+    mcp.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    mcp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
+    mcp.set_defaults(run=_cmd_mcp)
+
+    acp = sub.add_parser("acp", help="the agent loop as an ACP agent over stdio (plans show in the editor)")
+    acp_model = acp.add_mutually_exclusive_group()
+    acp_model.add_argument("--script", help="a JSON list of scripted assistant replies (offline)")
+    acp_model.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
+    acp.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    acp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
+    acp.set_defaults(run=_cmd_acp)
+
+    web = sub.add_parser("web", help="serve the live plan strip and tool rows of the sessions under a root")
+    web.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    web.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
+    web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
+    web.add_argument("--token", help="access token every request must carry (required off loopback)")
+    web.set_defaults(run=_cmd_web)
 
     from dsh_todo.commands import add_parsers
 

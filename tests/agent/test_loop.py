@@ -183,3 +183,14 @@ async def test_loop_conformance_vector(make_ctx: BootFactory, vector: dict[str, 
     result = got[-1]["data"]["message"]["content"][0]
     assert result["isError"] is vector["isError"]
     assert result["content"] == [{"type": "text", "text": vector["text"]}]
+
+
+def test_history_skips_results_of_calls_no_model_made() -> None:
+    """An MCP-written log holds tool calls from outside any model; resuming it must not send orphan results."""
+    result = {"type": "tool/result", "seq": 1, "time": 0, "data": {"turn": 1, "step": 1, "message": {
+        "source": {"kind": "tool", "callId": "mcp-1"},
+        "content": [{"type": "tool-result", "toolCallId": "mcp-1", "content": [{"type": "text", "text": "ok"}],
+                     "isError": False}], "role": "user", "id": "x"}}, "surfaceOp": "append"}
+    user = {"type": "user/message", "seq": 2, "time": 0, "data": {"content": [{"type": "text", "text": "hi"}],
+                                                                  "role": "user"}, "surfaceOp": "append"}
+    assert derive_messages([result, user]) == [{"role": "user", "content": "hi"}]

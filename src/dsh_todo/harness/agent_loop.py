@@ -48,6 +48,7 @@ def _text_of(blocks: Any) -> str:
 def derive_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
     """The chat history a model sees, from surface events only: ``todo/write`` never becomes a message."""
     messages: list[dict[str, Any]] = []
+    offered: set[str] = set()  # tool results answer only calls a model made (MCP logs hold calls of no model)
     for event in events:
         kind = event["type"]
         data = event["data"]
@@ -61,11 +62,13 @@ def derive_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
             entry: dict[str, Any] = {"role": "assistant", "content": _text_of(blocks) or None}
             if calls:
                 entry["tool_calls"] = calls
+                offered.update(call["id"] for call in calls)
             messages.append(entry)
         elif kind == "tool/result":
             message = data.get("message", {})
             for block in message.get("content", []):
-                if isinstance(block, Mapping) and block.get("type") == "tool-result":
+                if (isinstance(block, Mapping) and block.get("type") == "tool-result"
+                        and block.get("toolCallId") in offered):
                     messages.append({"role": "tool", "tool_call_id": block.get("toolCallId"),
                                      "content": _text_of(block.get("content"))})
     return messages
@@ -77,6 +80,40 @@ def next_turn_number(session: Session) -> int:
         if event["type"] == "turn/start":
             turns = max(turns, int(event["data"].get("turn", 0)))
     return turns + 1
+
+
+_PARSE: Any = object()
+
+
+async def run_tool_call(tools: ToolRegistry, agent: Agent, turn: int, step: int, call: ToolCallRequest, *,
+                        signal: AbortSignal | None = None, arguments: Any = _PARSE) -> ToolResult:
+    """Run one tool call on the agent's log, as the loop does (SPEC §4.3): ``tool/call`` with the raw argument
+    string, then whatever the tool appends, then ``tool/result`` pointing back at the call.
+
+    The caller owns the enclosing turn and step. ``arguments`` is the already-parsed value when the caller received
+    it parsed (an MCP client's JSON object); by default the raw string is parsed by the reference's rules.
+    """
+    session = agent.session
+    call_event = session.append("tool/call", {"turn": turn, "step": step, "callId": call.id, "name": call.name,
+                                              "arguments": call.arguments})
+    parsed = parse_arguments(call.arguments) if arguments is _PARSE else arguments
+    result = await tools.execute(call.name, parsed, agent, signal=signal, call_id=call.id)
+    log_tool_result(session, turn, step, call.id, result, call_event["seq"])
+    return result
+
+
+def log_tool_result(session: Session, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
+    """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
+    data: dict[str, Any] = {
+        "turn": turn, "step": step,
+        "message": {"source": {"kind": "tool", "callId": call_id},
+                    "content": [{"type": "tool-result", "toolCallId": call_id, "content": result.content,
+                                 "isError": result.is_error}],
+                    "role": "user", "id": str(uuid.uuid4())},
+    }
+    if result.error is not None:
+        data["error"] = result.error
+    return session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
 
 
 @dataclass(frozen=True)
@@ -161,19 +198,4 @@ class AgentLoop:
 
     async def _run_call(self, agent: Agent, turn: int, step: int, call: ToolCallRequest,
                         signal: AbortSignal | None) -> ToolResult:
-        session = agent.session
-        call_event = session.append("tool/call", {"turn": turn, "step": step, "callId": call.id, "name": call.name,
-                                                  "arguments": call.arguments})
-        result = await self.tools.execute(call.name, parse_arguments(call.arguments), agent, signal=signal,
-                                          call_id=call.id)
-        data: dict[str, Any] = {
-            "turn": turn, "step": step,
-            "message": {"source": {"kind": "tool", "callId": call.id},
-                        "content": [{"type": "tool-result", "toolCallId": call.id, "content": result.content,
-                                     "isError": result.is_error}],
-                        "role": "user", "id": str(uuid.uuid4())},
-        }
-        if result.error is not None:
-            data["error"] = result.error
-        session.append("tool/result", data, surface_op="append", source_event_seqs=[call_event["seq"]])
-        return result
+        return await run_tool_call(self.tools, agent, turn, step, call, signal=signal)

@@ -1,0 +1,110 @@
+"""Session-log events → ACP ``session/update`` payloads: one mapping for the live feed and for ``session/load``.
+
+The retired DSH bridge's mapping (SPEC §10), driven by the log rather than by the loop, so a replayed session shows
+exactly what the live one showed:
+
+- ``todo/write`` → ``{"sessionUpdate": "plan", "entries": [...]}``, one entry per todo in order, the status copied
+  (DSH's three statuses are ACP's ``PlanEntryStatus``) and the priority the constant ``"medium"`` (ACP requires
+  one; DSH has none);
+- ``tool/call`` → ``tool_call`` from the tool's ``presentCall`` intent (``Update todo list``, kind ``other``, the
+  model's raw todos), or a generic card named after the tool when the arguments do not validate;
+- ``tool/result`` → ``tool_call_update`` carrying the result text, ``completed`` (``failed`` for an error result);
+- ``assistant/message`` → ``agent_message_chunk`` for its text; ``user/message`` → ``user_message_chunk``, on replay
+  only (live, the client already shows its own prompt);
+- ``turn/start`` while a plan stands → an empty ``plan``: DSH's standing-plan rule (the next turn clears the plan
+  until the model writes again), so an editor never keeps a finished list into the next task.
+
+Payloads are plain wire dicts (camelCase keys); the agent turns them into the SDK's models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from dsh_todo.harness.agent_loop import parse_arguments
+from dsh_todo.harness.session import Event
+from dsh_todo.harness.tools.registry import ToolRegistry
+
+PLAN_PRIORITY: Final = "medium"
+
+Update = dict[str, Any]
+
+
+def plan_update(todos: Iterable[Mapping[str, Any]]) -> Update:
+    """The ACP ``plan`` for a todo list: every entry, in order, status copied, priority ``medium``."""
+    return {"sessionUpdate": "plan",
+            "entries": [{"content": todo["content"], "priority": PLAN_PRIORITY, "status": todo["status"]}
+                        for todo in todos]}
+
+
+def text_of(blocks: Any) -> str:
+    """The text of a content-block list (non-text blocks skipped)."""
+    if isinstance(blocks, str):
+        return blocks
+    if not isinstance(blocks, (list, tuple)):
+        return ""
+    return "".join(block.get("text", "") for block in blocks
+                   if isinstance(block, Mapping) and block.get("type") == "text")
+
+
+def _text_chunk(kind: str, text: str) -> Update:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+class UpdateFeed:
+    """Maps one session's events, in log order, to ACP updates. Keeps only whether a plan is standing."""
+
+    def __init__(self, tools: ToolRegistry, *, history: bool = False) -> None:
+        self.tools = tools
+        self.history = history
+        """Replaying a stored session: user prompts are shown too."""
+        self.plan_standing = False
+
+    def feed(self, event: Event) -> list[Update]:
+        kind = event["type"]
+        data = event["data"]
+        if kind == "todo/write":
+            self.plan_standing = True
+            return [plan_update(data["todos"])]
+        if kind == "tool/call":
+            return [self._tool_call(data)]
+        if kind == "tool/result":
+            return self._tool_result(data)
+        if kind == "assistant/message":
+            text = text_of(data.get("message", {}).get("content"))
+            return [_text_chunk("agent_message_chunk", text)] if text else []
+        if kind == "user/message" and self.history:
+            text = text_of(data.get("content"))
+            return [_text_chunk("user_message_chunk", text)] if text else []
+        if kind == "turn/start" and self.plan_standing:
+            self.plan_standing = False
+            return [plan_update([])]
+        return []
+
+    def replay(self, events: Iterable[Event]) -> list[Update]:
+        return [update for event in events for update in self.feed(event)]
+
+    def _tool_call(self, data: Mapping[str, Any]) -> Update:
+        name = data["name"]
+        arguments = parse_arguments(data.get("arguments", ""))
+        tool = self.tools.get(name)
+        view = tool.present(arguments) if tool is not None else None
+        if isinstance(view, Mapping):
+            title, kind, raw_input = view.get("title", name), view.get("kind", "other"), view.get("rawInput")
+        else:
+            title, kind, raw_input = name, "other", arguments
+        return {"sessionUpdate": "tool_call", "toolCallId": data["callId"], "title": title, "kind": kind,
+                "status": "in_progress", "rawInput": raw_input}
+
+    @staticmethod
+    def _tool_result(data: Mapping[str, Any]) -> list[Update]:
+        updates: list[Update] = []
+        for block in data.get("message", {}).get("content", []):
+            if not isinstance(block, Mapping) or block.get("type") != "tool-result":
+                continue
+            updates.append({"sessionUpdate": "tool_call_update", "toolCallId": block.get("toolCallId"),
+                            "status": "failed" if block.get("isError") else "completed",
+                            "content": [{"type": "content",
+                                         "content": {"type": "text", "text": text_of(block.get("content"))}}]})
+        return updates

@@ -1,0 +1,225 @@
+"""The MCP server: ``todo_write`` with our description and schema, answered by the native tool registry.
+
+Built on the SDK's low-level :class:`mcp.server.lowlevel.Server` rather than ``MCPServer``: the high-level server
+validates arguments against a pydantic model of its own and would answer a bad call before our registry could, with
+different words. Here nothing stands between the client's JSON and ``ctx.tools.execute``, so every result text is
+the native one, ``Error: invalid arguments: …`` included. Even arguments that are not an object (MCP's schema
+forbids them, but a client can still send them) reach the registry: a small middleware takes the raw value before
+the SDK's request validation and hands it to the handler (see :func:`_capture_raw_arguments`).
+
+Each served connection owns one agent session (:class:`~dsh_todo.carriers.mcp.calls.CallSession`), created on the
+first call with a fresh uuid and the server's working directory, and released when the connection ends: over stdio
+when the client closes stdin. Over streamable HTTP the server's lifetime is the scope instead: each MCP session id
+(``Mcp-Session-Id``, handshake-era clients) gets its own agent session, and clients that speak the session-less
+2026 protocol share one.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from functools import partial
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from dsh_todo.carriers.mcp.calls import ABSENT, CallSession
+from dsh_todo.harness import Context
+from dsh_todo.jsonutil import dumps, loads
+
+SERVER_NAME: Final = "dsh-todo"
+SESSION_META_KEY: Final = "dsh-todo/sessionId"
+"""``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
+
+SESSION_HEADER: Final = "mcp-session-id"
+
+_NOT_CAPTURED: Final[Any] = object()
+_RAW_ARGUMENTS: contextvars.ContextVar[Any] = contextvars.ContextVar("dsh_todo_mcp_raw_arguments")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("dsh-todo")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+class Connections:
+    """The lifespan state of one server run: the agent sessions it has handed out."""
+
+    def __init__(self, ctx: Context, cwd: str | None = None) -> None:
+        self.ctx = ctx
+        self.cwd = cwd if cwd is not None else os.getcwd()
+        self.default = CallSession(ctx, cwd=self.cwd)
+        self.by_id: dict[str, CallSession] = {}
+
+    def for_key(self, key: str | None) -> CallSession:
+        """The session for one HTTP MCP session id, or the connection's own one (stdio, session-less HTTP)."""
+        if key is None:
+            return self.default
+        session = self.by_id.get(key)
+        if session is None:
+            session = self.by_id[key] = CallSession(self.ctx, cwd=self.cwd)
+        return session
+
+    def all(self) -> list[CallSession]:
+        return [self.default, *self.by_id.values()]
+
+    def close(self) -> None:
+        for session in self.all():
+            session.close()
+
+
+async def _capture_raw_arguments(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Keep ``tools/call`` arguments exactly as the client sent them, before the SDK validates the request.
+
+    The SDK's params model types ``arguments`` as an object and would refuse anything else with a protocol error;
+    the native registry answers such a call with ``Error: invalid arguments: "arguments" must be an object``, and
+    that is the answer a client must get. So a non-object value is taken out of the params (which then validate)
+    and handed to the handler through a context variable, as is every other value, untouched.
+    """
+    params = ctx.params
+    if ctx.method != "tools/call" or not isinstance(params, Mapping):
+        return await call_next(ctx)
+    raw = params.get("arguments")
+    token = _RAW_ARGUMENTS.set(ABSENT if raw is None else raw)
+    try:
+        if raw is not None and not isinstance(raw, dict):
+            ctx = dataclasses.replace(ctx, params={k: v for k, v in params.items() if k != "arguments"})
+        return await call_next(ctx)
+    finally:
+        _RAW_ARGUMENTS.reset(token)
+
+
+def _session_key(ctx: ServerRequestContext[Connections, Any]) -> str | None:
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return None
+    key = headers.get(SESSION_HEADER)
+    return key if isinstance(key, str) and key else None
+
+
+def _plain(value: Any) -> Any:
+    """A frozen canonical value as plain JSON data (lists and dicts the SDK can serialise)."""
+    return loads(dumps(value))
+
+
+def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]:
+    """A low-level MCP server exposing every tool on ``ctx.tools`` (the composition mounts ``todo_write``)."""
+    listing = []
+    for schema in ctx.tools.schemas():
+        definition = ctx.tools.get(schema["name"])
+        output = definition.output_schema if definition is not None else None
+        listing.append(types.Tool(name=schema["name"], description=schema["description"],
+                                  input_schema=_plain(schema["parameters"]),
+                                  output_schema=_plain(output) if output is not None else None))
+
+    @asynccontextmanager
+    async def lifespan(_server: Server[Connections]) -> AsyncIterator[Connections]:
+        connections = Connections(ctx, cwd)
+        try:
+            yield connections
+        finally:
+            connections.close()
+
+    async def list_tools(_ctx: ServerRequestContext[Connections, Any],
+                         _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(request: ServerRequestContext[Connections, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        if ctx.tools.get(params.name) is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f'unknown tool "{params.name}"')
+        arguments = _RAW_ARGUMENTS.get(_NOT_CAPTURED)
+        if arguments is _NOT_CAPTURED:
+            arguments = ABSENT if params.arguments is None else params.arguments
+        session = request.lifespan_context.for_key(_session_key(request))
+        result = await session.call(params.name, arguments)
+        structured = _plain(result.value) if not result.is_error and result.value is not None else None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=block["text"]) for block in result.content],
+            structured_content=structured, is_error=result.is_error,
+            _meta={SESSION_META_KEY: session.session_id})
+
+    server: Server[Connections] = Server(SERVER_NAME, version=_version(), lifespan=lifespan,
+                                         on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(_capture_raw_arguments)
+    return server
+
+
+async def serve_stdio(ctx: Context, *, cwd: str | None = None) -> None:
+    """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(ctx, cwd=cwd)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765, cwd: str | None = None) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp``; prints the URL once the socket answers.
+
+    The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report.
+    """
+    import socket
+
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError:
+        listener.close()
+        raise
+    server = build_server(ctx, cwd=cwd)
+    app = server.streamable_http_app(host=host)
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(web.serve, sockets=[listener]))
+        while not web.started:
+            if web.should_exit:
+                return
+            await anyio.sleep(0.02)
+        bound = listener.getsockname()[1]
+        print(f"dsh-todo mcp: listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
+
+
+def _where(root: str | Path | None) -> str:
+    return f"sessions under {os.path.abspath(root)}" if root is not None else "sessions not persisted"
+
+
+def main(*, root: str | Path | None, allow_parallel: bool = True, http: bool = False,
+         host: str = "127.0.0.1", port: int = 8765) -> int:
+    """``dsh-todo mcp``: boot the standard composition persisted under ``root`` and serve until the client leaves."""
+    from dsh_todo.runtime import open_runtime
+
+    ctx = open_runtime(root, allow_parallel=allow_parallel)
+    print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
+          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {_where(root)}",
+          file=sys.stderr, flush=True)
+    try:
+        if http:
+            anyio.run(partial(serve_http, ctx, host=host, port=port))
+        else:
+            anyio.run(partial(serve_stdio, ctx))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        if not http:
+            raise
+        print(f"dsh-todo mcp: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        ctx.dispose()
+    return 0

@@ -1,0 +1,268 @@
+"""``dsh-todo acp``: the SDK's own client spawns the agent with a scripted model and sees the plan (SPEC §10)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("acp")
+
+from acp.exceptions import RequestError
+from acp.helpers import text_block
+from acp.stdio import spawn_agent_process
+
+from dsh_todo.carriers.acp.agent import TodoAgent, stop_reason
+from dsh_todo.carriers.acp.updates import UpdateFeed
+from dsh_todo.harness import Context
+from dsh_todo.harness.agent_loop import TurnOutcome
+from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
+from dsh_todo.harness.tools import AbortSignal
+from dsh_todo.jsonutil import dumps
+from dsh_todo.runtime import open_runtime
+from dsh_todo.tool_todo.rules import standing_plan
+from tests.conftest import BootFactory, events_of, todo_writes
+
+pytestmark = pytest.mark.anyio
+
+TODOS = [{"content": "read the code", "status": "in_progress"},
+         {"content": "write the fix", "status": "pending"},
+         {"content": "run the tests", "status": "pending"}]
+RAW_TODOS = [{"content": "  read the code", "status": "in_progress"}, *TODOS[1:]]  # untrimmed, as the model sent
+PLAN = {"sessionUpdate": "plan", "entries": [{"content": t["content"], "priority": "medium", "status": t["status"]}
+                                             for t in TODOS]}
+RESULT_TEXT = "Updated todo list: 2 pending, 1 in progress, 0 completed."
+SCRIPT = [{"tool_calls": [{"id": "call_plan", "name": "todo_write", "arguments": dumps({"todos": RAW_TODOS})}]},
+          {"text": "DONE"}]
+
+
+def tool_call(call_id: str = "call_plan") -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "Update todo list", "kind": "other",
+            "status": "in_progress", "rawInput": RAW_TODOS}
+
+
+def tool_call_update(text: str = RESULT_TEXT, status: str = "completed", call_id: str = "call_plan") -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status,
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}]}
+
+
+def chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+class Recorder:
+    """An ACP client that keeps every ``session/update`` it is sent (as wire dicts) and refuses everything else."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, dict[str, Any]]] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True)))
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("session/request_permission")
+
+
+class Wire:
+    """Every JSON-RPC message the client receives, in arrival order (the SDK's stream observer)."""
+
+    def __init__(self) -> None:
+        self.incoming: list[dict[str, Any]] = []
+
+    def __call__(self, event: Any) -> None:
+        if event.direction.value == "incoming":
+            self.incoming.append(event.message)
+
+    def since(self, mark: int) -> list[dict[str, Any]]:
+        """Updates and responses after ``mark``: updates as their payload, responses as ``{"result": …}``."""
+        out: list[dict[str, Any]] = []
+        for message in self.incoming[mark:]:
+            if message.get("method") == "session/update":
+                out.append(message["params"]["update"])
+            elif "result" in message or "error" in message:
+                out.append({key: message[key] for key in ("result", "error") if key in message})
+        return out
+
+
+def agent_argv(script: Path, root: Path) -> list[str]:
+    return ["-m", "dsh_todo.cli", "acp", "--script", str(script), "--root", str(root)]
+
+
+async def test_prompt_streams_tool_call_plan_result_and_stop_reason(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    client, wire = Recorder(), Wire()
+    async with asyncio.timeout(60), spawn_agent_process(client, sys.executable, *agent_argv(script, root),
+                                                        cwd=tmp_path, observers=[wire]) as (conn, _process):
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities is not None and init.agent_capabilities.load_session is True
+        assert init.agent_info is not None and init.agent_info.name == "dsh-todo"
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        mark = len(wire.incoming)
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("plan the fix")])
+        assert response.stop_reason == "end_turn"
+        received = wire.since(mark)
+    assert received == [tool_call(), PLAN, tool_call_update(), chunk("agent_message_chunk", "DONE"),
+                        {"result": {"stopReason": "end_turn"}}]
+    assert [update for _, update in client.updates] == received[:-1]
+    assert {sid for sid, _ in client.updates} == {session.session_id}
+    # The ACP session is a DSH session on disk, turn-enclosed, with the plan standing.
+    ctx: Context = open_runtime(root)
+    try:
+        stored = ctx.session_persistence.read(session.session_id)
+    finally:
+        ctx.dispose()
+    assert stored.meta["cwd"] == str(tmp_path)
+    assert standing_plan(stored.events) == TODOS
+
+
+async def test_load_replays_the_session_and_its_standing_plan(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(dumps(SCRIPT))
+    again = tmp_path / "again.json"
+    again.write_text(dumps([{"text": "nothing to plan"}]))
+    root = tmp_path / "sessions"
+    async with asyncio.timeout(60), spawn_agent_process(Recorder(), sys.executable, *agent_argv(script, root),
+                                                        cwd=tmp_path) as (conn, _process):
+        await conn.initialize(protocol_version=1)
+        session_id = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await conn.prompt(session_id=session_id, prompt=[text_block("plan the fix")])
+
+    client, wire = Recorder(), Wire()
+    async with asyncio.timeout(60), spawn_agent_process(client, sys.executable, *agent_argv(again, root),
+                                                        cwd=tmp_path, observers=[wire]) as (conn, _process):
+        await conn.initialize(protocol_version=1)
+        with pytest.raises(RequestError):
+            await conn.load_session(cwd=str(tmp_path), session_id="no-such-session", mcp_servers=[])
+        mark = len(wire.incoming)
+        await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+        replayed = wire.since(mark)
+        mark = len(wire.incoming)
+        response = await conn.prompt(session_id=session_id, prompt=[text_block("and now?")])
+        next_turn = wire.since(mark)
+    assert replayed == [chunk("user_message_chunk", "plan the fix"), tool_call(), PLAN, tool_call_update(),
+                        chunk("agent_message_chunk", "DONE"), {"result": {}}]
+    # The next turn clears the standing plan (DSH's rule) and, writing none, leaves it cleared.
+    assert response.stop_reason == "end_turn"
+    assert next_turn == [{"sessionUpdate": "plan", "entries": []}, chunk("agent_message_chunk", "nothing to plan"),
+                         {"result": {"stopReason": "end_turn"}}]
+    ctx: Context = open_runtime(root)
+    try:
+        events = ctx.session_persistence.read(session_id).events
+    finally:
+        ctx.dispose()
+    assert [e["data"]["turn"] for e in events if e["type"] == "turn/start"] == [1, 2]
+    assert standing_plan(events) is None
+
+
+def test_missing_key_without_a_script_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from dsh_todo.cli import main
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    assert main(["acp", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dsh-todo acp: no API key: set DEEPSEEK_API_KEY")
+    assert "--script FILE" in err
+
+
+# -- in process -----------------------------------------------------------------------------------------------
+
+
+class GatedModel:
+    """Replies with one ``todo_write`` call, but only once the test lets it (so a cancel can land first)."""
+
+    provider = "test"
+    model = "gated"
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.entered.set()
+        await self.release.wait()
+        return ModelReply("", [ToolCallRequest("call_late", "todo_write", dumps({"todos": RAW_TODOS}))], "tool_calls")
+
+
+async def test_cancel_ends_the_turn_cancelled_and_writes_no_plan(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    model = GatedModel()
+    agent, client = TodoAgent(ctx, model), Recorder()
+    agent.on_connect(client)  # type: ignore[arg-type]
+    session_id = (await agent.new_session(cwd="/work/project")).session_id
+    running = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text_block("go")]))
+    await asyncio.wait_for(model.entered.wait(), 10)
+    with pytest.raises(RequestError):  # one prompt at a time per session
+        await agent.prompt(session_id=session_id, prompt=[text_block("again")])
+    await agent.cancel(session_id=session_id)
+    model.release.set()
+    response = await asyncio.wait_for(running, 10)
+    assert response.stop_reason == "cancelled"
+    session = ctx.sessions.get(session_id)
+    assert session is not None
+    assert todo_writes(session) == []
+    assert events_of(session, "turn/end")[-1]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+    aborted = "Error: tool call aborted before dispatch"
+    assert [update for _, update in client.updates] == [tool_call("call_late"),
+                                                        tool_call_update(aborted, "failed", "call_late")]
+
+
+async def test_unknown_session_and_model_failure_are_errors(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    agent = TodoAgent(ctx, ScriptedModel([]))
+    with pytest.raises(RequestError):
+        await agent.prompt(session_id="nope", prompt=[text_block("go")])
+    session_id = (await agent.new_session(cwd="/work/project")).session_id
+    with pytest.raises(RequestError) as raised:
+        await agent.prompt(session_id=session_id, prompt=[text_block("go")])
+    assert "no reply left" in str(raised.value.data)
+    with pytest.raises(RequestError):  # without persistence there is nothing to load
+        await agent.load_session(cwd="/work/project", session_id=session_id)
+
+
+@pytest.mark.parametrize(("reason", "expected"), [
+    ({"kind": "completed"}, "end_turn"),
+    ({"kind": "aborted", "reason": {"kind": "user"}}, "cancelled"),
+    ({"kind": "max-tokens"}, "max_tokens"),
+    ({"kind": "error", "error": {"name": "MaxStepsError", "message": "too long"}}, "max_turn_requests"),
+])
+def test_stop_reasons(reason: dict[str, Any], expected: str) -> None:
+    assert stop_reason(TurnOutcome(1, reason, "", 1), AbortSignal()) == expected
+
+
+# -- the mapping itself (no SDK) ------------------------------------------------------------------------------
+
+
+def test_update_feed_is_the_retired_dsh_mapping(make_ctx: BootFactory) -> None:
+    """SPEC §10, byte for byte (our dicts keep the bridge's key order)."""
+    ctx = make_ctx(allow_parallel=True)
+    feed = UpdateFeed(ctx.tools)
+    call = {"type": "tool/call", "data": {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
+                                          "arguments": dumps({"todos": RAW_TODOS})}}
+    write = {"type": "todo/write", "data": {"todos": TODOS}}
+    result = {"type": "tool/result", "data": {"turn": 1, "step": 1, "message": {
+        "source": {"kind": "tool", "callId": "c1"},
+        "content": [{"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": RESULT_TEXT}],
+                     "isError": False}], "role": "user", "id": "x"}}}
+    assert dumps(feed.feed(call)) == dumps([{"sessionUpdate": "tool_call", "toolCallId": "c1",
+                                             "title": "Update todo list", "kind": "other", "status": "in_progress",
+                                             "rawInput": RAW_TODOS}])
+    assert dumps(feed.feed(write)) == dumps([PLAN])
+    assert feed.feed(result) == [tool_call_update(call_id="c1")]
+    assert feed.feed({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}) == []
+    assert feed.feed({"type": "turn/start", "data": {"turn": 2}}) == [{"sessionUpdate": "plan", "entries": []}]
+    assert feed.feed({"type": "turn/start", "data": {"turn": 3}}) == []  # nothing standing, nothing to clear
+    assert feed.feed({"type": "todo/write", "data": {"todos": []}}) == [{"sessionUpdate": "plan", "entries": []}]
+    # Arguments that do not validate get the generic card, named after the tool, with the raw value.
+    bad = {"type": "tool/call", "data": {"turn": 3, "step": 1, "callId": "c2", "name": "todo_write",
+                                         "arguments": "{\"todos\": ["}}
+    assert feed.feed(bad) == [{"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "todo_write",
+                               "kind": "other", "status": "in_progress", "rawInput": "{\"todos\": ["}]
+    user = {"type": "user/message", "data": {"content": [{"type": "text", "text": "hi"}]}}
+    assert feed.feed(user) == []
+    assert UpdateFeed(ctx.tools, history=True).feed(user) == [chunk("user_message_chunk", "hi")]

@@ -1,0 +1,342 @@
+"""``dsh-todo mcp``: the MCP tool answers exactly as the native registry does, and logs each call as one turn.
+
+Driven by the real SDK client: in process (both protocol eras: the 2026 per-request path and the handshake path
+over in-memory streams), and against ``dsh-todo mcp`` as a stdio subprocess, whose log is then read back from disk.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+import mcp_types as types
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from dsh_todo.carriers.mcp.calls import ABSENT, CallSession, raw_argument_text
+from dsh_todo.carriers.mcp.server import SESSION_META_KEY, build_server
+from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.tools.registry import ToolResult
+from dsh_todo.jsonutil import dumps, loads
+from dsh_todo.runtime import open_runtime
+from dsh_todo.tool_todo.rules import standing_plan
+from tests.conftest import BootFactory, read_jsonl, shared_dir
+
+pytestmark = pytest.mark.anyio
+
+TURN_SHAPE_HEAD = ["turn/start", "step/start", "tool/call"]
+TURN_SHAPE_TAIL = ["tool/result", "step/end", "turn/end"]
+
+
+def direct_vectors(allow_parallel: bool) -> list[dict[str, Any]]:
+    """The public ``direct`` conformance vectors with an owning agent, for one policy."""
+    vectors = read_jsonl(shared_dir() / "fixtures" / "conformance" / "exec-vectors.jsonl")
+    return [v for v in vectors if v["path"] == "direct" and v["agent"]
+            and v["config"]["allowParallelInProgress"] is allow_parallel]
+
+
+def plain(value: Any) -> Any:
+    return loads(dumps(value))
+
+
+def brief(events: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"type": e["type"], "data": plain(e["data"])} for e in events]
+
+
+class Native:
+    """The reference answer: ``ctx.tools.execute`` with an owning agent on a fresh session, and what it appended."""
+
+    def __init__(self, make_ctx: BootFactory, allow_parallel: bool) -> None:
+        self.ctx = make_ctx(allow_parallel=allow_parallel)
+        self.count = 0
+
+    async def __call__(self, args: Any) -> tuple[ToolResult, list[dict[str, Any]]]:
+        self.count += 1
+        session = self.ctx.sessions.create(f"native-{self.count}")
+        result = await self.ctx.tools.execute("todo_write", args, Agent("native", session))
+        return result, brief(session.events)
+
+
+async def call(client: Client, arguments: Any) -> types.CallToolResult:
+    """``tools/call`` with any JSON value as ``arguments``: objects the normal way, anything else sent as is."""
+    if isinstance(arguments, dict):
+        return await client.call_tool("todo_write", arguments)
+    params = types.CallToolRequestParams.model_construct(name="todo_write", arguments=arguments)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic warns that the value is not the object MCP's schema wants
+        return await client.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
+
+
+def check_turn(new_events: Sequence[Any], turn: int, arguments: Any, result: ToolResult,
+               native_events: list[dict[str, Any]]) -> None:
+    """One call's slice of the log: a closed turn around the loop's own call shape, with the native side effects."""
+    types_ = [e["type"] for e in new_events]
+    assert types_ == TURN_SHAPE_HEAD + [e["type"] for e in native_events] + TURN_SHAPE_TAIL
+    assert brief(new_events[3:3 + len(native_events)]) == native_events
+    assert new_events[0]["data"] == {"turn": turn}
+    assert new_events[-1]["data"] == {"turn": turn, "reason": {"kind": "completed"}}
+    tool_call, tool_result = new_events[2], new_events[-3]
+    assert tool_call["data"]["name"] == "todo_write"
+    assert tool_call["data"]["arguments"] == raw_argument_text(arguments)
+    assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
+    assert tool_result["surfaceOp"] == "append"
+    block = tool_result["data"]["message"]["content"][0]
+    assert block["toolCallId"] == tool_call["data"]["callId"]
+    assert plain(block["content"]) == result.content
+    assert block["isError"] is result.is_error
+    assert plain(tool_result["data"].get("error")) == result.error
+
+
+def check_answer(got: types.CallToolResult, want: ToolResult) -> None:
+    assert [block.model_dump(exclude_none=True) for block in got.content] == want.content
+    assert got.is_error is want.is_error
+    assert got.structured_content == (None if want.is_error else plain(want.value))
+
+
+# -- in process -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tool_listing_is_our_description_and_schema(make_ctx: BootFactory, mode: str) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    async with Client(build_server(ctx), mode=mode) as client:
+        listed = (await client.list_tools()).tools
+    [schema] = ctx.tools.schemas()
+    assert [tool.name for tool in listed] == ["todo_write"]
+    assert listed[0].description == schema["description"]
+    assert listed[0].input_schema == plain(schema["parameters"])
+    assert listed[0].output_schema == plain(ctx.tools.get("todo_write").output_schema)
+    if mode == "auto":  # the 2026 surface keeps our key order; the 2025 one re-serialises the root object
+        assert dumps(listed[0].input_schema) == dumps(schema["parameters"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("allow_parallel", [True, False], ids=["parallel", "single-active"])
+async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, allow_parallel: bool) -> None:
+    ctx = make_ctx(allow_parallel=allow_parallel)
+    vectors = direct_vectors(allow_parallel)
+    assert vectors
+    native = Native(make_ctx, allow_parallel)
+    session: Session | None = None
+    async with Client(build_server(ctx), mode=mode) as client:
+        for turn, vector in enumerate(vectors, start=1):
+            want, want_events = await native(vector["args"])
+            assert want.is_error is vector["isError"], vector["id"]
+            before = session.seq if session is not None else 0
+            got = await call(client, vector["args"])
+            check_answer(got, want)
+            assert got.meta is not None
+            session = ctx.sessions.get(got.meta[SESSION_META_KEY])
+            assert session is not None
+            check_turn(session.events[before:], turn, vector["args"], want, want_events)
+    assert session is not None and session.closed  # the connection ended: its session was let go
+
+
+async def test_absent_arguments_are_an_empty_object(make_ctx: BootFactory) -> None:
+    """No ``arguments`` is the loop's empty argument string: logged as ``""``, executed as ``{}``."""
+    ctx = make_ctx(allow_parallel=True)
+    async with Client(build_server(ctx)) as client:
+        got = await client.call_tool("todo_write")
+        assert got.meta is not None
+        session = ctx.sessions.get(got.meta[SESSION_META_KEY])
+    assert got.is_error
+    assert got.content[0].model_dump(exclude_none=True) == {
+        "type": "text", "text": 'Error: invalid arguments: missing required property "todos"'}
+    assert session is not None
+    assert [e["data"]["arguments"] for e in session.events if e["type"] == "tool/call"] == [""]
+
+
+async def test_unknown_tool_is_a_protocol_error_and_logs_nothing(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    async with Client(build_server(ctx)) as client:
+        with pytest.raises(MCPError, match='unknown tool "todo_read"'):
+            await client.call_tool("todo_read", {})
+    assert ctx.sessions.list() == []
+
+
+async def test_concurrent_calls_never_interleave_their_turns(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    seen: list[str] = []
+
+    async def one(client: Client, index: int) -> None:
+        got = await client.call_tool("todo_write", {"todos": [{"content": f"task {index}", "status": "pending"}]})
+        assert got.meta is not None
+        seen.append(got.meta[SESSION_META_KEY])
+
+    async with Client(build_server(ctx)) as client:
+        async with anyio.create_task_group() as group:
+            for index in range(8):
+                group.start_soon(one, client, index)
+        session = ctx.sessions.get(seen[0])
+        assert session is not None and set(seen) == {session.id}
+        kinds = [e["type"] for e in session.events]
+        assert kinds == [*TURN_SHAPE_HEAD, "todo/write", *TURN_SHAPE_TAIL] * 8
+        assert [e["data"]["turn"] for e in session.events if e["type"] == "turn/start"] == list(range(1, 9))
+
+
+async def test_turns_satisfy_the_session_invariant(make_ctx: BootFactory) -> None:
+    """With DSH's turn-enclosure invariant mounted, a host calling the tool outside a turn is vetoed; MCP is not."""
+    ctx = make_ctx(allow_parallel=True, invariants={"enabled": True}, session_invariant=True, todo_invariant=True)
+    async with Client(build_server(ctx)) as client:
+        got = await client.call_tool("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]})
+    assert not got.is_error, got.content
+
+
+async def test_call_session_without_the_sdk(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=False)
+    calls = CallSession(ctx, cwd="/work/project")
+    assert calls.session is None  # nothing is created before the first call
+    first = await calls.call("todo_write")
+    second = await calls.call("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]})
+    assert first.text == 'Error: invalid arguments: missing required property "todos"'
+    assert second.text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
+    session = calls.session
+    assert session is not None and session.cwd == "/work/project"
+    assert [e["data"]["arguments"] for e in session.events if e["type"] == "tool/call"] == [
+        "", '{"todos":[{"content":"a","status":"in_progress"}]}']
+    assert standing_plan(session.events) == [{"content": "a", "status": "in_progress"}]
+    calls.close()
+    calls.close()
+    assert session.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        await calls.call("todo_write", ABSENT)
+
+
+# -- over stdio, against the real command ---------------------------------------------------------------------
+
+
+def command_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("DSH_TODO_ROOT", None)
+    return env
+
+
+@pytest.fixture
+def server_cwd(tmp_path: Path) -> Iterator[Path]:
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    yield cwd
+
+
+@pytest.mark.parametrize("allow_parallel", [True, False], ids=["parallel", "single-active"])
+async def test_conformance_vectors_over_stdio(make_ctx: BootFactory, tmp_path: Path, server_cwd: Path,
+                                              allow_parallel: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "sessions"
+    argv = ["-m", "dsh_todo.cli", "mcp", "--root", str(root)] + ([] if allow_parallel else ["--single-active"])
+    params = StdioServerParameters(command=sys.executable, args=argv, cwd=str(server_cwd), env=command_env())
+    vectors = direct_vectors(allow_parallel)
+    native = Native(make_ctx, allow_parallel)
+    wanted: list[tuple[Any, ToolResult, list[dict[str, Any]]]] = []
+    session_ids: set[str] = set()
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            for vector in vectors:
+                want, want_events = await native(vector["args"])
+                got = await call(client, vector["args"])
+                check_answer(got, want)
+                assert got.meta is not None
+                session_ids.add(got.meta[SESSION_META_KEY])
+                wanted.append((vector["args"], want, want_events))
+    # The client closed stdin; the server flushed, released its lock and exited. Read the log back from disk.
+    [session_id] = session_ids
+    ctx: Context = open_runtime(root)
+    try:
+        stored = ctx.session_persistence.read(session_id)
+    finally:
+        ctx.dispose()
+    assert stored.torn is None
+    assert stored.meta["cwd"] == str(server_cwd)
+    events = stored.events
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    position = 0
+    for turn, (arguments, want, want_events) in enumerate(wanted, start=1):
+        size = len(TURN_SHAPE_HEAD) + len(want_events) + len(TURN_SHAPE_TAIL)
+        check_turn(events[position:position + size], turn, arguments, want, want_events)
+        position += size
+    assert position == len(events)
+    # …and ``dsh-todo plan`` reads it like any other DSH log.
+    from dsh_todo.cli import main
+
+    capsys.readouterr()
+    assert main(["plan", str(stored.path.parent), "--json"]) == 0
+    assert loads(capsys.readouterr().out) == plain(standing_plan(events))
+
+
+async def test_streamable_http(tmp_path: Path, server_cwd: Path) -> None:
+    """``--http``: one server, answered over streamable HTTP on 127.0.0.1; the log is flushed on shutdown."""
+    import signal
+    import subprocess
+
+    root = tmp_path / "sessions"
+    process = subprocess.Popen([sys.executable, "-m", "dsh_todo.cli", "mcp", "--http", "--port", "0",
+                                "--root", str(root)], cwd=server_cwd, env=command_env(),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        with anyio.fail_after(30):
+            banner = await anyio.to_thread.run_sync(process.stderr.readline)
+            line = await anyio.to_thread.run_sync(process.stderr.readline)
+        assert banner.startswith("dsh-todo mcp: serving todo_write (allowParallelInProgress: true)"), banner
+        assert line.startswith("dsh-todo mcp: listening on http://127.0.0.1:"), line
+        url = line.split("listening on ", 1)[1].strip()
+        with anyio.fail_after(30):
+            async with Client(url) as client:
+                got = await client.call_tool("todo_write", {"todos": [{"content": "ship", "status": "in_progress"}]})
+        assert got.content[0].model_dump(exclude_none=True) == {
+            "type": "text", "text": "Updated todo list: 0 pending, 1 in progress, 0 completed."}
+        assert got.meta is not None
+        session_id = got.meta[SESSION_META_KEY]
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    ctx: Context = open_runtime(root)
+    try:
+        stored = ctx.session_persistence.read(session_id)
+    finally:
+        ctx.dispose()
+    assert standing_plan(stored.events) == [{"content": "ship", "status": "in_progress"}]
+
+
+async def test_a_cancelled_call_still_closes_its_turn(make_ctx: BootFactory) -> None:
+    from dsh_todo.harness.tools import define_tool
+
+    ctx = make_ctx(allow_parallel=True)
+    started = anyio.Event()
+
+    async def forever(_args: Any, _call: Any) -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    ctx.tools.register(define_tool(name="slow", description="never returns", parameters={}, execute=forever,
+                                   render=lambda _args, _value: "done"))
+    calls = CallSession(ctx)
+    async with anyio.create_task_group() as group:
+        group.start_soon(calls.call, "slow", {})
+        await started.wait()
+        group.cancel_scope.cancel()
+    session = calls.session
+    assert session is not None
+    assert [e["type"] for e in session.events] == ["turn/start", "step/start", "tool/call", "tool/result",
+                                                   "step/end", "turn/end"]
+    result = session.events[3]
+    assert result["sourceEventSeqs"] == [2]
+    assert result["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
+    assert session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
+    assert (await calls.call("todo_write", {"todos": []})).text == (
+        "Updated todo list: 0 pending, 0 in progress, 0 completed.")
+    assert session.events[-1]["data"]["turn"] == 2
