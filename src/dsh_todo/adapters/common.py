@@ -1,0 +1,328 @@
+"""What every framework adapter shares: ``todo_write`` bound to one agent session of ours.
+
+An adapter is only a translation. The framework hands over the model's argument text, :meth:`TodoBinding.call`
+runs it through the same registry as the native loop (``parse_arguments`` then ``ctx.tools.execute``), and the
+adapter gives ``result.text`` back to the framework unchanged. So the description, the parameters schema, every
+success and error text and the ``todo/write`` event are the native ones: no rule is implemented twice.
+
+How a framework's calls land in the log
+---------------------------------------
+A framework run has no DSH turns of its own, but ``todo/write`` must sit inside an open turn (SPEC §2.4, §5.3), and
+the standing plan is "the last ``todo/write`` with no later ``turn/start``" (SPEC §5.4). Each call is written as
+the agent loop writes one, ``step/start`` → ``tool/call`` (the raw argument text) → ``todo/write`` →
+``tool/result`` → ``step/end``, and the turn around it is chosen like this:
+
+* **One turn per framework run** is the intended shape: one user request is one DSH turn, so the plan stands
+  through every call of the run (a rejected call does not hide it) and the next run's ``turn/start`` clears it, as
+  in DSH. :meth:`TodoBinding.turn` opens that turn around a run (``with todos.turn(): ...``; closed with
+  ``completed``, ``error`` or ``aborted`` by how the block ends). The pydantic-ai capability does it by itself,
+  from pydantic-ai's own ``wrap_run`` hook around each run.
+* **A call that finds no open turn gets a turn of its own** (``turn/start`` … ``turn/end``), as the MCP carrier
+  does. The log never ends mid-turn, whatever the caller does, but each call then clears the plan at its start,
+  so a rejected call leaves no standing plan until the next good one.
+* A call that finds a turn already open (``turn()``, or a host that opened one itself) joins it as the next step.
+
+Calls on one binding are serialised: the tool is ``exclusive`` in DSH (an ordering barrier), and frameworks run
+tool calls concurrently, so their events would otherwise interleave. Async callers share an ``asyncio.Lock`` (one
+event loop); sync callers (LangChain's ``invoke``) share a thread lock and run the call on a private loop. With
+persistence mounted, every call is flushed before its text is returned, so what the model was told is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.agent_loop import next_turn_number, parse_arguments, run_tool_call
+from dsh_todo.harness.frozen import thaw
+from dsh_todo.harness.llm.base import ToolCallRequest
+from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
+from dsh_todo.jsonutil import dumps
+from dsh_todo.runtime import open_runtime
+from dsh_todo.tool_todo.description import TOOL_NAME
+from dsh_todo.tool_todo.rules import standing_plan as _fold_plan
+
+T = TypeVar("T")
+
+__all__ = ["TOOL_NAME", "TodoBinding", "TurnScope", "bind_todo", "open_turn", "standing_plan", "turn_end_reason"]
+
+
+def standing_plan(session: Session) -> list[dict[str, Any]] | None:
+    """The session's standing plan (SPEC §5.4) as plain, editable data; ``None`` when no plan stands."""
+    plan = _fold_plan(session.events)
+    return None if plan is None else list(thaw(plan))
+
+
+def open_turn(session: Session) -> tuple[int, int, bool] | None:
+    """The open turn at the end of the log: ``(turn, highest step number in it, whether that step is open)``.
+
+    ``None`` when the last turn event is a ``turn/end`` (or there is none). Reads backwards from the end, so the
+    cost is the length of the current turn, not of the log.
+    """
+    step = 0
+    step_open: bool | None = None
+    for event in reversed(session.events):
+        kind = event["type"]
+        if kind == "turn/end":
+            return None
+        if kind == "turn/start":
+            return int(event["data"]["turn"]), step, bool(step_open)
+        if kind in ("step/start", "step/end"):
+            if step_open is None:
+                step_open = kind == "step/start"
+            step = max(step, int(event["data"].get("step", 0)))
+    return None
+
+
+def turn_end_reason(exc: BaseException | None) -> dict[str, Any]:
+    """The ``turn/end`` reason for a block that ended with ``exc`` (``None``: it completed)."""
+    if exc is None:
+        return {"kind": "completed"}
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+        return {"kind": "aborted", "reason": {"kind": "user"}}
+    return {"kind": "error", "error": {"name": type(exc).__name__, "message": str(exc)}}
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code, even when this thread is already running an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="dsh-todo-call") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class TurnScope:
+    """One DSH turn around a framework run; a context manager for both ``with`` and ``async with``.
+
+    Entering appends ``turn/start`` unless the session already has an open turn, in which case the scope joins it
+    and leaves it open on exit. Exiting appends ``turn/end`` with the reason the block earned
+    (:func:`turn_end_reason`). Re-entering a scope that is already open is an error.
+    """
+
+    def __init__(self, binding: TodoBinding) -> None:
+        self.binding = binding
+        self.turn: int | None = None
+        """The turn number this scope opened or joined (``None`` before entering)."""
+        self.opened = False
+        """Whether this scope wrote the ``turn/start`` (and so will write the ``turn/end``)."""
+
+    def open(self) -> int:
+        if self.turn is not None:
+            raise RuntimeError("this turn scope is already open")
+        session = self.binding.session
+        current = open_turn(session)
+        if current is None:
+            self.turn = next_turn_number(session)
+            session.append("turn/start", {"turn": self.turn})
+            self.opened = True
+        else:
+            self.turn = current[0]
+        return self.turn
+
+    def close(self, exc: BaseException | None = None) -> None:
+        if self.turn is None:
+            return
+        if self.opened:
+            self.binding.session.append("turn/end", {"turn": self.turn, "reason": turn_end_reason(exc)})
+            self.binding.flush()
+        self.turn = None
+        self.opened = False
+
+    def __enter__(self) -> int:
+        return self.open()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close(exc)
+
+    async def __aenter__(self) -> int:
+        return self.open()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close(exc)
+
+
+class TodoBinding:
+    """``todo_write`` bound to one agent session: what every adapter calls.
+
+    ``name``, ``description`` and ``parameters`` are exactly what the native tool sends to a model;
+    :meth:`call` runs one call and returns the registry's :class:`ToolResult` (``.text`` is the model-visible
+    text, ``.is_error`` its flag, ``.value`` the canonical ``{todos, counts}``).
+    """
+
+    def __init__(self, ctx: Context, session: Session, *, agent_id: str | None = None,
+                 owns_context: bool = False) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.agent = Agent(agent_id or session.id, session)
+        self._owns_context = owns_context
+        self._lock = asyncio.Lock()
+        self._thread_lock = threading.Lock()
+        self._closed = False
+
+    # What the model sees ------------------------------------------------------------------------------------
+
+    def definition(self) -> ToolDefinition:
+        definition = self.ctx.tools.get(TOOL_NAME)
+        if definition is None:
+            raise RuntimeError(f"{TOOL_NAME} is not mounted in this context (boot @deepseek-ai/dsh-tool-todo)")
+        return definition
+
+    @property
+    def name(self) -> str:
+        return TOOL_NAME
+
+    @property
+    def description(self) -> str:
+        return self.definition().description
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The compiled parameters schema as a fresh plain dict (frameworks may edit what they are given)."""
+        return dict(thaw(self.definition().parameters))
+
+    # What the log says --------------------------------------------------------------------------------------
+
+    @property
+    def plan(self) -> list[dict[str, Any]] | None:
+        """The standing plan of this binding's session (:func:`standing_plan`)."""
+        return standing_plan(self.session)
+
+    def turn(self) -> TurnScope:
+        """A scope that makes one framework run one DSH turn: ``with todos.turn(): run the agent``."""
+        return TurnScope(self)
+
+    # Calls ---------------------------------------------------------------------------------------------------
+
+    async def call(self, raw_arguments: str, *, call_id: str | None = None) -> ToolResult:
+        """One call from the model's raw argument text, parsed by the reference's rule (SPEC §1.4)."""
+        return await self._call(raw_arguments, parse_arguments(raw_arguments), call_id)
+
+    async def call_value(self, arguments: Any, *, call_id: str | None = None) -> ToolResult:
+        """One call whose arguments a framework already parsed from JSON (logged as compact JSON)."""
+        return await self._call(dumps(arguments), arguments, call_id)
+
+    def call_sync(self, raw_arguments: str, *, call_id: str | None = None) -> ToolResult:
+        """:meth:`call` for sync code."""
+        with self._thread_lock:
+            return _run_coroutine(self.call(raw_arguments, call_id=call_id))
+
+    def call_value_sync(self, arguments: Any, *, call_id: str | None = None) -> ToolResult:
+        """:meth:`call_value` for sync code."""
+        with self._thread_lock:
+            return _run_coroutine(self.call_value(arguments, call_id=call_id))
+
+    async def _call(self, raw: str, arguments: Any, call_id: str | None) -> ToolResult:
+        if self._closed:
+            raise RuntimeError(f'the todo binding of session "{self.session.id}" is closed')
+        call = ToolCallRequest(call_id or f"call_{uuid.uuid4().hex[:24]}", TOOL_NAME, raw)
+        async with self._lock:
+            session = self.session
+            current = open_turn(session)
+            own_turn = current is None
+            if current is None:
+                turn, step, own_step = next_turn_number(session), 1, True
+                session.append("turn/start", {"turn": turn})
+            else:
+                turn, last_step, step_open = current
+                own_step = not step_open
+                step = last_step + 1 if own_step else last_step
+            if own_step:
+                session.append("step/start", {"turn": turn, "step": step})
+            failure: BaseException | None = None
+            try:
+                return await run_tool_call(self.ctx.tools, self.agent, turn, step, call, arguments=arguments)
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                # Even a cancelled call leaves its step (and its own turn) closed: the log never ends mid-call.
+                if own_step:
+                    session.append("step/end", {"turn": turn, "step": step})
+                if own_turn:
+                    reason = turn_end_reason(failure)
+                    session.append("turn/end", {"turn": turn, "reason": reason})
+                self.flush()
+
+    # Lifetime ------------------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make everything logged so far durable (a no-op without persistence)."""
+        persistence = self.ctx.get("session_persistence")
+        if persistence is not None:
+            persistence.flush(self.session.id)
+
+    def close(self) -> None:
+        """Flush, release the session (and the runtime, when :func:`bind_todo` booted it). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        persistence = self.ctx.get("session_persistence")
+        if persistence is not None:
+            persistence.flush(self.session.id)
+            persistence.release(self.session.id)
+        self.ctx.sessions.close(self.session.id)
+        if self._owns_context:
+            self.ctx.dispose()
+
+    def __enter__(self) -> TodoBinding:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<TodoBinding session={self.session.id!r} seq={self.session.seq}>"
+
+
+def bind_todo(ctx: Context | None = None, *, session: Session | str | None = None,
+              root: str | Path | None = None, allow_parallel: bool = True, agent_id: str | None = None,
+              cwd: str | None = None) -> TodoBinding:
+    """``todo_write`` bound to a session, ready for an adapter.
+
+    Without ``ctx``, boots the standard runtime (:func:`dsh_todo.runtime.open_runtime`: in memory, or persisted in
+    DSH's format under ``root``) with ``allowParallelInProgress = allow_parallel``; closing the binding disposes
+    it. ``session`` is a live :class:`Session`, or an id: a live or persisted session with that id is resumed,
+    otherwise a new one is created (a fresh uuid when omitted) with ``cwd`` (default: the current directory) in
+    its header, which is also where DSH's layout files it under ``root``.
+    """
+    owns = ctx is None
+    if ctx is None:
+        ctx = open_runtime(root, allow_parallel=allow_parallel)
+    elif root is not None:
+        raise ValueError("pass root only when bind_todo boots the runtime (without ctx)")
+    try:
+        live = session if isinstance(session, Session) else _open_session(ctx, session, cwd)
+    except BaseException:
+        if owns:
+            ctx.dispose()
+        raise
+    return TodoBinding(ctx, live, agent_id=agent_id, owns_context=owns)
+
+
+def _open_session(ctx: Context, session_id: str | None, cwd: str | None) -> Session:
+    session_id = session_id or str(uuid.uuid4())
+    live = ctx.sessions.get(session_id)
+    if live is not None:
+        return live
+    persistence = ctx.get("session_persistence")
+    if persistence is not None:
+        from dsh_todo.harness.persistence import SessionNotFoundError
+
+        try:
+            loaded: Session = persistence.load(session_id)
+            return loaded
+        except SessionNotFoundError:
+            pass
+    return ctx.sessions.create(session_id, cwd=cwd if cwd is not None else os.getcwd())

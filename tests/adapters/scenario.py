@@ -1,0 +1,87 @@
+"""One conversation every adapter test plays through its framework's own agent loop, and what it must leave behind.
+
+The model answers in three steps: an accepted list, then two calls in one response (a duplicate and text that is
+not JSON), then a value the schema refuses; then it stops. The argument strings are compact JSON, so a framework
+that parses them first (LangChain) logs the same text as one that passes them raw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_todo.adapters.common import TodoBinding, standing_plan
+from dsh_todo.jsonutil import dumps
+from tests.conftest import todo_writes
+
+RAW: dict[str, str] = {
+    "c1": '{"todos":[{"content":" Read the issue ","status":"completed"},'
+          '{"content":"Write the fix","status":"in_progress"},{"content":"Test it","status":"pending"}]}',
+    "c2": '{"todos":[{"content":"a","status":"pending"},{"content":" a ","status":"pending"}]}',
+    "c3": '{"todos": [',
+    "c4": '{"todos":[{"content":"x","status":"doing"}]}',
+}
+STEPS: list[list[str]] = [["c1"], ["c2", "c3"], ["c4"]]
+"""The call ids of each model response, in order; a final response with text only follows."""
+
+FINAL_TEXT = "Plan written."
+
+TEXT: dict[str, str] = {
+    "c1": "Updated todo list: 1 pending, 1 in progress, 1 completed.",
+    "c2": 'Error: invalid todos: duplicate content "a"',
+    "c3": 'Error: invalid arguments: "arguments" must be an object',
+    "c4": 'Error: invalid arguments: "todos[0].status" must be one of ["pending","in_progress","completed"]',
+}
+"""Exactly what the model must read back for each call (SPEC §2, §4.1)."""
+
+ARGS_ERROR = {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+
+CANONICAL: list[dict[str, str]] = [
+    {"content": "Read the issue", "status": "completed"},
+    {"content": "Write the fix", "status": "in_progress"},
+    {"content": "Test it", "status": "pending"},
+]
+
+
+def assert_native_tool(binding: TodoBinding, name: str, description: str, parameters: Any) -> None:
+    """The framework offered the model our exact tool: same name, description and schema (same key order)."""
+    native = binding.definition()
+    assert name == "todo_write"
+    assert description == native.description
+    assert parameters == native.parameters
+    assert dumps(parameters) == dumps(native.parameters)
+    assert {"name": name, "description": description, "parameters": parameters} in binding.ctx.tools.schemas()
+
+
+def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str] | None = None) -> None:
+    """The session log holds the scenario as DSH's own loop would have written it."""
+    session = binding.session
+    events = list(session.events)
+    types = [event["type"] for event in events]
+    assert types.count("turn/start") == turns == types.count("turn/end")
+    assert types[0] == "turn/start" and types[-1] == "turn/end"
+    assert events[-1]["data"]["reason"] == {"kind": "completed"}
+    # Exactly one todo/write, the canonical (trimmed) list; the rejected calls append nothing.
+    assert todo_writes(session) == [CANONICAL]
+    calls = {e["data"]["callId"]: e for e in events if e["type"] == "tool/call"}
+    assert list(calls) == ["c1", "c2", "c3", "c4"]
+    expected_args = arguments if arguments is not None else RAW
+    for call_id, event in calls.items():
+        assert event["data"]["name"] == "todo_write"
+        assert event["data"]["arguments"] == expected_args[call_id]
+        seq = event["seq"]
+        # Each call sits alone in its own step: step/start, tool/call, [todo/write], tool/result, step/end.
+        assert types[seq - 1] == "step/start"
+        body = ["todo/write", "tool/result"] if call_id == "c1" else ["tool/result"]
+        assert types[seq + 1: seq + 1 + len(body)] == body
+        assert types[seq + 1 + len(body)] == "step/end"
+        result = events[seq + len(body)]
+        assert result["sourceEventSeqs"] == [seq]
+        block = result["data"]["message"]["content"][0]
+        assert block["toolCallId"] == call_id
+        assert block["content"] == [{"type": "text", "text": TEXT[call_id]}]
+        assert block["isError"] is (call_id != "c1")
+        # Schema failures carry the registry's structured info; the tool's own failures do not (SPEC §4.3).
+        assert result["data"].get("error") == (ARGS_ERROR if call_id in ("c3", "c4") else None)
+    # The rejected calls came later in the same turn, so the accepted list still stands.
+    assert standing_plan(session) == CANONICAL
+    assert binding.plan == CANONICAL

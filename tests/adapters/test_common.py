@@ -1,0 +1,213 @@
+"""The shared binding every adapter stands on: calls, turns, serialisation, persistence, lazy imports."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.adapters import bind_todo
+from dsh_todo.adapters.common import TodoBinding, open_turn, standing_plan, turn_end_reason
+from dsh_todo.runtime import open_runtime
+from tests.adapters.scenario import CANONICAL, RAW, TEXT
+from tests.conftest import todo_writes
+
+pytestmark = pytest.mark.anyio
+
+ONE = '{"todos":[{"content":"a","status":"in_progress"}]}'
+
+
+def types_of(todos: TodoBinding) -> list[str]:
+    return [event["type"] for event in todos.session.events]
+
+
+@pytest.fixture
+def todos() -> Any:
+    with bind_todo() as binding:
+        yield binding
+
+
+async def test_a_call_outside_any_turn_is_one_turn_written_as_the_loop_writes_it(todos: TodoBinding) -> None:
+    result = await todos.call(RAW["c1"], call_id="c1")
+    assert (result.is_error, result.text) == (False, TEXT["c1"])
+    assert result.value == {"todos": CANONICAL, "counts": {"pending": 1, "inProgress": 1, "completed": 1}}
+    assert types_of(todos) == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end",
+                               "turn/end"]
+    assert todos.session.events[2]["data"] == {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
+                                               "arguments": RAW["c1"]}
+    assert todos.session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    assert todos.plan == CANONICAL
+    # The next call's own turn/start clears the plan; being rejected, it writes no new one.
+    rejected = await todos.call(RAW["c2"])
+    assert (rejected.is_error, rejected.text) == (True, TEXT["c2"])
+    assert todos.plan is None
+    assert todo_writes(todos.session) == [CANONICAL]
+    assert [e["data"]["turn"] for e in todos.session.events if e["type"] == "turn/start"] == [1, 2]
+
+
+async def test_calls_inside_a_turn_are_its_steps_and_the_plan_stands(todos: TodoBinding) -> None:
+    async with todos.turn() as turn:
+        assert turn == 1
+        for call_id in ("c1", "c2", "c3", "c4"):
+            assert (await todos.call(RAW[call_id], call_id=call_id)).text == TEXT[call_id]
+    steps = [e["data"]["step"] for e in todos.session.events if e["type"] == "tool/call"]
+    assert steps == [1, 2, 3, 4]
+    assert types_of(todos).count("turn/start") == 1
+    assert todos.plan == CANONICAL
+
+
+async def test_a_call_joins_a_step_the_host_left_open(todos: TodoBinding) -> None:
+    session = todos.session
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 3})
+    await todos.call(ONE)
+    assert open_turn(session) == (1, 3, True)
+    assert types_of(todos)[2:] == ["tool/call", "todo/write", "tool/result"]
+    assert session.events[2]["data"]["step"] == 3
+
+
+async def test_parsed_arguments_are_logged_as_compact_json(todos: TodoBinding) -> None:
+    result = await todos.call_value({"todos": [{"content": "é ", "status": "pending"}]})
+    assert result.text == "Updated todo list: 1 pending, 0 in progress, 0 completed."
+    call = next(e for e in todos.session.events if e["type"] == "tool/call")
+    assert call["data"]["arguments"] == '{"todos":[{"content":"é ","status":"pending"}]}'
+    assert (await todos.call_value([])).text == 'Error: invalid arguments: "arguments" must be an object'
+
+
+def test_empty_raw_text_is_an_empty_object(todos: TodoBinding) -> None:
+    assert todos.call_sync("").text == 'Error: invalid arguments: missing required property "todos"'
+    assert todos.call_sync("null").text == 'Error: invalid arguments: "arguments" must be an object'
+
+
+async def test_sync_calls_work_inside_a_running_event_loop(todos: TodoBinding) -> None:
+    assert todos.call_sync(ONE).text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
+    assert todos.call_value_sync({"todos": []}).text == "Updated todo list: 0 pending, 0 in progress, 0 completed."
+    assert todo_writes(todos.session) == [[{"content": "a", "status": "in_progress"}], []]
+
+
+async def test_concurrent_calls_never_interleave(todos: TodoBinding, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frameworks run tool calls concurrently; a tool that yields mid-call must still log one call at a time."""
+    registry = todos.ctx.tools
+    execute = registry.execute
+
+    async def yielding_execute(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return await execute(*args, **kwargs)
+
+    monkeypatch.setattr(registry, "execute", yielding_execute)
+    async with todos.turn():
+        bodies = [f'{{"todos":[{{"content":"task {i}","status":"pending"}}]}}' for i in range(5)]
+        await asyncio.gather(*(todos.call(body, call_id=f"k{i}") for i, body in enumerate(bodies)))
+    per_call = ["step/start", "tool/call", "todo/write", "tool/result", "step/end"]
+    assert types_of(todos) == ["turn/start", *per_call * 5, "turn/end"]
+    steps = [(e["data"]["step"], e["data"]["callId"]) for e in todos.session.events if e["type"] == "tool/call"]
+    assert [s for s, _ in steps] == [1, 2, 3, 4, 5]
+
+
+def test_turn_scopes_close_with_the_reason_the_block_earned(todos: TodoBinding) -> None:
+    with todos.turn():
+        pass
+    with pytest.raises(ValueError), todos.turn():
+        raise ValueError("boom")
+
+    async def cancelled() -> None:
+        async with todos.turn():
+            raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(cancelled())
+    reasons = [e["data"]["reason"] for e in todos.session.events if e["type"] == "turn/end"]
+    assert reasons == [{"kind": "completed"},
+                       {"kind": "error", "error": {"name": "ValueError", "message": "boom"}},
+                       {"kind": "aborted", "reason": {"kind": "user"}}]
+    assert turn_end_reason(KeyboardInterrupt()) == {"kind": "aborted", "reason": {"kind": "user"}}
+
+
+def test_a_nested_scope_joins_and_a_scope_cannot_be_entered_twice(todos: TodoBinding) -> None:
+    outer = todos.turn()
+    with outer:
+        with todos.turn() as inner:
+            assert inner == 1
+        assert open_turn(todos.session) == (1, 0, False)
+        with pytest.raises(RuntimeError, match="already open"):
+            outer.open()
+    assert types_of(todos) == ["turn/start", "turn/end"]
+
+
+async def test_the_session_invariant_accepts_every_call(tmp_path: Path) -> None:
+    """With DSH's turn-enclosure invariant mounted, a refused event would fail the call (SPEC §2.4)."""
+    ctx = open_runtime(invariants=True)
+    try:
+        todos = bind_todo(ctx, session="checked")
+        assert (await todos.call(ONE)).is_error is False
+        async with todos.turn():
+            assert (await todos.call(ONE)).is_error is False
+        # The same call on a bare agent outside a turn is what the invariant refuses.
+        bare = await ctx.tools.execute("todo_write", {"todos": []}, todos.agent)
+        assert bare.text.startswith('Error: invariant violated by "@deepseek-ai/dsh-session"')
+        assert len(todo_writes(todos.session)) == 2
+    finally:
+        ctx.dispose()
+
+
+def test_the_single_active_policy_and_its_error_pass_through() -> None:
+    with bind_todo(allow_parallel=False) as todos:
+        assert "AT MOST ONE" in todos.description
+        two = '{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]}'
+        assert todos.call_sync(two).text == "Error: invalid todos: at most one task may be in_progress (got 2)"
+
+
+def test_the_offered_schema_is_the_native_one_and_a_fresh_copy(todos: TodoBinding) -> None:
+    (native,) = todos.ctx.tools.schemas()
+    assert {"name": todos.name, "description": todos.description, "parameters": todos.parameters} == native
+    given = todos.parameters
+    given["properties"].clear()  # a framework editing what it was given changes nothing
+    assert todos.parameters == native["parameters"]
+    assert standing_plan(todos.session) is None  # nothing written yet
+
+
+def test_a_persisted_session_resumes_with_its_plan(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    with bind_todo(root=root, session="demo", cwd=str(tmp_path)) as todos:
+        assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]
+    with bind_todo(root=root, session="demo") as todos:
+        assert todos.plan == CANONICAL
+        plan = todos.plan
+        assert plan is not None
+        plan[0]["status"] = "pending"  # plain data: editing it leaves the log alone
+        assert todos.plan == CANONICAL
+        assert todos.call_sync(ONE).text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
+        assert [e["data"]["turn"] for e in todos.session.events if e["type"] == "turn/start"] == [1, 2]
+    with bind_todo(root=root, session="demo") as todos:
+        assert todos.plan == [{"content": "a", "status": "in_progress"}]
+
+
+def test_close_is_idempotent_and_final(todos: TodoBinding) -> None:
+    todos.close()
+    todos.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        todos.call_sync(ONE)
+
+
+def test_root_needs_a_runtime_of_our_own(tmp_path: Path) -> None:
+    ctx = open_runtime()
+    try:
+        with pytest.raises(ValueError, match="root"):
+            bind_todo(ctx, root=tmp_path)
+    finally:
+        ctx.dispose()
+
+
+def test_the_core_and_the_adapters_package_import_no_framework() -> None:
+    code = (
+        "import sys\n"
+        "import dsh_todo, dsh_todo.cli, dsh_todo.runtime, dsh_todo.adapters, dsh_todo.adapters.common\n"
+        "loaded = sorted(m for m in ('agents', 'langchain_core', 'pydantic_ai') if m in sys.modules)\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
