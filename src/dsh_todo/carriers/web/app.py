@@ -1,0 +1,169 @@
+"""The web carrier's application: the page, its static files, two RPC endpoints and the SSE mux.
+
+Routes (all behind :class:`~dsh_todo.carriers.web.security.Guard`):
+
+- ``GET /`` — the page (``/?session=<id>`` opens that session);
+- ``GET /static/…`` — its script, styles and labels (plain files, no build step);
+- ``POST /api/session.history`` — a history page in the ``client-request`` / ``server-response`` envelopes;
+- ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root);
+- ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from dsh_todo.carriers.web.frames import Subscriber
+from dsh_todo.carriers.web.history import Sessions, history_page
+from dsh_todo.carriers.web.mux import Hub
+from dsh_todo.carriers.web.protocol import (
+    DEFAULT_MAX_MESSAGES,
+    MAX_BODY_BYTES,
+    MAX_MAX_MESSAGES,
+    RpcError,
+    error_response,
+    int_field,
+    int_param,
+    ok_response,
+    parse_request,
+    session_id_of,
+    too_large,
+)
+from dsh_todo.carriers.web.security import Guard
+from dsh_todo.harness.context import Context
+
+log = logging.getLogger("dsh_todo.web")
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+PING_SECONDS = 15
+
+JSON = "application/json"
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with ``payload-too-large`` as soon as it passes ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def rpc(handler: Handler) -> Handler:
+    """Turn :class:`RpcError` (and anything unexpected) into the error envelope."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except RpcError as exc:
+            return Response(exc.body(), status_code=exc.status, media_type=JSON)
+        except Exception:
+            log.exception("%s failed", request.url.path)
+            return Response(error_response(None, "internal", "internal server error"), status_code=500,
+                            media_type=JSON)
+
+    return wrapped
+
+
+class WebApp:
+    """One booted context served over HTTP. ``asgi`` is what a server runs; ``hub`` exists while it runs."""
+
+    def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0, follow_interval: float = 0.1,
+                 max_body: int = MAX_BODY_BYTES) -> None:
+        self.ctx = ctx
+        self.sessions = Sessions(ctx)
+        self.max_body = max_body
+        self.follow_interval = follow_interval
+        self.hub: Hub | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        routes = [
+            Route("/", self.index, methods=["GET"]),
+            Route("/api/session.history", rpc(self.history), methods=["POST"]),
+            Route("/api/session.list", rpc(self.session_list), methods=["POST"]),
+            Route("/api/events.mux", rpc(self.events_mux), methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+        ]
+        self.starlette = Starlette(routes=routes, lifespan=self._lifespan)
+        self.asgi = Guard(self.starlette, token=token, port=port)
+
+    @asynccontextmanager
+    async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        self.loop = asyncio.get_running_loop()
+        hub = Hub(self.sessions, self.loop, follow_interval=self.follow_interval)
+        hub.start()
+        self.hub = hub
+        try:
+            yield
+        finally:
+            hub.close()
+
+    # -- routes ---------------------------------------------------------------------------------------------
+
+    async def index(self, _request: Request) -> Response:
+        html = (STATIC_DIR / "index.html").read_bytes()
+        return Response(html, media_type="text/html; charset=utf-8", headers={"cache-control": "no-cache"})
+
+    async def history(self, request: Request) -> Response:
+        rpc_id, payload = parse_request(await read_body(request, self.max_body), "session.history")
+        try:
+            session_id = session_id_of(payload.get("sessionId"), rpc_id=rpc_id)
+            before = int_field(payload, "beforeSeq", minimum=0, rpc_id=rpc_id)
+            max_messages = int_field(payload, "maxMessages", minimum=1, maximum=MAX_MAX_MESSAGES, rpc_id=rpc_id)
+        except RpcError as exc:
+            exc.rpc_id = rpc_id
+            raise
+        limit = DEFAULT_MAX_MESSAGES if max_messages is None else max_messages
+
+        def build() -> bytes:
+            session_log = self.sessions.read(session_id)
+            return ok_response(rpc_id, history_page(self.sessions, session_log, before=before, max_messages=limit))
+
+        try:
+            body = await asyncio.to_thread(build)
+        except RpcError as exc:
+            exc.rpc_id = rpc_id
+            raise
+        return Response(body, media_type=JSON)
+
+    async def session_list(self, request: Request) -> Response:
+        rpc_id, _payload = parse_request(await read_body(request, self.max_body), "session.list")
+        try:
+            rows = await asyncio.to_thread(self.sessions.list_rows)
+        except RpcError as exc:
+            exc.rpc_id = rpc_id
+            raise
+        return Response(ok_response(rpc_id, {"sessions": rows}), media_type=JSON)
+
+    async def events_mux(self, request: Request) -> Response:
+        raw_id = request.query_params.get("sessionId")
+        session_id = None if raw_id is None else session_id_of(raw_id)
+        after_seq = int_param(request.query_params.get("afterSeq"), "afterSeq", minimum=-1)
+        if after_seq is not None and session_id is None:
+            raise RpcError("invalid-request", "afterSeq needs a sessionId")
+        hub = self.hub
+        if hub is None:
+            raise RpcError("unavailable", "the server is starting or stopping", status=503)
+        subscriber = Subscriber(session_id)
+        stream: Any = hub.stream(subscriber, after_seq)
+        return EventSourceResponse(stream, ping=PING_SECONDS, sep="\n")

@@ -1,0 +1,215 @@
+"""Where the page's sessions come from, and the history pages it reads (SPEC §6.3).
+
+A session is either *live* (in this process's ``sessions`` service, driven by an in-process agent) or *stored* (a log
+under the persistence root, possibly still being written by another process). Live wins when both exist. Reads never
+take a writer lock and never repair: the page is a viewer, and the writer may be another process.
+
+A page is a contiguous run of events. The tail page ends at the log's end; an earlier page ends just before
+``beforeSeq``. Walking back from its end, a page takes events until it holds ``maxMessages`` surface messages (user,
+assistant, tool result), then reaches further back to the ``tool/call`` of every result it holds, so a tool row never
+loses its arguments at a page edge, and takes the non-message events just before its first message (the turn and
+step markers that open it). ``hasMore`` says whether earlier events exist. Only the tail page carries
+``projections``, computed from the very events the page was cut from, so its ``asOfSeq`` is the page's last seq.
+
+Projections are folded here from an immutable copy of the log rather than read from the registry's live cells: the
+agent may be appending on another thread, and the registry's cells are not meant to be shared across threads. The
+fold gives the same values (SPEC §6.2: ``snapshot`` and ``restore`` agree by construction).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_todo.carriers.web.protocol import RpcError
+from dsh_todo.harness.agent_loop import parse_arguments
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.persistence.errors import (
+    CorruptSessionLogError,
+    SessionFormatUnsupportedError,
+    SessionLogError,
+    SessionNotFoundError,
+)
+from dsh_todo.harness.projections import ProjectionRegistry
+from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, Session
+
+log = logging.getLogger("dsh_todo.web")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLog:
+    """The events of one session as read at one instant, and whether it is live in this process."""
+
+    session_id: str
+    events: Sequence[Event]
+    live: bool
+
+
+class Sessions:
+    """The carrier's read side over one booted context."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    @property
+    def registry(self) -> ProjectionRegistry | None:
+        registry: ProjectionRegistry | None = self.ctx.get("session_projections")
+        return registry
+
+    def live(self, session_id: str) -> Session | None:
+        store = self.ctx.get("sessions")
+        if store is None:
+            return None
+        session: Session | None = store.get(session_id)
+        return session
+
+    def stored_path(self, session_id: str) -> Any:
+        """The stored log's path, or ``None`` (no persistence, or no such log). Blocking: scans the root."""
+        persistence = self.ctx.get("session_persistence")
+        if persistence is None:
+            return None
+        return persistence.store.find(session_id)
+
+    def read(self, session_id: str) -> SessionLog:
+        """The session's events now (blocking for stored logs). Raises :class:`RpcError` when it cannot."""
+        session = self.live(session_id)
+        if session is not None:
+            # One C-level slice of the list: an atomic copy even while an agent thread appends.
+            return SessionLog(session_id, session.events[:], True)
+        persistence = self.ctx.get("session_persistence")
+        if persistence is None:
+            raise not_found(session_id)
+        try:
+            stored = persistence.read(session_id)
+        except SessionNotFoundError:
+            raise not_found(session_id) from None
+        except SessionFormatUnsupportedError as exc:
+            raise RpcError("unsupported-log", str(exc), status=422) from None
+        except CorruptSessionLogError as exc:
+            raise RpcError("corrupt-log", str(exc), status=422) from None
+        except (SessionLogError, OSError) as exc:
+            raise RpcError("internal", f"could not read session {session_id!r}: {exc}", status=500) from None
+        return SessionLog(session_id, stored.events, False)
+
+    def list_rows(self) -> list[dict[str, Any]]:
+        """One row per session, live first where an id is both live and stored; newest first."""
+        rows: dict[str, dict[str, Any]] = {}
+        store = self.ctx.get("sessions")
+        if store is not None:
+            for session in store.list():
+                row: dict[str, Any] = {"sessionId": session.id, "live": True}
+                if session.cwd is not None:
+                    row["cwd"] = session.cwd
+                created = session.header.get("createdAt")
+                if type(created) is int:
+                    row["createdAt"] = created
+                try:
+                    block = self.projections(session.events[:])
+                except Exception:
+                    block = None
+                if block is not None and block["values"]:
+                    row["projections"] = block
+                rows[session.id] = row
+        persistence = self.ctx.get("session_persistence")
+        if persistence is not None:
+            try:
+                stored = persistence.list()
+            except (SessionLogError, OSError) as exc:
+                raise RpcError("internal", f"could not list the session root: {exc}", status=500) from None
+            for entry in stored:
+                if entry.id in rows:
+                    continue
+                row = {"sessionId": entry.id, "live": False}
+                if entry.cwd is not None:
+                    row["cwd"] = entry.cwd
+                created = entry.meta.get("createdAt")
+                if type(created) is int:
+                    row["createdAt"] = created
+                rows[entry.id] = row
+        return sorted(rows.values(), key=lambda r: (-int(r.get("createdAt", 0)), r["sessionId"]))
+
+    def projections(self, events: Sequence[Event]) -> dict[str, Any] | None:
+        """``{asOfSeq, values}`` for these events, or ``None`` when no projection registry is composed."""
+        registry = self.registry
+        if registry is None:
+            return None
+        snapshot: dict[str, Any] = registry.restore({}, events, 0).snapshot
+        return snapshot
+
+    def view_of(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The ``view`` a ``tool/call`` carries: the tool's ``presentCall`` intent, when it has one (SPEC §4.4)."""
+        if event.get("type") != "tool/call":
+            return None
+        tools = self.ctx.get("tools")
+        data = event.get("data")
+        if tools is None or not isinstance(data, Mapping):
+            return None
+        name, raw = data.get("name"), data.get("arguments")
+        if not isinstance(name, str) or not isinstance(raw, str):
+            return None
+        definition = tools.get(name)
+        if definition is None:
+            return None
+        try:
+            intent = definition.present(parse_arguments(raw))
+        except Exception:
+            log.debug("presentCall of %s failed", name, exc_info=True)
+            return None
+        return None if intent is None else {"for": "call", "view": intent}
+
+    def entry(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        item: dict[str, Any] = {"event": event}
+        view = self.view_of(event)
+        if view is not None:
+            item["view"] = view
+        return item
+
+
+def not_found(session_id: str) -> RpcError:
+    return RpcError("not-found", f'session "{session_id}" does not exist', status=404,
+                    details={"sessionId": session_id})
+
+
+def page_bounds(events: Sequence[Event], before: int | None, max_messages: int) -> tuple[int, int]:
+    """``(start, end)`` of the page ending before ``before`` (or at the log end) with ``max_messages`` messages."""
+    end = len(events) if before is None else min(before, len(events))
+    start = 0
+    count = 0
+    for index in range(end - 1, -1, -1):
+        if events[index]["type"] in SURFACE_EVENT_TYPES:
+            count += 1
+            if count >= max_messages:
+                start = index
+                break
+    # A page begins just after the previous page's last message: the turn and step markers that open this page's
+    # first message (and anything else between two messages) travel with it.
+    while start > 0 and events[start - 1]["type"] not in SURFACE_EVENT_TYPES:
+        start -= 1
+    reach = start
+    for index in range(start, end):
+        event = events[index]
+        if event["type"] == "tool/result":
+            sources = event.get("sourceEventSeqs")
+            if isinstance(sources, Sequence):
+                for seq in sources:
+                    if type(seq) is int and 0 <= seq < reach:
+                        reach = seq
+    return reach, end
+
+
+def history_page(sessions: Sessions, log_: SessionLog, *, before: int | None, max_messages: int) -> dict[str, Any]:
+    """The ``value`` of a ``session.history`` answer."""
+    events = log_.events
+    start, end = page_bounds(events, before, max_messages)
+    value: dict[str, Any] = {"events": [sessions.entry(event) for event in events[start:end]], "hasMore": start > 0}
+    if before is None:
+        try:
+            block = sessions.projections(events)
+        except Exception as exc:
+            # SPEC §13.10: a hand-written event the view schema refuses fails the tail read with ``internal``.
+            raise RpcError("internal", f"could not build the session's projections: {exc}", status=500) from None
+        if block is not None:
+            value["projections"] = block
+    return value

@@ -1,0 +1,253 @@
+"""``GET /api/events.mux``: the live feed, as Server-Sent Events (SPEC §6.3).
+
+The :class:`Hub` lives on the web server's event loop. It hears every committed event of the context's live
+sessions (``sessions.listen``) and every projection change (``session_projections.on_change``, which fires only when
+a unit returned a new state object, SPEC §6.4). Those callbacks run on whatever thread the agent appends from, so
+they only hand the event to the loop (``call_soon_threadsafe``); all fan-out happens on the loop's thread.
+
+A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``): the hub then
+replays what came after ``n`` before going live, so a page that read its history first and subscribed second misses
+nothing. A session that is not live here but stored under the root is followed on disk (:mod:`.follow`); when it
+becomes live in this process, the live feed takes over. A connection that names no session receives every live
+session's frames from now on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from dsh_todo.carriers.web.follow import Follower
+from dsh_todo.carriers.web.frames import Subscriber, event_frame, projection_frame, subscribed_frame
+from dsh_todo.carriers.web.history import Sessions
+from dsh_todo.carriers.web.protocol import CONNECTED
+from dsh_todo.harness.context import Disposer
+from dsh_todo.harness.session import Event, Session
+
+log = logging.getLogger("dsh_todo.web")
+
+DRAIN_MAX = 256
+"""Frames written to the socket in one go when a connection has several queued."""
+
+
+class Hub:
+    """Routes live and followed frames to mux connections. Every method but the ``_on_*`` hooks runs on the loop."""
+
+    def __init__(self, sessions: Sessions, loop: asyncio.AbstractEventLoop, *, follow_interval: float = 0.1) -> None:
+        self.sessions = sessions
+        self.loop = loop
+        self.follow_interval = follow_interval
+        self._targeted: dict[str, set[Subscriber]] = {}
+        self._everything: set[Subscriber] = set()
+        self._followers: dict[str, Follower] = {}
+        self._disposers: list[Disposer] = []
+        self._closed = False
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        ctx = self.sessions.ctx
+        store = ctx.get("sessions")
+        if store is not None:
+            self._disposers.append(store.listen(self._on_event))
+            self._disposers.append(store.on_open(self._on_open))
+        registry = self.sessions.registry
+        if registry is not None:
+            self._disposers.append(registry.on_change(self._on_change))
+
+    def close(self) -> None:
+        """End every stream and stop listening; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for dispose in self._disposers:
+            dispose()
+        self._disposers.clear()
+        for follower in self._followers.values():
+            follower.stop()
+        self._followers.clear()
+        for subscriber in [*self._everything, *(s for subs in self._targeted.values() for s in subs)]:
+            subscriber.close()
+        self._everything.clear()
+        self._targeted.clear()
+
+    # -- hooks (any thread) ---------------------------------------------------------------------------------
+
+    def _wanted(self, session_id: str) -> bool:
+        return not self._closed and (bool(self._everything) or session_id in self._targeted)
+
+    def _post(self, callback: Any, *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: the server has stopped
+            self.loop.call_soon_threadsafe(callback, *args)
+
+    def _on_event(self, session: Session, event: Event) -> None:
+        if self._wanted(session.id):
+            self._post(self._deliver_event, session.id, event)
+
+    def _on_change(self, session: Session, key: str, value: Any, seq: int) -> None:
+        if self._wanted(session.id):
+            self._post(self._deliver_projection, session, key, value, seq)
+
+    def _on_open(self, session: Session) -> None:
+        if not self._closed and session.id in self._targeted:
+            self._post(self._session_opened, session)
+
+    # -- fan-out (loop thread) ------------------------------------------------------------------------------
+
+    def _receivers(self, session_id: str) -> list[Subscriber]:
+        return [*self._targeted.get(session_id, ()), *self._everything]
+
+    def _deliver_event(self, session_id: str, event: Event) -> None:
+        receivers = self._receivers(session_id)
+        if receivers:
+            frame = event_frame(session_id, event, self.sessions.view_of(event))
+            for subscriber in receivers:
+                subscriber.event(session_id, event["seq"], frame)
+
+    def _deliver_projection(self, session: Session, key: str, value: Any, seq: int) -> None:
+        session_id = session.id
+        receivers = self._receivers(session_id)
+        if receivers:
+            # The registry reports a change before the carrier hears of the event that caused it; send the event
+            # first, as a replay does (its own delivery, queued behind this one, is then dropped as a repeat).
+            if any(subscriber.covered(session_id) < seq for subscriber in receivers):
+                self._deliver_event(session_id, session.events[seq])
+            frame = projection_frame(session_id, key, value, seq)
+            for subscriber in receivers:
+                subscriber.projection(session_id, key, seq, frame)
+
+    def _session_opened(self, session: Session) -> None:
+        """A session some connection waits for became live here: the live feed replaces the file."""
+        follower = self._followers.pop(session.id, None)
+        if follower is not None:
+            follower.stop()
+        events = session.events[:]
+        for subscriber in self._targeted.get(session.id, ()):
+            subscriber.catch_up(session.id, events, self.sessions.registry, self.sessions.view_of)
+
+    # -- connections ----------------------------------------------------------------------------------------
+
+    async def subscribe(self, subscriber: Subscriber, after_seq: int | None) -> None:
+        """Register a connection; replay what it lacks (see the module docstring)."""
+        if self._closed:
+            subscriber.close()
+            return
+        session_id = subscriber.session_id
+        if session_id is None:
+            self._everything.add(subscriber)
+            for session in self._live_sessions():
+                subscriber.start_at(session.id, session.seq - 1)
+            return
+        # Register before reading the log: an append racing with this read is then either in the copy or still on
+        # its way to _deliver_event, and the watermarks drop whichever arrives second.
+        self._targeted.setdefault(session_id, set()).add(subscriber)
+        attached = self.sessions.live(session_id)
+        if attached is not None:
+            self._replay(subscriber, session_id, attached.events[:], after_seq)
+            return
+        persistence = self.sessions.ctx.get("session_persistence")
+        if persistence is None:
+            subscriber.offer(subscribed_frame(session_id, -1).data)
+            subscriber.start_at(session_id, -1)
+            return
+        follower = self._followers.get(session_id)
+        if follower is None:
+            follower = Follower(session_id, persistence, self.sessions.registry, self.sessions.view_of,
+                                interval=self.follow_interval)
+            try:
+                await follower.start()
+            except Exception:
+                log.warning("cannot follow session %r", session_id, exc_info=True)
+                follower.stop()
+                subscriber.close()
+                return
+            if self._closed or subscriber.closed:
+                follower.stop()
+                return
+            live = self.sessions.live(session_id)
+            if live is not None:  # it opened here while the file was being read
+                follower.stop()
+                self._replay(subscriber, session_id, live.events[:], after_seq)
+                return
+            existing = self._followers.get(session_id)
+            if existing is not None:  # another connection started one meanwhile
+                follower.stop()
+                follower = existing
+            else:
+                self._followers[session_id] = follower
+        else:
+            # A page reads its history before it subscribes: read the file again now, so the ``lastSeq`` this
+            # connection is told is never older than that history (the page drops projection rows beyond it).
+            try:
+                await follower.poll()
+            except Exception:
+                log.warning("cannot follow session %r", session_id, exc_info=True)
+            if self._closed or subscriber.closed:
+                return
+        events = follower.events
+        subscriber.offer(subscribed_frame(session_id, len(events) - 1).data)
+        self._position(subscriber, session_id, len(events) - 1, after_seq)
+        follower.add(subscriber)
+
+    def _replay(self, subscriber: Subscriber, session_id: str, events: Any, after_seq: int | None) -> None:
+        last = len(events) - 1
+        subscriber.offer(subscribed_frame(session_id, last).data)
+        self._position(subscriber, session_id, last, after_seq)
+        subscriber.catch_up(session_id, events, self.sessions.registry, self.sessions.view_of)
+
+    @staticmethod
+    def _position(subscriber: Subscriber, session_id: str, last: int, after_seq: int | None) -> None:
+        """Where the connection's replay starts: after ``afterSeq`` (clamped to the log), or at the end."""
+        subscriber.start_at(session_id, last if after_seq is None else min(after_seq, last))
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._everything.discard(subscriber)
+        session_id = subscriber.session_id
+        if session_id is None:
+            return
+        subs = self._targeted.get(session_id)
+        if subs is not None:
+            subs.discard(subscriber)
+            if not subs:
+                del self._targeted[session_id]
+        follower = self._followers.get(session_id)
+        if follower is not None:
+            follower.subscribers.discard(subscriber)
+            if session_id not in self._targeted:
+                follower.stop()
+                del self._followers[session_id]
+
+    def _live_sessions(self) -> list[Session]:
+        store = self.sessions.ctx.get("sessions")
+        return [] if store is None else list(store.list())
+
+    async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:
+        """The bytes of one mux connection: ``: connected``, then frames until the hub or the client ends it."""
+        try:
+            yield CONNECTED
+            await self.subscribe(subscriber, after_seq)
+            queue = subscriber.queue
+            while True:
+                data = await queue.get()
+                if data is None:
+                    return
+                if queue.empty():
+                    yield data
+                    continue
+                batch = [data]
+                ended = False
+                while not queue.empty() and len(batch) < DRAIN_MAX:
+                    more = queue.get_nowait()
+                    if more is None:
+                        ended = True
+                        break
+                    batch.append(more)
+                yield b"".join(batch)
+                if ended:
+                    return
+        finally:
+            self.unsubscribe(subscriber)
+

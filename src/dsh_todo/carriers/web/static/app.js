@@ -1,0 +1,404 @@
+// The page: a session list, the conversation (user and assistant text, tool rows) and the plan strip, kept live
+// over the server's SSE mux. History comes from `session.history` (the tail page carries the projections baseline);
+// the strip is drawn from the projection store only, never from todo/write events (SPEC §6.3, §12.4).
+
+import { detectLocale, locale, setLocale, t } from './i18n.js';
+import { el } from './dom.js';
+import { ProjectionStore } from './store.js';
+import { PlanStrip } from './strip.js';
+import { ToolRow } from './toolrow.js';
+
+const PAGE_MESSAGES = 200;
+const LIST_REFRESH_MS = 5000;
+
+const $ = (id) => document.getElementById(id);
+
+let rpcCounter = 0;
+
+async function rpc(method, payload) {
+  rpcCounter += 1;
+  const response = await fetch(`/api/${method}`, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'client-request', rpcId: `r${Date.now().toString(36)}-${rpcCounter}`, method, payload }),
+  });
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // a non-JSON answer (a proxy, a crash): reported below
+  }
+  const result = body && body.result;
+  if (!result || result.ok !== true) {
+    const error = new Error((result && result.error && result.error.message) || `HTTP ${response.status}`);
+    error.code = result && result.error ? result.error.code : 'http';
+    throw error;
+  }
+  return result.value;
+}
+
+function textOfBlocks(blocks) {
+  if (typeof blocks === 'string') return blocks;
+  if (!Array.isArray(blocks)) return '';
+  return blocks.filter((b) => b && b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('');
+}
+
+// One open session: its events (by seq), its tool rows (by call id) and its projection store.
+class SessionView {
+  constructor(sessionId) {
+    this.sessionId = sessionId;
+    this.events = new Map();
+    this.firstSeq = Infinity;
+    this.lastSeq = -1;
+    this.hasMore = false;
+    this.missing = false;
+    this.store = new ProjectionStore();
+    this.rows = new Map();
+    this.expanded = new Set();
+  }
+}
+
+class App {
+  constructor() {
+    this.conversation = $('conversation');
+    this.dock = $('dock');
+    this.list = $('session-list');
+    this.connection = $('conn');
+    this.strip = new PlanStrip(this.dock, t);
+    this.view = null;
+    this.source = null;
+    this.generation = 0;
+    this.sessions = [];
+  }
+
+  start() {
+    setLocale(detectLocale());
+    const select = $('lang');
+    select.value = locale();
+    select.addEventListener('change', () => {
+      setLocale(select.value, { remember: true });
+      this.relabel();
+    });
+    const params = new URLSearchParams(window.location.search);
+    if (params.has('token')) {
+      // The server has set its cookie by now; keep the secret out of the address bar and history.
+      params.delete('token');
+      window.history.replaceState(null, '', this.urlFor(params.get('session')));
+    }
+    window.addEventListener('popstate', () => {
+      this.open(new URLSearchParams(window.location.search).get('session'), { push: false });
+    });
+    this.relabelStatic();
+    this.refreshList();
+    window.setInterval(() => {
+      if (document.visibilityState === 'visible') this.refreshList();
+    }, LIST_REFRESH_MS);
+    this.open(params.get('session'), { push: false });
+  }
+
+  urlFor(sessionId) {
+    if (sessionId === null || sessionId === undefined) return window.location.pathname;
+    return `${window.location.pathname}?${new URLSearchParams({ session: sessionId })}`;
+  }
+
+  // -- session list --------------------------------------------------------------------------------------------
+
+  async refreshList() {
+    try {
+      const value = await rpc('session.list', {});
+      this.sessions = Array.isArray(value.sessions) ? value.sessions : [];
+    } catch {
+      return;
+    }
+    this.renderList();
+  }
+
+  renderList() {
+    const current = this.view ? this.view.sessionId : null;
+    if (this.sessions.length === 0) {
+      this.list.replaceChildren(el('li', { class: 'empty' }, t('ui.noSessions')));
+      return;
+    }
+    this.list.replaceChildren(...this.sessions.map((row) => {
+      const id = String(row.sessionId);
+      const link = el('a', {
+        href: this.urlFor(id),
+        'data-session-id': id,
+        'aria-current': id === current ? 'page' : null,
+        onclick: (event) => {
+          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+          event.preventDefault();
+          this.open(id, { push: true });
+        },
+      }, el('span', { class: 'session-id' }, id), row.live ? el('span', { class: 'badge' }, t('ui.live')) : null);
+      return el('li', null, link);
+    }));
+  }
+
+  // -- opening a session ---------------------------------------------------------------------------------------
+
+  async open(sessionId, { push }) {
+    this.generation += 1;
+    const generation = this.generation;
+    this.closeStream();
+    this.strip.reset();
+    document.body.dataset.history = 'loading';
+    if (push) window.history.pushState(null, '', this.urlFor(sessionId));
+    if (sessionId === null || sessionId === undefined || sessionId === '') {
+      this.view = null;
+      document.body.removeAttribute('data-session');
+      $('session-name').textContent = '';
+      document.title = 'dsh-todo';
+      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
+      this.renderList();
+      document.body.dataset.history = 'loaded';
+      return;
+    }
+    const view = new SessionView(sessionId);
+    this.view = view;
+    document.body.dataset.session = sessionId;
+    $('session-name').textContent = sessionId;
+    document.title = `${sessionId} · dsh-todo`;
+    view.store.subscribe(() => {
+      if (this.view === view) this.strip.render(view.store.get('todos'));
+    });
+    this.renderList();
+    try {
+      const page = await rpc('session.history', { sessionId, maxMessages: PAGE_MESSAGES });
+      if (generation !== this.generation) return;
+      this.addPage(view, page);
+      if (page.projections) view.store.seedBaseline(page.projections);
+    } catch (error) {
+      if (generation !== this.generation) return;
+      if (error.code === 'not-found') view.missing = true;
+      else view.error = error.message;
+    }
+    this.renderConversation();
+    this.strip.render(view.store.get('todos'));
+    document.body.dataset.lastSeq = String(view.lastSeq);
+    document.body.dataset.history = 'loaded';
+    this.connect(view, generation);
+  }
+
+  addPage(view, page) {
+    for (const entry of page.events || []) {
+      const event = entry && entry.event;
+      if (event && Number.isInteger(event.seq) && !view.events.has(event.seq)) {
+        view.events.set(event.seq, event);
+        view.firstSeq = Math.min(view.firstSeq, event.seq);
+        view.lastSeq = Math.max(view.lastSeq, event.seq);
+      }
+    }
+    view.hasMore = Boolean(page.hasMore);
+  }
+
+  async loadEarlier() {
+    const view = this.view;
+    if (!view || !view.hasMore || !Number.isFinite(view.firstSeq)) return;
+    const generation = this.generation;
+    const page = await rpc('session.history', {
+      sessionId: view.sessionId, beforeSeq: view.firstSeq, maxMessages: PAGE_MESSAGES,
+    });
+    if (generation !== this.generation) return;
+    const height = this.conversation.scrollHeight;
+    this.addPage(view, page);
+    view.hasMore = Boolean(page.hasMore);
+    this.renderConversation({ keepBottomOffset: height });
+  }
+
+  // -- live feed -----------------------------------------------------------------------------------------------
+
+  connect(view, generation) {
+    const query = new URLSearchParams({ sessionId: view.sessionId, afterSeq: String(view.lastSeq) });
+    const source = new EventSource(`/api/events.mux?${query}`);
+    this.source = source;
+    this.setConnection('connecting');
+    source.onopen = () => {
+      if (generation === this.generation) this.setConnection('open');
+    };
+    source.onerror = () => {
+      // EventSource reconnects by itself with the same afterSeq; the replay that follows is deduplicated by seq.
+      if (generation === this.generation) this.setConnection('connecting');
+    };
+    source.onmessage = (message) => {
+      if (generation !== this.generation) return;
+      let envelope;
+      try {
+        envelope = JSON.parse(message.data);
+      } catch {
+        return;
+      }
+      if (!envelope || envelope.type !== 'server-request' || !envelope.payload) return;
+      this.onFrame(view, envelope.payload);
+    };
+  }
+
+  closeStream() {
+    if (this.source) {
+      this.source.close();
+      this.source = null;
+    }
+    this.setConnection('idle');
+  }
+
+  setConnection(state) {
+    document.body.dataset.stream = state;
+    this.connection.dataset.state = state;
+    this.connection.textContent = state === 'open' ? t('ui.connected') : state === 'connecting' ? t('ui.connecting') : '';
+  }
+
+  onFrame(view, frame) {
+    if (frame.sessionId !== view.sessionId) return;
+    if (frame.type === 'session/event') {
+      this.onEvent(view, frame.event);
+    } else if (frame.type === 'session/projection') {
+      view.store.applyFrame(frame.key, frame.value, frame.seq);
+    } else if (frame.type === 'session/subscribed' && Number.isInteger(frame.lastSeq)) {
+      view.store.dropAfter(frame.lastSeq);
+    }
+  }
+
+  onEvent(view, event) {
+    if (!event || !Number.isInteger(event.seq) || view.events.has(event.seq)) return;
+    const inOrder = event.seq > view.lastSeq;
+    view.events.set(event.seq, event);
+    view.firstSeq = Math.min(view.firstSeq, event.seq);
+    view.lastSeq = Math.max(view.lastSeq, event.seq);
+    document.body.dataset.lastSeq = String(view.lastSeq);
+    if (view.missing) {
+      view.missing = false;
+      this.renderConversation();
+      this.refreshList();
+      return;
+    }
+    if (!inOrder) {
+      this.renderConversation();
+      return;
+    }
+    const stick = this.nearBottom();
+    this.appendEvent(view, event, this.conversation);
+    if (stick) this.scrollToBottom();
+  }
+
+  // -- conversation --------------------------------------------------------------------------------------------
+
+  renderConversation({ keepBottomOffset } = {}) {
+    const view = this.view;
+    const container = this.conversation;
+    container.replaceChildren();
+    if (!view) return;
+    view.rows = new Map();
+    if (view.hasMore) {
+      container.append(el('button', {
+        type: 'button', class: 'load-earlier', 'data-testid': 'load-earlier',
+        onclick: () => { this.loadEarlier(); },
+      }, t('ui.loadEarlier')));
+    }
+    if (view.missing && view.events.size === 0) {
+      container.append(el('p', { class: 'placeholder', 'data-testid': 'not-found' }, t('ui.notFound')));
+    } else if (view.error) {
+      container.append(el('p', { class: 'placeholder error' }, t('ui.loadFailed', { message: view.error })));
+    }
+    const seqs = [...view.events.keys()].sort((a, b) => a - b);
+    for (const seq of seqs) this.appendEvent(view, view.events.get(seq), container);
+    if (keepBottomOffset !== undefined) {
+      container.scrollTop = container.scrollHeight - keepBottomOffset;
+    } else {
+      this.scrollToBottom();
+    }
+  }
+
+  appendEvent(view, event, container) {
+    const data = event.data && typeof event.data === 'object' ? event.data : {};
+    switch (event.type) {
+      case 'user/message': {
+        const body = textOfBlocks(data.content);
+        if (body !== '') container.append(this.message('user', body, event.seq));
+        break;
+      }
+      case 'assistant/message': {
+        const message = data.message && typeof data.message === 'object' ? data.message : {};
+        const body = textOfBlocks(message.content);
+        if (body !== '') container.append(this.message('assistant', body, event.seq));
+        break;
+      }
+      case 'tool/call': {
+        const callId = typeof data.callId === 'string' ? data.callId : `seq-${event.seq}`;
+        const row = new ToolRow({
+          callId, name: typeof data.name === 'string' ? data.name : '',
+          argsRaw: typeof data.arguments === 'string' ? data.arguments : '', result: null,
+        }, t, view.expanded);
+        view.rows.set(callId, row);
+        container.append(row.node);
+        break;
+      }
+      case 'tool/result': {
+        const message = data.message && typeof data.message === 'object' ? data.message : {};
+        const block = Array.isArray(message.content)
+          ? message.content.find((b) => b && b.type === 'tool-result') : null;
+        if (!block) break;
+        const callId = typeof block.toolCallId === 'string' ? block.toolCallId : '';
+        const result = {
+          text: textOfBlocks(block.content),
+          isError: block.isError === true,
+          code: data.error && typeof data.error.code === 'string' ? data.error.code : null,
+        };
+        let row = view.rows.get(callId);
+        if (!row) {
+          // The page cut the call off: a row from the result alone (the generic summary falls back to the id).
+          row = new ToolRow({ callId, name: '', argsRaw: '', result }, t, view.expanded);
+          view.rows.set(callId, row);
+          container.append(row.node);
+        } else {
+          row.call.result = result;
+          row.render();
+        }
+        break;
+      }
+      case 'turn/start':
+        if (container.childElementCount > 0) {
+          container.append(el('hr', { class: 'turn-sep', 'data-turn': String(data.turn ?? '') }));
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  message(role, body, seq) {
+    return el('div', { class: `msg msg-${role}`, 'data-role': role, 'data-seq': String(seq) },
+      el('div', { class: 'msg-author' }, t(role === 'user' ? 'ui.you' : 'ui.assistant')),
+      el('div', { class: 'msg-body' }, body));
+  }
+
+  nearBottom() {
+    const c = this.conversation;
+    return c.scrollHeight - c.scrollTop - c.clientHeight < 48;
+  }
+
+  scrollToBottom() {
+    this.conversation.scrollTop = this.conversation.scrollHeight;
+  }
+
+  // -- labels ----------------------------------------------------------------------------------------------------
+
+  relabelStatic() {
+    for (const node of document.querySelectorAll('[data-i18n]')) node.textContent = t(node.getAttribute('data-i18n'));
+    document.title = this.view ? `${this.view.sessionId} · dsh-todo` : 'dsh-todo';
+  }
+
+  relabel() {
+    this.relabelStatic();
+    this.renderList();
+    this.setConnection(document.body.dataset.stream || 'idle');
+    if (this.view) {
+      this.renderConversation();
+      this.strip.render(this.view.store.get('todos'));
+    } else {
+      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
+    }
+  }
+}
+
+new App().start();

@@ -1,0 +1,68 @@
+// One tool call in the conversation (SPEC §9.2). For todo_write: the title, `{done}/{total} completed · <first
+// active task>`, and a separate `+N` suffix that never shrinks, so the summary's ellipsis can never clip it. The row is
+// a toggle: expanded, it shows the arguments (IN) and the result text (OUT). The durable list is the strip's job.
+
+import { checklistIcon, el, stateDot } from './dom.js';
+import { prettyArgs, rowText } from './plan.js';
+
+const STATUS_KEY = { running: 'tool.running', error: 'tool.failed', stopped: 'tool.stopped' };
+
+export class ToolRow {
+  // `expandedIds` (a Set shared by the session's rows) keeps a row open across re-renders of the conversation.
+  constructor(call, t, expandedIds = new Set()) {
+    this.call = call; // {callId, name, argsRaw, result: null | {text, isError, code}}
+    this.t = t;
+    this.expandedIds = expandedIds;
+    this.expanded = expandedIds.has(call.callId);
+    this.node = el('div', { class: 'tool-row' });
+    this.render();
+  }
+
+  toggle() {
+    this.expanded = !this.expanded;
+    if (this.expanded) this.expandedIds.add(this.call.callId);
+    else this.expandedIds.delete(this.call.callId);
+    this.render();
+  }
+
+  render() {
+    const { call, t } = this;
+    const view = rowText(call, t);
+    const node = this.node;
+    node.setAttribute('data-tool', call.name || '');
+    node.setAttribute('data-state', view.state);
+    node.setAttribute('data-call-id', call.callId || '');
+    const icon = view.state === 'error' || view.state === 'stopped' ? stateDot(view.state) : checklistIcon('icon tool-icon');
+    const head = el('div', {
+      class: 'tool-head', role: 'button', tabindex: '0', 'aria-expanded': String(this.expanded),
+      'data-testid': 'tool-head',
+      onclick: () => this.toggle(),
+      onkeydown: (event) => {
+        if (event.key === 'Enter' || event.key === ' ') {
+          event.preventDefault();
+          this.toggle();
+        }
+      },
+    },
+    icon,
+    el('span', { class: 'tool-title', 'data-testid': 'tool-title' }, view.title),
+    el('span', { class: 'tool-sep', 'aria-hidden': 'true' }, '·'),
+    el('span', { class: 'tool-summary', 'data-testid': 'tool-summary', title: view.summary }, view.summary),
+    view.suffix !== null ? el('span', { class: 'tool-suffix', 'data-testid': 'tool-suffix' }, view.suffix) : null,
+    Object.hasOwn(STATUS_KEY, view.state) ? el('span', { class: 'visually-hidden' }, t(STATUS_KEY[view.state])) : null);
+    const parts = [head];
+    if (this.expanded) {
+      const body = el('div', { class: 'tool-body', 'data-testid': 'tool-body' },
+        el('div', { class: 'io-label' }, t('tool.in')),
+        el('pre', { class: 'io', 'data-testid': 'tool-in' }, prettyArgs(call.argsRaw)));
+      if (call.result) {
+        body.append(el('div', { class: 'io-label' }, t('tool.out')),
+          el('pre', { class: 'io', 'data-testid': 'tool-out' }, call.result.text));
+      }
+      parts.push(body);
+    }
+    const hadFocus = node.contains(document.activeElement);
+    node.replaceChildren(...parts);
+    if (hadFocus) head.focus();
+  }
+}

@@ -1,0 +1,53 @@
+"""``dsh-todo web``: prints its URL once it answers, serves the root's sessions, stops cleanly on Ctrl+C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from dsh_todo.runtime import open_runtime
+from tests.web.conftest import build_fixture_session
+
+
+def web_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dsh_todo.cli", "web", *args]
+
+
+def test_web_serves_the_root_and_prints_its_url_once_ready(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    ctx = open_runtime(root)
+    build_fixture_session(ctx)
+    ctx.dispose()
+    process = subprocess.Popen(web_command("--root", str(root), "--port", "0"), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        with urllib.request.urlopen(url + "?session=fx-alpha", timeout=20) as response:  # answering already
+            assert b'<script type="module" src="/static/app.js">' in response.read()
+        body = json.dumps({"type": "client-request", "rpcId": "r", "method": "session.history",
+                           "payload": {"sessionId": "fx-alpha"}}).encode()
+        request = urllib.request.Request(url + "api/session.history", data=body,
+                                         headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=20) as response:
+            value = json.loads(response.read())["result"]["value"]
+        assert value["projections"]["values"]["todos"][1] == {"content": "实现 fixture 样本", "status": "in_progress"}
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    result = subprocess.run(web_command("--root", str(tmp_path), "--host", "0.0.0.0", "--port", "0"),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "pass --token T" in result.stderr
