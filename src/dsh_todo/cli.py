@@ -51,6 +51,56 @@ def _cmd_web(args: argparse.Namespace) -> int:
     return run_web(args.root or default_root(), host=args.host, port=args.port, token=args.token)
 
 
+def _transfer(args: argparse.Namespace, direction: str) -> int:
+    from dsh_todo.commands import CommandError
+    from dsh_todo.runtime import default_database
+
+    url = args.database or default_database()
+    if not url:
+        raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    from dsh_todo.harness.persistence.postgres import PgStore
+    from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
+
+    store = PgStore(url, schema=args.schema)
+    try:
+        if direction == "import":
+            results = import_root(args.root, store, compression=args.compression, session_ids=args.session)
+        else:
+            results = export_root(store, args.root, compression=args.compression or "zstd", session_ids=args.session)
+    finally:
+        store.close()
+    failed = 0
+    for result in results:
+        if isinstance(result, Moved):
+            print(result.describe(f"{direction}ed"))
+        else:
+            failed += 1
+            print(f"dsh-todo {direction}: {result}", file=sys.stderr)
+    print(f"{len(results) - failed} sessions {direction}ed, {failed} failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    return _transfer(args, "export")
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    return _transfer(args, "import")
+
+
+def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for direction, help_text in (("export", "copy sessions from PostgreSQL into a JSONL root (byte-faithful)"),
+                                 ("import", "copy the sessions of a JSONL root into PostgreSQL (byte-faithful)")):
+        cmd = sub.add_parser(direction, help=help_text)
+        cmd.add_argument("root", metavar="ROOT", help="the JSONL persistence root")
+        cmd.add_argument("--database", metavar="URL", help="PostgreSQL URL (default $DSH_TODO_DATABASE_URL)")
+        cmd.add_argument("--schema", default="public", help="PostgreSQL schema holding the tables (default public)")
+        cmd.add_argument("--compression", choices=["zstd", "none"],
+                         help="the root's encoding (export: default zstd; import: detected)")
+        cmd.add_argument("--session", action="append", metavar="ID", help="only this session (repeatable)")
+        cmd.set_defaults(run=_cmd_export if direction == "export" else _cmd_import)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -61,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="play a scripted multi-step task offline and show the plan")
     demo.add_argument("--root", default=".dsh-todo/demo", help="where the demo's session log is written")
+    demo.add_argument("--web", action="store_true", help="serve the live page on 127.0.0.1 while the demo runs")
+    demo.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
+    demo.add_argument("--pace", type=float, default=1.5, help="seconds per model reply with --web (default 1.5)")
     demo.set_defaults(run=_cmd_demo)
 
     mcp = sub.add_parser("mcp", help="serve todo_write to an MCP client (stdio, or streamable HTTP with --http)")
@@ -84,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
     web.add_argument("--token", help="access token every request must carry (required off loopback)")
     web.set_defaults(run=_cmd_web)
+
+    _add_transfer_parsers(sub)
 
     from dsh_todo.commands import add_parsers
 

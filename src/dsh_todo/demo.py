@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -75,13 +77,28 @@ def run_demo(args: argparse.Namespace) -> int:
     printer = PlanPrinter(ctx)
     printer.say("dsh-todo demo: the model is SCRIPTED (offline); the loop, tool, log and projection are real.")
     session_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    session = ctx.sessions.create(session_id, cwd=os.getcwd())
+    stop_web = None
     try:
-        asyncio.run(play(ctx, session))
+        pause = 0.0
+        if args.web:
+            from dsh_todo.carriers.web import serve_in_background
+
+            url, stop_web = serve_in_background(ctx, port=args.port)
+            printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
+            pause = args.pace
+        session = ctx.sessions.create(session_id, cwd=os.getcwd())
+        asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()
         path = ctx.session_persistence.store.find(session_id)
+        if stop_web is not None and sys.stdin.isatty():
+            printer.say("done; the page stays up until you press Ctrl-C")
+            with contextlib.suppress(KeyboardInterrupt):
+                while True:
+                    time.sleep(3600)
     finally:
+        if stop_web is not None:
+            stop_web()
         ctx.dispose()
     printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
     printer.say(f"session log (DSH format): {path}")

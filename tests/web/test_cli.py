@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -51,3 +52,38 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert "pass --token T" in result.stderr
+
+
+def test_demo_web_serves_the_running_demo(tmp_path: Path) -> None:
+    """``dsh-todo demo --web``: the page answers while the scripted turns run, with the live session's plan."""
+    command = [sys.executable, "-m", "dsh_todo.cli", "demo", "--web", "--pace", "0.4", "--root", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               text=True, cwd=tmp_path)
+    try:
+        assert process.stdout is not None
+        assert "SCRIPTED" in process.stdout.readline()
+        line = process.stdout.readline().strip()
+        assert line.startswith("watch it live: http://127.0.0.1:")
+        page = line.removeprefix("watch it live: ")
+        base, _, query = page.partition("?session=")
+        seen_plans = []
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            body = json.dumps({"type": "client-request", "rpcId": "r", "method": "session.history",
+                               "payload": {"sessionId": query}}).encode()
+            request = urllib.request.Request(base + "api/session.history", data=body,
+                                             headers={"content-type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    value = json.loads(response.read())["result"]
+            except OSError:
+                break  # the demo finished and the server stopped
+            if value.get("ok"):
+                seen_plans.append(value["value"]["projections"]["values"]["todos"])
+            time.sleep(0.2)
+        assert process.wait(timeout=60) == 0
+        assert any(plan for plan in seen_plans), "the page never showed a standing plan while the demo ran"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
