@@ -24,6 +24,7 @@ import statistics
 import time
 from typing import Any
 
+from dsh_todo.carriers.terminal import STRIP_SEPARATOR, progress_label
 from dsh_todo.carriers.web.server import serve_in_background
 from dsh_todo.runtime import open_runtime
 
@@ -40,15 +41,7 @@ def plan(i: int) -> list[dict[str, str]]:
 
 
 def label(todos: list[dict[str, str]]) -> str:
-    done = sum(1 for t in todos if t["status"] == "completed")
-    active = sum(1 for t in todos if t["status"] == "in_progress")
-    pending = len(todos) - done - active
-    parts = [f"{done} completed"] if done else []
-    if active:
-        parts.append(f"{active} in progress")
-    if pending:
-        parts.append(f"{pending} pending")
-    return "\u2002·\u2002".join(parts)
+    return progress_label(todos, STRIP_SEPARATOR)
 
 
 def percentile(values: list[float], q: float) -> float:

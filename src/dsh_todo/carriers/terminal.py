@@ -22,7 +22,11 @@ def safe(text: object) -> str:
                         else f"\\u{ord(m.group()):04x}", str(text))
 
 
-def progress_label(plan: Sequence[Mapping[str, Any]]) -> str:
+STRIP_SEPARATOR = "\u2002·\u2002"
+"""The web strip's separator (SPEC §9.1: en space, middle dot, en space); terminals use plain spaces."""
+
+
+def progress_label(plan: Sequence[Mapping[str, Any]], separator: str = " · ") -> str:
     """Counts in the strip's order (completed, in progress, pending), zero counts left out."""
     done = sum(1 for item in plan if item.get("status") == "completed")
     active = sum(1 for item in plan if item.get("status") == "in_progress")
@@ -32,7 +36,7 @@ def progress_label(plan: Sequence[Mapping[str, Any]]) -> str:
         parts.append(f"{active} in progress")
     if pending:
         parts.append(f"{pending} pending")
-    return " · ".join(parts)
+    return separator.join(parts)
 
 
 def plan_lines(plan: Sequence[Mapping[str, Any]] | None) -> list[str]:
