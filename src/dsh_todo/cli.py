@@ -46,9 +46,10 @@ def _cmd_acp(args: argparse.Namespace) -> int:
 
 def _cmd_web(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
-    from dsh_todo.runtime import default_root
+    from dsh_todo.runtime import default_database, default_root
 
-    return run_web(args.root or default_root(), host=args.host, port=args.port, token=args.token)
+    return run_web(args.root or default_root(), host=args.host, port=args.port, token=args.token,
+                   database=args.database or default_database())
 
 
 def _transfer(args: argparse.Namespace, direction: str) -> int:
@@ -136,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
     web.add_argument("--token", help="access token every request must carry (required off loopback)")
+    web.add_argument("--database", metavar="URL",
+                     help="serve the sessions in PostgreSQL instead of --root (default $DSH_TODO_DATABASE_URL)")
     web.set_defaults(run=_cmd_web)
 
     _add_transfer_parsers(sub)

@@ -34,8 +34,19 @@ def _read(path: str) -> Any:
         raise CommandError(str(exc)) from None
 
 
+def _read_plan(path: str) -> Any:
+    """The standing plan alone: from the checkpoint and the log's tail when possible (same value as a full read)."""
+    from dsh_todo.harness.persistence import SessionLogError
+    from dsh_todo.logview import LogPathError, read_plan
+
+    try:
+        return read_plan(path)
+    except (LogPathError, SessionLogError, OSError) as exc:
+        raise CommandError(str(exc)) from None
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    view = _read(args.path)
+    view = _read_plan(args.path)
     plan = view.plan
     if args.json:
         print(dumps(plan))
@@ -64,9 +75,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     compressions = {LOG_NAMES[p.name] for p in root.glob("*/*/session.jsonl*") if p.name in LOG_NAMES}
     rows = []
     for compression in sorted(compressions):
-        for stored in JsonlStore(root, compression).list():  # type: ignore[arg-type]
+        for stored in JsonlStore(root, compression).list():
             try:
-                view = _read(str(stored.path))
+                view = _read_plan(str(stored.path))
             except CommandError as exc:
                 rows.append((stored.id, "unreadable", str(exc)))
                 continue
@@ -97,7 +108,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             stamp = (stat.st_size, stat.st_mtime_ns)
             if stamp != last_stamp:
                 last_stamp = stamp
-                plan = _read(str(log)).plan
+                plan = _read_plan(str(log)).plan
                 if plan != last_plan:
                     last_plan = plan
                     if interactive:
@@ -135,11 +146,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dsh_todo.harness import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
     from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.runtime import default_database, open_runtime
 
     model = _model(args)
     root = Path(args.root) if args.root else _default_root()
-    ctx = open_runtime(root, allow_parallel=not args.single_active)
+    ctx = open_runtime(root, allow_parallel=not args.single_active, database=args.database or default_database())
     try:
         printer = PlanPrinter(ctx)
         mounted = ", ".join(ctx.tools.names()) or "none"
@@ -193,5 +204,7 @@ def add_parsers(sub: Any) -> None:
     source.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
     run.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
     run.add_argument("--session", help="session id; an existing one is resumed")
+    run.add_argument("--database", metavar="URL",
+                     help="persist in PostgreSQL instead of --root (default $DSH_TODO_DATABASE_URL)")
     run.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     run.set_defaults(run=cmd_run)

@@ -3,6 +3,11 @@
 A reader never writes: it does the non-mutating read and, when no writer holds the log, appends the interrupted-turn
 closers in memory, so what it shows is exactly what a ``load`` would produce without touching the file. While a
 writer is alive (its lock file names a running process) the open turn is genuinely in progress and is shown as is.
+
+The standing plan alone (:func:`read_plan`) is read far more cheaply than the whole log, and always to the same
+value: from the projection checkpoint beside the log plus the tail after it when the checkpoint is usable, else by
+the streaming fast scan, else by the exact full read. The closers never matter to it: none of them is a
+``todo/write`` or a ``turn/start``.
 """
 
 from __future__ import annotations
@@ -11,13 +16,21 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
-from dsh_todo.harness.persistence import JsonlStore, interrupted_turn_closers
+from dsh_todo.harness.persistence import JsonlStore, SessionLogError, interrupted_turn_closers
+from dsh_todo.harness.persistence.checkpoints import usable_checkpoint
+from dsh_todo.harness.persistence.fastscan import LastOf, scan_last_of
+from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.store import unknown_type_refusal
+from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
-LOG_NAMES = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
+LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
+
+PLAN_EVENT_TYPES: Final = frozenset({"todo/write", "turn/start"})
+"""The only event types the ``todos`` fold reacts to. Each one sets the state whatever it was (the list written, or
+``None``), so the fold's result is decided by the last of them alone: the fast scan parses just that one."""
 
 
 class LogPathError(ValueError):
@@ -55,7 +68,7 @@ def find_log(path: str | Path) -> Path:
 
 def store_for(log: Path) -> JsonlStore:
     """The store whose root holds ``log`` (``<root>/<project>/<session>/<file>``)."""
-    return JsonlStore(log.resolve().parents[2], LOG_NAMES[log.name])  # type: ignore[arg-type]
+    return JsonlStore(log.resolve().parents[2], LOG_NAMES[log.name])
 
 
 def writer_alive(log: Path) -> bool:
@@ -84,3 +97,71 @@ def read_session(path: str | Path) -> SessionView:
     live = writer_alive(log)
     closers: Sequence[dict[str, Any]] = [] if live else interrupted_turn_closers(events)
     return SessionView(log, dict(stored.meta), events + list(closers), live, len(closers))
+
+
+PlanSource = Literal["checkpoint", "scan", "full"]
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A session's standing plan, as of ``as_of_seq`` (its last stored event), and how it was read."""
+
+    path: Path
+    meta: dict[str, Any]
+    plan: list[Any] | None
+    as_of_seq: int
+    source: PlanSource
+
+
+def read_plan(path: str | Path) -> PlanView:
+    """The standing plan of a log: what ``read_session(path).plan`` returns, without reading the whole log when
+    that can be avoided (see the module docstring). Errors are the full read's."""
+    log = find_log(path)
+    resolved = log.resolve()
+    store = store_for(log)
+    view = _plan_from_checkpoint(log, resolved, store) or _plan_from_scan(log, resolved, store)
+    if view is not None:
+        return view
+    full = read_session(log)
+    return PlanView(log, full.meta, full.plan, len(full.events) - full.closers - 1, "full")
+
+
+def _todos_registry() -> ProjectionRegistry:
+    registry = ProjectionRegistry()
+    registry.register(TODOS_UNIT)
+    return registry
+
+
+def _plan_after(state: Any, scan: LastOf, after_seq: int) -> list[Any] | None:
+    last = scan.last
+    if last is not None and last["seq"] > after_seq:
+        state = TODOS_UNIT.apply(state, last)
+    return parse_todos(state)
+
+
+def _plan_from_checkpoint(log: Path, resolved: Path, store: JsonlStore) -> PlanView | None:
+    found = usable_checkpoint(store, resolved)
+    if found is None:
+        return None
+    meta, checkpoint = found
+    row = checkpoint.rows.get(TODOS_UNIT.key)
+    # The registry's own usability rule: the live stateVersion, a value its state schema accepts, a sane seq.
+    if _todos_registry().restore_floor({TODOS_UNIT.key: row}) == 0 or not isinstance(row, dict):
+        return None
+    seq: int = row["seq"]
+    tail = scan_last_of(resolved, store.compression, PLAN_EVENT_TYPES, offset=checkpoint.offset)
+    # The tail must start no later than just after the row, and reach the row's event (else the row leads the log).
+    if tail is None or tail.first_seq > seq + 1 or tail.end_seq <= seq:
+        return None
+    return PlanView(log, dict(meta), _plan_after(row["val"], tail, seq), tail.end_seq - 1, "checkpoint")
+
+
+def _plan_from_scan(log: Path, resolved: Path, store: JsonlStore) -> PlanView | None:
+    scan = scan_last_of(resolved, store.compression, PLAN_EVENT_TYPES)
+    if scan is None or scan.meta is None:
+        return None
+    try:
+        store.check_location(resolved, scan.meta)
+    except SessionLogError:
+        return None
+    return PlanView(log, dict(scan.meta), _plan_after(TODOS_UNIT.init(), scan, -1), scan.end_seq - 1, "scan")

@@ -18,14 +18,24 @@ def default_root() -> Path:
     return Path(env) if env else DEFAULT_ROOT
 
 
+def default_database() -> str | None:
+    """``$DSH_TODO_DATABASE_URL``: a PostgreSQL URL that replaces the JSONL root, or ``None``."""
+    return os.environ.get("DSH_TODO_DATABASE_URL") or None
+
+
 def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str = "zstd",
-                invariants: bool = False, batch_delay_ms: int = 200) -> list[dict[str, Any]]:
+                invariants: bool = False, batch_delay_ms: int = 200,
+                database: str | None = None) -> list[dict[str, Any]]:
+    """The rows to boot. With ``database`` (a PostgreSQL URL), sessions persist there instead of under ``root``."""
     rows: list[dict[str, Any]] = [
         {"id": "tools", "name": "@deepseek-ai/dsh-tools"},
         {"id": "session", "name": "@deepseek-ai/dsh-session"},
         {"id": "projections", "name": "@deepseek-ai/dsh-session-projection"},
     ]
-    if root is not None:
+    if database is not None:
+        rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-postgres",
+                     "config": {"url": database, "writeBatchMaxDelayMs": batch_delay_ms}})
+    elif root is not None:
         rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-jsonl",
                      "config": {"root": str(root), "compression": compression,
                                 "writeBatchMaxDelayMs": batch_delay_ms}})
@@ -36,9 +46,14 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
                  "config": {"allowParallelInProgress": allow_parallel}})
     if invariants:
         rows.append({"id": "tool-todo-invariant", "name": "@deepseek-ai/dsh-tool-todo/invariant"})
+    if database is None and root is not None:
+        # Projection checkpoints beside each JSONL log. Mounted after persistence (it injects it) and last, so that
+        # disposal, which runs in reverse, writes the final checkpoints while every projection unit is registered.
+        rows.append({"id": "projection-cache", "name": "@deepseek-ai/dsh-session-projection-cache"})
     return rows
 
 
 def open_runtime(root: str | Path | None = None, **options: Any) -> Context:
-    """Boot the standard composition; with ``root``, sessions are persisted there and can be loaded back."""
+    """Boot the standard composition; with ``root`` (or ``database=URL``), sessions are persisted there and can be
+    loaded back."""
     return boot(composition(root, **options))

@@ -24,6 +24,7 @@ from dsh_todo.carriers.web.follow import Follower
 from dsh_todo.carriers.web.frames import Subscriber, event_frame, projection_frame, subscribed_frame
 from dsh_todo.carriers.web.history import Sessions
 from dsh_todo.carriers.web.protocol import CONNECTED
+from dsh_todo.carriers.web.pushfollow import make_follower
 from dsh_todo.harness.context import Disposer
 from dsh_todo.harness.session import Event, Session
 
@@ -155,8 +156,8 @@ class Hub:
             return
         follower = self._followers.get(session_id)
         if follower is None:
-            follower = Follower(session_id, persistence, self.sessions.registry, self.sessions.view_of,
-                                interval=self.follow_interval)
+            follower = make_follower(session_id, persistence, self.sessions.registry, self.sessions.view_of,
+                                     interval=self.follow_interval)
             try:
                 await follower.start()
             except Exception:

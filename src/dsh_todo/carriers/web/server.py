@@ -120,8 +120,9 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
 
 
 def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-            out: Any = None, err: Any = None) -> int:
-    """``dsh-todo web``: serve the sessions under ``root`` until interrupted; print the URL once it answers."""
+            out: Any = None, err: Any = None, database: str | None = None) -> int:
+    """``dsh-todo web``: serve the sessions under ``root`` (or in the PostgreSQL ``database``) until interrupted;
+    print the URL once it answers."""
     from dsh_todo.runtime import open_runtime
 
     out = out or sys.stdout
@@ -131,9 +132,10 @@ def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, toke
         print(f"dsh-todo web: {problem}", file=err)
         return 2
     try:
-        ctx = open_runtime(root)
+        ctx = open_runtime(root, database=database)
     except Exception as exc:
-        print(f"dsh-todo web: cannot open the session root {root}: {exc}", file=err)
+        print(f"dsh-todo web: cannot open the session {'database' if database else f'root {root}'}: {exc}",
+              file=err)
         return 1
     try:
         try:
@@ -150,7 +152,8 @@ def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, toke
         try:
             url = server.start()
             print(url, file=out, flush=True)
-            print(f"dsh-todo web: serving the sessions under {Path(root).resolve()} (Ctrl+C to stop)", file=err,
+            where = "in the database" if database else f"under {Path(root).resolve()}"
+            print(f"dsh-todo web: serving the sessions {where} (Ctrl+C to stop)", file=err,
                   flush=True)
             while not done.wait(0.5):
                 pass

@@ -3,7 +3,8 @@
 The pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.header` (its first line),
 :mod:`.chunk_rows` (packed delta runs), :mod:`.scan` (the good prefix and the crash-tail rules), :mod:`.zstd`
 (frames), :mod:`.repair` (closing an interrupted turn), :mod:`.lock` (one writer per log), :mod:`.logfile` (durable
-appends), :mod:`.store` (the backend), :mod:`.batching` (write-behind) and :mod:`.jsonl` (the plugin).
+appends), :mod:`.store` (the backend), :mod:`.batching` (write-behind) and :mod:`.jsonl` (the plugin); beside them,
+:mod:`.checkpoints` (projection checkpoints, a plugin of its own) and :mod:`.fastscan` (the streaming plan scan).
 """
 
 from dsh_todo.harness.persistence.chunk_rows import expand_row, pack_chunk_runs

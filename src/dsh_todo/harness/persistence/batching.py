@@ -13,6 +13,10 @@ from the caller and a timed write from the thread can never reorder two batches.
 
 A batch that fails to write (disk full, say) goes back to the head of its queue and is retried after a pause; the
 log stays consistent because a failed append is cut back before the error surfaces.
+
+Durability listeners (:meth:`WriteBehind.on_written`) hear about every batch once it is fsynced, with where it
+landed; they run on whichever thread wrote it, still under the session's I/O lock, so they see one session's
+batches in order. The projection checkpoint plugin uses this to write a checkpoint only for events already durable.
 """
 
 from __future__ import annotations
@@ -21,25 +25,29 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.errors import SessionWriteError
-from dsh_todo.harness.persistence.logfile import LogWriter
+from dsh_todo.harness.persistence.logfile import Batch, LogWriter
 
 log = logging.getLogger("dsh_todo.persistence")
 
 RETRY_PAUSE_S: Final = 1.0
 
+WrittenListener = Callable[[str, Batch], object]
+
 
 class SessionQueue:
     """One session's pending events and its writer. ``next_seq`` is the seq the next queued event must carry."""
 
-    __slots__ = ("deadline", "error", "io_lock", "next_seq", "pending", "writer")
+    __slots__ = ("cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
         self.pending: list[Mapping[str, Any]] = []
+        self.cuts: list[int] = []
+        """Seqs after which a batch must end (ascending), asked for by :meth:`WriteBehind.flush_soon`."""
         self.deadline = 0.0
         self.next_seq = writer.cursor
         self.io_lock = threading.Lock()
@@ -55,7 +63,18 @@ class WriteBehind:
         self._queues: dict[str, SessionQueue] = {}
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._written: list[WrittenListener] = []
         atexit.register(self.close)
+
+    def on_written(self, listener: WrittenListener) -> Callable[[], None]:
+        """Call ``listener(session_id, batch)`` after each durable batch; returns a function that removes it."""
+        self._written.append(listener)
+
+        def remove() -> None:
+            if listener in self._written:
+                self._written.remove(listener)
+
+        return remove
 
     def open(self, writer: LogWriter) -> SessionQueue:
         """Start queueing for ``writer``'s session."""
@@ -67,6 +86,14 @@ class WriteBehind:
             queue = SessionQueue(writer)
             self._queues[writer.session_id] = queue
             return queue
+
+    def announce(self, session_id: str) -> None:
+        """Tell the durability listeners where a session's log already stands (after a load), if known."""
+        queue = self._queues.get(session_id)
+        if queue is None:
+            return
+        with queue.io_lock:
+            self._notify(queue)
 
     def get(self, session_id: str) -> SessionQueue | None:
         return self._queues.get(session_id)
@@ -85,6 +112,23 @@ class WriteBehind:
                 self._start()
                 self._cond.notify()
             queue.pending.append(event)
+
+    def flush_soon(self, session_id: str, through: int) -> None:
+        """Write everything queued up to seq ``through`` soon, on the writer thread, as a batch ending there.
+
+        Cheap for the caller (no I/O); what is queued after ``through`` waits for its own window. This is how a
+        ``turn/end`` gets its batch boundary: a zstd frame, and a durable point to checkpoint, right after it.
+        """
+        with self._cond:
+            queue = self._queues.get(session_id)
+            if queue is None or not queue.pending or through < queue.pending[0]["seq"]:
+                return  # nothing of it is still queued: it is written, or being written
+            cuts = queue.cuts
+            if not cuts or cuts[-1] < through:
+                cuts.append(through)
+            queue.deadline = time.monotonic()
+            self._start()
+            self._cond.notify()
 
     def flush(self, session_id: str | None = None) -> None:
         """Write what is queued now (for one session, or all), without waiting for the window."""
@@ -155,23 +199,66 @@ class WriteBehind:
                 self._write(queue, background=True)
 
     def _write(self, queue: SessionQueue, *, background: bool) -> None:
+        """Write what is queued as batches, each ending at a cut if one falls inside: everything when flushing;
+        when timed, the due part (a batch up to a cut leaves the rest to its own window unless it holds a cut)."""
         with queue.io_lock:
-            with self._cond:
-                batch, queue.pending = queue.pending, []
-            if not batch:
-                return
-            try:
-                queue.writer.append(batch)
-            except Exception as exc:
+            while True:
                 with self._cond:
-                    queue.pending[:0] = batch
-                    queue.deadline = time.monotonic() + max(self.delay, RETRY_PAUSE_S)
-                    self._cond.notify()
-                queue.error = exc
-                if background:
-                    log.warning('could not write %d events of session "%s"; will retry', len(batch),
-                                queue.writer.session_id, exc_info=True)
+                    batch, cut = self._take(queue)
+                    more = bool(queue.pending) and queue.deadline <= time.monotonic()
+                if not batch:
                     return
-                raise SessionWriteError(f'could not write {len(batch)} events of session '
-                                        f'"{queue.writer.session_id}": {exc}') from exc
-            queue.error = None
+                try:
+                    queue.writer.append(batch)
+                except Exception as exc:
+                    with self._cond:
+                        queue.pending[:0] = batch
+                        if cut:
+                            queue.cuts.insert(0, batch[-1]["seq"])
+                        queue.deadline = time.monotonic() + max(self.delay, RETRY_PAUSE_S)
+                        self._cond.notify()
+                    queue.error = exc
+                    if background:
+                        log.warning('could not write %d events of session "%s"; will retry', len(batch),
+                                    queue.writer.session_id, exc_info=True)
+                        return
+                    raise SessionWriteError(f'could not write {len(batch)} events of session '
+                                            f'"{queue.writer.session_id}": {exc}') from exc
+                queue.error = None
+                self._notify(queue)
+                if background and not more:
+                    return
+
+    def _take(self, queue: SessionQueue) -> tuple[list[Mapping[str, Any]], bool]:
+        """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all.
+
+        Returns the batch and whether it ends at a cut that left events behind.
+        """
+        pending = queue.pending
+        if not pending:
+            return [], False
+        cuts = queue.cuts
+        first: int = pending[0]["seq"]
+        last: int = pending[-1]["seq"]
+        while cuts and cuts[0] < first:
+            cuts.pop(0)
+        if cuts and cuts[0] < last:
+            size = cuts.pop(0) - first + 1
+            batch, queue.pending = pending[:size], pending[size:]
+            # The rest is due at once if it holds another cut; otherwise it opens its own window.
+            queue.deadline = time.monotonic() + (0 if cuts and cuts[0] <= last else self.delay)
+            return batch, True
+        while cuts and cuts[0] <= last:
+            cuts.pop(0)
+        queue.pending = []
+        return pending, False
+
+    def _notify(self, queue: SessionQueue) -> None:
+        landed = queue.writer.last_batch
+        if landed is None:
+            return
+        for listener in list(self._written):
+            try:
+                listener(queue.writer.session_id, landed)
+            except Exception:
+                log.warning('durability listener failed for session "%s"', queue.writer.session_id, exc_info=True)

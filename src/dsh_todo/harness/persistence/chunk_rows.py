@@ -40,6 +40,7 @@ _TEXT_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
 _CALL_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "dt", "id", "args"})
 _NAMED_CALL_ROW_DATA_KEYS: Final = _CALL_ROW_DATA_KEYS | {"name"}
 _STR_ONLY: Final = frozenset({str})
+_NUMBER_TYPES: Final = frozenset({int, float})
 _INT_ONLY: Final = frozenset({int})
 
 
@@ -55,20 +56,29 @@ def _number(value: object) -> bool:
     return type(value) is int or type(value) is float
 
 
+def _is_mapping(value: object) -> bool:
+    return isinstance(value, dict) or isinstance(value, Mapping)  # noqa: SIM101 (the dict check alone is C-fast)
+
+
 def _delta_kind(event: Mapping[str, Any]) -> str | None:
-    """The delta kind of an event the encoder may pack, or ``None`` to store it verbatim."""
+    """The delta kind of an event the encoder may pack, or ``None`` to store it verbatim.
+
+    It runs on every event a live session writes, so the checks are inlined and the common refusal (another event
+    type) is the first test.
+    """
     if event.get("type") != "assistant/chunk" or event.keys() != _EVENT_KEYS:
         return None
-    seq = event["seq"]
-    if not _safe_int(seq) or seq < 0 or not _safe_int(event["time"]):
+    seq, time = event["seq"], event["time"]
+    if (type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER
+            or type(time) is not int or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER):
         return None
     data = event["data"]
-    if not isinstance(data, Mapping) or data.keys() != _DATA_KEYS:
+    if not _is_mapping(data) or data.keys() != _DATA_KEYS:
         return None
-    if not _number(data["turn"]) or not _number(data["step"]):
+    turn, step, chunk = data["turn"], data["step"], data["chunk"]
+    if type(turn) not in _NUMBER_TYPES or type(step) not in _NUMBER_TYPES or not _is_mapping(chunk):
         return None
-    chunk = data["chunk"]
-    if not isinstance(chunk, Mapping) or not _number(chunk.get("index")):
+    if type(chunk.get("index")) not in _NUMBER_TYPES:
         return None
     kind = chunk.get("type")
     if kind == "text-delta" or kind == "reasoning-delta":

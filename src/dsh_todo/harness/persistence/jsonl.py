@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dsh_todo.harness.context import Context
+from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.batching import WriteBehind
+from dsh_todo.harness.persistence.batching import WriteBehind, WrittenListener
 from dsh_todo.harness.persistence.header import session_header_fields
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.scan import paused_gc
@@ -103,6 +103,7 @@ class JsonlPersistence:
             raise
         finally:
             self._resuming.discard(session_id)
+        self._writes.announce(session_id)
         return session
 
     def read(self, session_id: str) -> StoredLog:
@@ -118,10 +119,27 @@ class JsonlPersistence:
         for closed in [sid for sid, session in self._live.items() if session.closed]:
             self.release(closed)
 
+    @property
+    def batch_delay(self) -> float:
+        """The write-behind window, in seconds."""
+        return self._writes.delay
+
+    def flush_soon(self, session_id: str, through: int) -> None:
+        """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
+        self._writes.flush_soon(session_id, through)
+
     def release(self, session_id: str) -> None:
         """Flush one session and release its writer lock; later appends to it are no longer persisted."""
         self._live.pop(session_id, None)
         self._writes.release(session_id)
+
+    def on_written(self, listener: WrittenListener) -> Disposer:
+        """``listener(session_id, batch)`` after each durable batch (see :class:`~.logfile.Batch`)."""
+        return Disposer(self._writes.on_written(listener))
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         """Flush every session and release every lock (the plugin's dispose)."""
@@ -149,6 +167,7 @@ class JsonlPersistence:
             writer.close()
             raise
         self._live[session.id] = session
+        self._writes.announce(session.id)
         for event in session.events[writer.cursor:]:
             self._writes.enqueue(queue, event)
 

@@ -13,10 +13,11 @@ import contextlib
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.encode import encode_batch, encode_new_log
+from dsh_todo.harness.persistence.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.errors import SessionExistsError
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.lock import WriterLock
@@ -52,8 +53,31 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Where one durable batch landed: its byte range in the file and the seqs it holds.
+
+    ``start`` is where the batch's first record begins (a line start, or a zstd frame start); ``last_record``
+    is where the record holding ``last_seq`` begins: its own line in a raw log, the batch's frame under zstd. Both
+    are places a reader can start decoding from, which is what a projection checkpoint needs.
+    """
+
+    start: int
+    end: int
+    first_seq: int
+    last_seq: int
+    last_record: int
+
+    def record_of(self, seq: int) -> int:
+        """A record boundary at or before the record holding ``seq`` (which must be in this batch)."""
+        return self.last_record if seq == self.last_seq else self.start
+
+
 class LogWriter:
-    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects."""
+    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects.
+
+    ``last_batch`` says where the most recent durable batch landed (``None`` until this writer wrote one).
+    """
 
     def __init__(self, *, meta: Meta, path: Path, lock: WriterLock, compression: Compression, pack_chunks: bool,
                  cursor: int, materialized: bool) -> None:
@@ -64,6 +88,7 @@ class LogWriter:
         self.pack_chunks = pack_chunks
         self.cursor = cursor
         self.materialized = materialized
+        self.last_batch: Batch | None = None
         self._lock = lock
 
     @property
@@ -80,12 +105,29 @@ class LogWriter:
             if event.get("seq") != self.cursor + index:
                 raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
                                  f"at index {index}, got {event.get('seq')!r}")
+        data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
         if self.materialized:
-            self._append_bytes(encode_batch(events, self.compression, pack_chunks=self.pack_chunks))
+            start = self._append_bytes(data)
         else:
-            self._materialize(encode_new_log(self.meta, events, self.compression, pack_chunks=self.pack_chunks))
+            header = encode_header(self.meta, self.compression)
+            self._materialize(header + data)
             self.materialized = True
-        self.cursor += len(events)
+            start = len(header)
+        self._landed(start, data, len(events))
+
+    def found(self, last_record: int | None) -> None:
+        """The log already holds ``cursor`` durable events, the last in the record starting at ``last_record``
+        (as a read found it): remember that as ``last_batch``, with only the last event addressable."""
+        if last_record is not None and self.cursor > 0:
+            last = self.cursor - 1
+            self.last_batch = Batch(last_record, os.stat(self.path).st_size, last, last, last_record)
+
+    def _landed(self, start: int, data: bytes, count: int) -> None:
+        end = start + len(data)
+        # The last line of a raw batch is the record holding its last event (plain, or the packed row it ends).
+        last_record = start if self.compression == "zstd" else data.rfind(b"\n", 0, len(data) - 1) + 1 + start
+        self.last_batch = Batch(start, end, self.cursor, self.cursor + count - 1, last_record)
+        self.cursor += count
 
     def repair(self, truncate_to: int | None, events: Sequence[Mapping[str, Any]]) -> None:
         """Commit a crash repair: cut the torn tail (if any), then append ``events`` as one batch."""
@@ -97,8 +139,8 @@ class LogWriter:
             finally:
                 os.close(fd)
         if events:
-            self._append_bytes(encode_batch(events, self.compression, pack_chunks=self.pack_chunks))
-            self.cursor += len(events)
+            data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
+            self._landed(self._append_bytes(data), data, len(events))
 
     def close(self) -> None:
         """Release the lock. A session that never wrote leaves no session directory behind."""
@@ -109,7 +151,8 @@ class LogWriter:
             with contextlib.suppress(OSError):
                 self.path.parent.rmdir()
 
-    def _append_bytes(self, data: bytes) -> None:
+    def _append_bytes(self, data: bytes) -> int:
+        """Append and fsync ``data``; returns the offset it starts at."""
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
             before = os.fstat(fd).st_size
@@ -122,6 +165,7 @@ class LogWriter:
                 raise
         finally:
             os.close(fd)
+        return before
 
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():

@@ -63,18 +63,37 @@ class LogScanner:
 
     ``events`` is the contiguous good prefix (plain dicts, packed rows expanded); ``committed_bytes`` is the
     plaintext length up to the end of the last line that belongs to it; ``input_bytes`` counts everything fed.
+    ``base`` is the seq of the first event fed: 0 for a whole log, or where a tail read starts
+    (:meth:`continuing`).
     """
 
-    __slots__ = ("_fragment", "_issue", "_line", "committed_bytes", "events", "input_bytes", "meta")
+    __slots__ = ("_fragment", "_issue", "_line", "base", "committed_bytes", "events", "input_bytes", "meta")
 
     def __init__(self, header_record: bytes) -> None:
         self.meta: Meta = parse_header_record(header_record)
         self.events: list[dict[str, Any]] = []
+        self.base = 0
         self.input_bytes = len(header_record)
         self.committed_bytes = len(header_record)
         self._fragment = b""
         self._line = 0
         self._issue: CorruptSessionLogError | None = None
+
+    @classmethod
+    def continuing(cls, meta: Meta, base: int) -> LogScanner:
+        """A scanner for the tail of a log whose header is already known, expecting ``base`` as the first seq.
+
+        Byte counts and line numbers are relative to the first byte fed; the crash-tail rules are the same.
+        """
+        scanner = cls.__new__(cls)
+        scanner.meta = meta
+        scanner.events = []
+        scanner.base = base
+        scanner.input_bytes = scanner.committed_bytes = 0
+        scanner._fragment = b""
+        scanner._line = 0
+        scanner._issue = None
+        return scanner
 
     @property
     def clean(self) -> bool:
@@ -101,7 +120,7 @@ class LogScanner:
     def _consume(self, lines: list[bytes]) -> None:
         events = self.events
         append = events.append
-        count = len(events)
+        count = self.base + len(events)
         position = self.input_bytes - len(self._fragment) - sum(map(len, lines)) - len(lines)
         committed = self.committed_bytes
         line_no = self._line

@@ -65,12 +65,17 @@ class TornTail:
 
 @dataclass(frozen=True, slots=True)
 class StoredLog:
-    """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any."""
+    """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any.
+
+    ``last_record`` is the byte offset where the record holding the last event starts (its line, or its zstd
+    frame), when that record is on disk as read; ``None`` for an empty log or a zstd log with a torn last frame.
+    """
 
     path: Path
     meta: Meta
     events: list[Event]
     torn: TornTail | None = None
+    last_record: int | None = None
 
     @property
     def session_id(self) -> str:
@@ -119,14 +124,19 @@ def unknown_type_refusal(session_id: str, events: Sequence[Mapping[str, Any]], p
                 f"written by a newer harness (raw log: {path})", path)
 
 
-def _read_raw(buffer: bytes) -> tuple[Meta, list[Event], TornTail | None]:
+_Read = tuple[Meta, list[Event], TornTail | None, int | None]
+
+
+def _read_raw(buffer: bytes) -> _Read:
     header_end = buffer.find(b"\n")
     if header_end < 0:
         raise CorruptSessionLogError("empty or header-less session log")
     scanner = LogScanner(buffer[:header_end + 1])
     scanner.feed(buffer[header_end + 1:])
-    torn = TornTail(scanner.committed_bytes) if scanner.committed_bytes < len(buffer) else None
-    return scanner.meta, scanner.events, torn
+    committed = scanner.committed_bytes
+    torn = TornTail(committed) if committed < len(buffer) else None
+    last_record = buffer.rfind(b"\n", 0, committed - 1) + 1 if scanner.events else None
+    return scanner.meta, scanner.events, torn, last_record
 
 
 def _frame_plaintext(buffer: bytes, start: int, end: int) -> bytes:
@@ -143,7 +153,7 @@ def _header_frame(plaintext: bytes) -> bytes:
     return plaintext
 
 
-def _read_zstd(buffer: bytes) -> tuple[Meta, list[Event], TornTail | None]:
+def _read_zstd(buffer: bytes) -> _Read:
     scan = scan_frames(buffer)
     if not scan.frames:
         raise CorruptSessionLogError("empty or header-less Zstandard session log")
@@ -154,10 +164,10 @@ def _read_zstd(buffer: bytes) -> tuple[Meta, list[Event], TornTail | None]:
     if not scanner.clean:
         raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if scan.torn_start is None:
-        return scanner.meta, scanner.events, None
+        return scanner.meta, scanner.events, None, rest[-1][0] if rest and scanner.events else None
     complete = len(scanner.events)
     scanner.feed(decode_prefix(buffer[scan.torn_start:]))
-    return scanner.meta, scanner.events, TornTail(scan.torn_start, scanner.events[complete:])
+    return scanner.meta, scanner.events, TornTail(scan.torn_start, scanner.events[complete:]), None
 
 
 def _file_identity(stat: os.stat_result) -> tuple[int, ...]:
@@ -266,13 +276,22 @@ class JsonlStore:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root)."""
         buffer = read_stable(path)
         try:
-            meta, events, torn = _read_zstd(buffer) if self.compression == "zstd" else _read_raw(buffer)
+            meta, events, torn, last_record = (_read_zstd(buffer) if self.compression == "zstd"
+                                               else _read_raw(buffer))
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
             raise
         self._check_identity(path, meta, session_id)
-        return StoredLog(path, meta, events, torn)
+        return StoredLog(path, meta, events, torn, last_record)
+
+    def read_header(self, path: Path) -> Meta | None:
+        """The header of the log at ``path`` alone (its first line or first frame); ``None`` when unreadable."""
+        return self._read_header_only(path)
+
+    def check_location(self, path: Path, meta: Meta) -> None:
+        """Refuse a log that is not where its own header says it belongs under this root (as reads do)."""
+        self._check_identity(path, meta, None)
 
     # -- recovering and writing -----------------------------------------------------------------------------
 
@@ -298,6 +317,8 @@ class JsonlStore:
                                materialized=True)
             if torn is not None or closers:
                 writer.repair(torn.truncate_to if torn is not None else None, [*recovered, *closers])
+            else:
+                writer.found(stored.last_record)
         except BaseException:
             lock.release()
             raise
@@ -356,6 +377,8 @@ class JsonlStore:
                                pack_chunks=self.pack_chunks, cursor=count - len(recovered), materialized=True)
             if torn is not None:
                 writer.repair(torn.truncate_to, recovered)
+            else:
+                writer.found(stored.last_record)
         except BaseException:
             lock.release()
             raise

@@ -1,4 +1,4 @@
-"""Every ``python`` snippet in docs/adapters.md runs as written and prints the ``text`` block that follows it."""
+"""Every ``python`` snippet in the README runs as written and prints the ``text`` block that follows it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
+DOC = Path(__file__).resolve().parents[1] / "README.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 FRAMEWORKS = {"agents": "agents", "langchain_core": "langchain_core", "pydantic_ai": "pydantic_ai"}
 

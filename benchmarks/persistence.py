@@ -1,0 +1,287 @@
+"""Persistence benchmarks: cold plan scans, checkpointed cold reads, scan memory, durable append throughput.
+
+1. A log of ``--events`` events (1,000,000 by default) is written in each encoding through the real writer: the
+   standard runtime (sessions, projections, JSONL persistence with its 200 ms write-behind window, the todo tool's
+   projection unit, the projection checkpoints) and ``Session.append``. The mix is DSH-like: turns of four steps,
+   each step a reasoning run, a text run and a tool-call run of deltas (packed into chunk rows), the assistant
+   message, a tool call, a ``todo/write`` (one every ~20 events) and the tool result. Its append rate is reported.
+2. **Cold scan to the standing plan** (no checkpoint): ``logview.read_plan`` on the fast path, in events/s; the
+   exact full read (``read_session``) once, for reference.
+3. **Checkpointed cold read**: ``read_plan`` with the checkpoint the runtime wrote at dispose (tail: one record),
+   and with a one-turn-stale checkpoint (tail: the last turn).
+4. **Peak memory of the scan**: tracemalloc peak during the scan, and the peak resident size (VmHWM) of a fresh
+   process before and after the scan, against the log's size.
+5. **Batched durable appends**: ``--append-events`` appends (100,000) through ``Session.append`` + the plugins,
+   durable at the end (default window), repeated; plus a variant flushing after every ``turn/end``.
+
+Numbers are medians (the machine is shared). Run: ``uv run python benchmarks/persistence.py [--events N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.harness.persistence.checkpoints import CHECKPOINT_NAME
+from dsh_todo.harness.persistence.fastscan import scan_last_of
+from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
+from dsh_todo.runtime import open_runtime
+
+_PROSE = ("the parser module reads each token and the writer keeps a buffer of lines so that retries stay idempotent "
+          "while tests cover edge cases like empty input unicode ünïcödé and very long paths")
+WORDS = tuple(_PROSE.split(" "))
+
+Event = tuple[str, dict[str, Any], str | None, list[int] | None]
+
+
+def _text(seed: int, words: int) -> str:
+    return " ".join(WORDS[(seed * 7 + k * 3) % len(WORDS)] for k in range(words))
+
+
+def mix(count: int) -> Iterator[Event]:
+    """``count`` events of the DSH-like mix (see the module docstring), as ``(type, data, surfaceOp, sources)``."""
+    seq = 0
+    turn = 0
+    statuses = ("completed", "in_progress", "pending")
+    while True:
+        turn += 1
+        batch: list[Event] = [("turn/start", {"turn": turn}, None, None),
+                              ("user/message", {"turn": turn, "message": {
+                                  "id": f"u-{turn}", "role": "user",
+                                  "content": [{"type": "text", "text": _text(turn, 40)}]}}, "append", None)]
+        for step in range(1, 5):
+            call_id = f"call_{turn}_{step}"
+            batch.append(("step/start", {"turn": turn, "step": step}, None, None))
+            for kind, runs in (("reasoning-delta", 6), ("text-delta", 5)):
+                batch += [("assistant/chunk", {"turn": turn, "step": step, "chunk": {
+                    "type": kind, "index": 0, "text": _text(turn + k, 3) + " "}}, None, None) for k in range(runs)]
+            batch += [("assistant/chunk", {"turn": turn, "step": step, "chunk": {
+                "type": "tool-call-delta", "index": 1, "id": call_id, "name": "todo_write",
+                "argumentsDelta": _text(step + k, 4)}}, None, None) for k in range(3)]
+            todos = [{"content": _text(turn * 5 + k, 6), "status": statuses[(turn + step + k) % 3]} for k in range(6)]
+            batch.append(("assistant/message", {"turn": turn, "step": step, "message": {
+                "id": f"a-{turn}-{step}", "role": "assistant", "content": [
+                    {"type": "text", "text": _text(turn + step, 30)},
+                    {"type": "tool-call", "id": call_id, "name": "todo_write", "arguments": {"todos": todos}}]}},
+                "append", None))
+            batch.append(("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "todo_write",
+                                        "arguments": {"todos": todos}}, None, None))
+            batch.append(("todo/write", {"todos": todos}, None, None))
+            batch.append(("tool/result", {"turn": turn, "step": step, "message": {
+                "source": {"kind": "tool", "callId": call_id}, "content": [{
+                    "type": "tool-result", "toolCallId": call_id,
+                    "content": [{"type": "text", "text": "Updated todo list: " + _text(step, 12)}],
+                    "isError": False}], "role": "user", "id": f"r-{turn}-{step}"}}, "append", [-3]))
+            batch.append(("step/end", {"turn": turn, "step": step}, None, None))
+        batch.append(("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, None, None))
+        for kind, data, surface_op, sources in batch:
+            if seq >= count:
+                return
+            yield kind, data, surface_op, None if sources is None else [seq + sources[0]]
+            seq += 1
+
+
+def append_all(root: Path, compression: str, count: int, *, flush_turns: bool = False,
+               stop_before_last_turn_end: bool = False) -> tuple[float, Path]:
+    """Append ``count`` mix events through the runtime; returns (appends/s until durable, the log path)."""
+    ctx = open_runtime(root, compression=compression)
+    try:
+        session = ctx.sessions.create("bench", cwd="/bench")
+        append = session.append
+        flush = ctx.session_persistence.flush
+        start = time.perf_counter()
+        for kind, data, surface_op, sources in mix(count):
+            append(kind, data, surface_op=surface_op, source_event_seqs=sources)
+            if flush_turns and kind == "turn/end":
+                flush("bench")
+        flush()
+        rate = count / (time.perf_counter() - start)
+        path = ctx.session_persistence.store.find("bench")
+        assert path is not None
+    finally:
+        ctx.dispose()
+    return rate, path
+
+
+def median_time(fn: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss(log: Path, compression: str) -> tuple[int, int]:
+    """Peak resident memory (VmHWM, bytes) of a fresh interpreter after importing the scanner, and after scanning.
+
+    VmHWM belongs to the process's own address space; ``ru_maxrss`` would not do here, as Linux carries it over
+    from the (large) parent across fork and exec.
+    """
+    code = (
+        "import sys\n"
+        "def hwm():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmHWM:'):\n"
+        "            return int(line.split()[1]) * 1024\n"
+        "from dsh_todo.harness.persistence.fastscan import scan_last_of\n"
+        "from dsh_todo.logview import PLAN_EVENT_TYPES\n"
+        "before = hwm()\n"
+        "assert scan_last_of(sys.argv[1], sys.argv[2], PLAN_EVENT_TYPES) is not None\n"
+        "print(before, hwm())\n")
+    out = subprocess.run([sys.executable, "-c", code, str(log), compression], capture_output=True, text=True,
+                         check=True)
+    before, after = map(int, out.stdout.split())
+    return before, after
+
+
+def bench_logs(events: int, repeat: int, workdir: Path) -> None:
+    for compression in ("none", "zstd"):
+        root = workdir / f"log-{compression}"
+        rate, log = append_all(root, compression, events)
+        size = log.stat().st_size
+        print(f"\n== {events:,} events, compression {compression!r}: {size / 1e6:.1f} MB on disk "
+              f"(written through Session.append at {rate:,.0f} appends/s, default 200 ms window) ==")
+        checkpoint = log.parent / CHECKPOINT_NAME
+        saved = checkpoint.read_bytes()
+
+        checkpoint.unlink()
+        assert read_plan(log).source == "scan"
+        scan = median_time(lambda: read_plan(log), repeat)  # noqa: B023
+        print(f"cold scan to the standing plan (read_plan, fast path): median {scan * 1000:.0f} ms "
+              f"= {events / scan / 1e6:.2f} M events/s")
+        start = time.perf_counter()
+        full = read_session(log)
+        full_time = time.perf_counter() - start
+        assert full.plan == read_plan(log).plan
+        print(f"exact full read (read_session, reference, 1 run): {full_time:.2f} s = "
+              f"{events / full_time / 1e6:.2f} M events/s")
+        del full
+
+        tracemalloc.start()
+        found = scan_last_of(log, compression, PLAN_EVENT_TYPES)  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert found is not None and found.end_seq == events
+        before, after = peak_rss(log, compression)
+        print(f"scan peak memory: tracemalloc {peak / 1e6:.1f} MB; a fresh process peaks at {before / 1e6:.1f} MB "
+              f"resident after imports and {after / 1e6:.1f} MB after the scan (log: {size / 1e6:.1f} MB on disk, "
+              f"{events:,} events)")
+
+        checkpoint.write_bytes(saved)
+        assert read_plan(log).source == "checkpoint"
+        cold = median_time(lambda: read_plan(log), max(repeat * 6, 30))  # noqa: B023
+        row_seq = json.loads(saved)["rows"]["todos"]["seq"]
+        print(f"checkpointed cold read (read_plan, checkpoint at seq {row_seq}, tail 1 record): "
+              f"median {cold * 1000:.2f} ms")
+        stale = _stale_checkpoint(log, saved, events)
+        cold_stale = median_time(lambda: read_plan(log), max(repeat * 6, 30))  # noqa: B023
+        print(f"checkpointed cold read, checkpoint one turn stale (tail {stale} events): "
+              f"median {cold_stale * 1000:.2f} ms")
+        checkpoint.write_bytes(saved)
+        shutil.rmtree(root)
+
+
+def _stale_checkpoint(log: Path, saved: bytes, events: int) -> int:
+    """Move the checkpoint back to the last completed turn's ``turn/end``, as a crash right after writing it would
+    leave it: its value there, and the start of a record at or before the one holding it. Returns the tail length.
+    """
+    from dsh_todo.tool_todo.projection import TODOS_UNIT
+
+    record = json.loads(saved)
+    full = read_session(log)
+    stored = full.events[:len(full.events) - full.closers]
+    ends = [event["seq"] for event in stored if event["type"] == "turn/end"]
+    previous = ends[-2] if ends[-1] == events - 1 else ends[-1]
+    record["rows"]["todos"] = {"ver": 2, "seq": previous, "val": TODOS_UNIT.fold(stored[:previous + 1])}
+    record["offset"] = _record_at_or_before(log, previous)
+    (log.parent / CHECKPOINT_NAME).write_text(json.dumps(record))
+    assert read_plan(log).source == "checkpoint" and read_plan(log).plan == full.plan
+    return events - 1 - previous
+
+
+def _record_at_or_before(log: Path, seq: int) -> int:
+    """A record boundary (line or frame start) at or before the record holding ``seq``."""
+    from dsh_todo.harness.persistence.checkpoints import _first_seq
+    from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
+
+    data = log.read_bytes()
+    if log.name.endswith(".zstd"):
+        best = 0
+        for start, end in scan_frames(data).frames[1:]:
+            first = _first_seq(decode_frame(data[start:end]))
+            if first is not None and first <= seq:
+                best = start
+        return best
+    at = len(data)
+    while True:
+        at = data.rfind(b"\n", 0, at - 1) + 1
+        first = _first_seq(data[at:data.index(b"\n", at)])
+        if first is not None and first <= seq:
+            return at
+
+
+def append_in_memory(count: int) -> float:
+    """The ceiling: the same appends with no persistence mounted (sessions, projections, the todo tool's unit)."""
+    ctx = open_runtime(None)
+    try:
+        session = ctx.sessions.create("bench", cwd="/bench")
+        append = session.append
+        start = time.perf_counter()
+        for kind, data, surface_op, sources in mix(count):
+            append(kind, data, surface_op=surface_op, source_event_seqs=sources)
+        return count / (time.perf_counter() - start)
+    finally:
+        ctx.dispose()
+
+
+def bench_appends(count: int, repeat: int, workdir: Path) -> None:
+    print(f"\n== batched durable appends: {count:,} events through Session.append + the plugins ==")
+    ceiling = [append_in_memory(count) for _ in range(repeat)]
+    print(f"ceiling, Session.append with no persistence mounted: median {statistics.median(ceiling):,.0f} appends/s")
+    for compression in ("none", "zstd"):
+        for flush_turns, label in ((False, "200 ms write-behind window, durable at the end"),
+                                   (True, "flushed at every turn/end (~83 events a batch)")):
+            rates = []
+            for sample in range(repeat):
+                root = workdir / f"append-{compression}-{sample}"
+                rates.append(append_all(root, compression, count, flush_turns=flush_turns)[0])
+                shutil.rmtree(root)
+            print(f"{compression:>4}, {label}: median {statistics.median(rates):,.0f} appends/s "
+                  f"(min {min(rates):,.0f}, max {max(rates):,.0f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--append-events", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dir", help="where to write the logs (default: a temporary directory)")
+    parser.add_argument("--only", choices=("logs", "appends"), help="run one part only")
+    args = parser.parse_args()
+    workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="dsh-bench-"))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
+          f"logs under {workdir}")
+    try:
+        if args.only != "appends":
+            bench_logs(args.events, args.repeat, workdir)
+        if args.only != "logs":
+            bench_appends(args.append_events, args.repeat, workdir)
+    finally:
+        if not args.dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

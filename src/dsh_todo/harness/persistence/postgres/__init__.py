@@ -1,0 +1,89 @@
+"""``@deepseek-ai/dsh-session-persistence-postgres``: every live session written to PostgreSQL.
+
+The JSONL plugin's contract on a database shared by many processes and machines (see ``README.md`` beside this file):
+events as exact JSON text keyed by ``(session id, seq)``, write batches as transactions, one writer per session
+through an advisory lock, the same crash recovery, and ``LISTEN``/``NOTIFY`` so that any process can follow a
+session another one writes. Needs the ``postgres`` extra (psycopg 3); nothing else in ``dsh_todo`` imports it.
+
+Config: ``url`` (required: a libpq URI or connection string), ``schema`` (``"public"``), ``writeBatchMaxDelayMs``
+(200, as JSONL), ``pollIntervalMs`` (5000: the followers' safety poll behind ``NOTIFY``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.persistence.postgres.feed import EventFeed, Subscription
+from dsh_todo.harness.persistence.postgres.service import PgPersistence
+from dsh_todo.harness.persistence.postgres.store import PgLoadedLog, PgStore, PgStoredLog, PgStoredSession, PgWriter
+
+name = "@deepseek-ai/dsh-session-persistence-postgres"
+inject = ["sessions"]
+
+MAX_BATCH_DELAY_MS: Final = 2**31 - 1
+_SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
+_KEYS: Final = frozenset({"url", "schema", "writeBatchMaxDelayMs", "pollIntervalMs"})
+
+__all__ = [
+    "Config",
+    "EventFeed",
+    "PgLoadedLog",
+    "PgPersistence",
+    "PgStore",
+    "PgStoredLog",
+    "PgStoredSession",
+    "PgWriter",
+    "Subscription",
+    "apply",
+    "inject",
+    "name",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    url: str
+    schema: str = "public"
+    writeBatchMaxDelayMs: int = 200  # the JSONL plugin's (DSH's) key name, kept
+    pollIntervalMs: int = 5000
+
+    @classmethod
+    def parse(cls, raw: Any) -> Config:
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{name} needs a config with a database 'url'")
+        unknown = set(raw) - _KEYS
+        if unknown:
+            raise ConfigError(f"{name}: unknown config keys {sorted(unknown)}")
+        url = raw.get("url")
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{name}: 'url' must be a non-empty PostgreSQL connection string")
+        schema = raw.get("schema", "public")
+        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+            raise ConfigError(f"{name}: 'schema' must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
+        delay = raw.get("writeBatchMaxDelayMs", 200)
+        if type(delay) is not int or not 1 <= delay <= MAX_BATCH_DELAY_MS:
+            raise ConfigError(f"{name}: 'writeBatchMaxDelayMs' must be an integer between 1 and {MAX_BATCH_DELAY_MS}")
+        poll = raw.get("pollIntervalMs", 5000)
+        if type(poll) is not int or not 10 <= poll <= MAX_BATCH_DELAY_MS:
+            raise ConfigError(f"{name}: 'pollIntervalMs' must be an integer between 10 and {MAX_BATCH_DELAY_MS}")
+        return cls(url=url, schema=schema, writeBatchMaxDelayMs=delay, pollIntervalMs=poll)
+
+
+def apply(ctx: Context, config: Config) -> None:
+    sessions = ctx.sessions
+    store = PgStore(config.url, schema=config.schema)
+    store.open()
+    service = PgPersistence(sessions, store, batch_delay_ms=config.writeBatchMaxDelayMs,
+                            poll_interval=config.pollIntervalMs / 1000, projections=ctx.get("session_projections"))
+    sessions.on_open(service.attach)
+    sessions.on_close(lambda session: service.release(session.id))
+    sessions.listen(service.record)
+    for session in sessions.list():
+        service.attach(session)
+    ctx.provide("session_persistence", service)
+    ctx.on_dispose(service.close)

@@ -1,0 +1,221 @@
+"""Cross-process push: followers hear of committed events through ``LISTEN``/``NOTIFY`` and read them back by seq.
+
+Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq>'`` (:class:`.store.PgWriter`).
+The payload is a doorbell, not the data: it is tiny whatever the batch holds, PostgreSQL delivers it only after the
+commit (so the rows are visible to whoever reads them next), and a follower reads ``seq > <what it has>`` from the
+events table, so one read catches up however many notifications it coalesces or missed.
+
+An :class:`EventFeed` keeps one listening connection per process (per store) and one more for reading, on one
+background thread. :meth:`EventFeed.subscribe` registers a callback for a session after a seq; the callback gets
+each run of new events, in seq order, exactly once, never concurrently with itself. Nothing is lost around the edges:
+
+- a subscription starts only once ``LISTEN`` is active, then reads what is already there, so an event committed
+  while it was being set up is either in that read or announced afterwards (a seq watermark drops repeats);
+- if the listening connection breaks, the feed reconnects with backoff and re-reads every subscription, because
+  notifications sent while it was away are gone;
+- a slow safety poll (``poll_interval``, 5 s) compares each subscription with ``next_seq`` anyway.
+
+Callbacks run on the feed's thread (or, for the first read, on the subscriber's): they should hand the events to
+their own loop or queue and return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Final
+
+from dsh_todo.harness.persistence.postgres.connection import Conn, connect
+from dsh_todo.harness.persistence.postgres.store import PgStore
+
+log = logging.getLogger("dsh_todo.persistence")
+
+Event = Mapping[str, Any]
+Callback = Callable[[Sequence[Event]], object]
+
+WAIT_S: Final = 0.25
+"""How long the listening thread blocks before it checks whether to stop or poll."""
+READY_TIMEOUT_S: Final = 15.0
+BACKOFF_MAX_S: Final = 5.0
+
+
+class Subscription:
+    """One follower of one session. ``after_seq`` is the last seq it has been given; :meth:`close` ends it."""
+
+    def __init__(self, feed: EventFeed, session_id: str, after_seq: int, callback: Callback) -> None:
+        self.feed = feed
+        self.session_id = session_id
+        self.after_seq = after_seq
+        self.callback = callback
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.closed = True
+        self.feed._remove(self)
+
+    def catch_up(self, store: PgStore) -> None:
+        """Deliver whatever the log holds after ``after_seq`` (serialized: one reader at a time)."""
+        with self._lock:
+            if self.closed:
+                return
+            events = store.read_from(self.session_id, self.after_seq)
+            if not events:
+                return
+            self.after_seq = events[-1]["seq"]
+            try:
+                self.callback(events)
+            except Exception:
+                log.warning("a follower of session %r failed on seq %d..%d", self.session_id, events[0]["seq"],
+                            self.after_seq, exc_info=True)
+
+    def __repr__(self) -> str:
+        return f"<Subscription {self.session_id!r} after {self.after_seq}>"
+
+
+class EventFeed:
+    """Delivers events committed by any process to this process's subscriptions."""
+
+    def __init__(self, store: PgStore, *, poll_interval: float = 5.0) -> None:
+        self.url = store.url
+        self.tables = store.tables
+        self.poll_interval = poll_interval
+        self.reader = PgStore(store.url, schema=store.tables.schema)
+        self._subs: dict[str, set[Subscription]] = {}
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # -- public ---------------------------------------------------------------------------------------------
+
+    def subscribe(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
+        """Call ``callback(events)`` with every event of ``session_id`` after ``after_seq``, now and as they commit.
+
+        Blocks until the feed is listening and the first read is delivered. ``after_seq`` is ``-1`` for the whole log.
+        """
+        self._start()
+        if not self._ready.wait(READY_TIMEOUT_S):
+            raise ConnectionError(f"could not listen for session events in {self.reader.location}: "
+                                  f"{self._error or 'timed out'}")
+        subscription = Subscription(self, session_id, after_seq, callback)
+        with self._guard:
+            self._subs.setdefault(session_id, set()).add(subscription)
+        try:
+            subscription.catch_up(self.reader)
+        except BaseException:
+            subscription.close()
+            raise
+        return subscription
+
+    async def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Event]]:
+        """The same feed as an async iterator of event runs (for carriers on an event loop)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Sequence[Event]] = asyncio.Queue()
+
+        def deliver(events: Sequence[Event]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed under us
+                loop.call_soon_threadsafe(queue.put_nowait, events)
+
+        subscription = await asyncio.to_thread(self.subscribe, session_id, after_seq, deliver)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            subscription.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(READY_TIMEOUT_S)
+        with self._guard:
+            subs = [sub for group in self._subs.values() for sub in group]
+            self._subs.clear()
+        for sub in subs:
+            sub.closed = True
+        self.reader.close()
+
+    # -- internals ------------------------------------------------------------------------------------------
+
+    def _remove(self, subscription: Subscription) -> None:
+        with self._guard:
+            group = self._subs.get(subscription.session_id)
+            if group is not None:
+                group.discard(subscription)
+                if not group:
+                    del self._subs[subscription.session_id]
+
+    def _start(self) -> None:
+        with self._guard:
+            if self._stop.is_set():
+                raise RuntimeError("the event feed is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dsh-todo-pg-feed", daemon=True)
+                self._thread.start()
+
+    def _all(self) -> list[Subscription]:
+        with self._guard:
+            return [sub for group in self._subs.values() for sub in group]
+
+    def _of(self, session_id: str) -> list[Subscription]:
+        with self._guard:
+            return list(self._subs.get(session_id, ()))
+
+    def _catch_up(self, subs: Sequence[Subscription]) -> None:
+        for sub in subs:
+            try:
+                sub.catch_up(self.reader)
+            except Exception:
+                log.warning("cannot read new events of session %r", sub.session_id, exc_info=True)
+
+    def _poll(self) -> None:
+        subs = self._all()
+        if not subs:
+            return
+        lengths = self.reader.next_seqs({sub.session_id for sub in subs})
+        self._catch_up([sub for sub in subs if lengths.get(sub.session_id, 0) - 1 > sub.after_seq])
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while not self._stop.is_set():
+            conn: Conn | None = None
+            try:
+                conn = connect(self.url, "listener")
+                conn.execute(f'LISTEN "{self.tables.channel}"')
+                self._ready.set()
+                backoff = 0.1
+                self._catch_up(self._all())  # anything announced while we were not listening
+                self._listen(conn)
+            except Exception as exc:  # a lost connection above all; nothing may end the thread but close()
+                self._error = exc
+                self._ready.clear()
+                if not self._stop.is_set():
+                    log.warning("session event feed lost its connection; reconnecting in %.1fs", backoff,
+                                exc_info=True)
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, BACKOFF_MAX_S)
+            finally:
+                if conn is not None:
+                    conn.close()
+
+    def _listen(self, conn: Conn) -> None:
+        next_poll = time.monotonic() + self.poll_interval
+        while not self._stop.is_set():
+            for notify in conn.notifies(timeout=WAIT_S):
+                session_id, _, seq_text = notify.payload.rpartition(":")
+                try:
+                    last = int(seq_text)
+                except ValueError:
+                    continue
+                self._catch_up([sub for sub in self._of(session_id) if sub.after_seq < last])
+                if self._stop.is_set():
+                    return
+            if time.monotonic() >= next_poll:
+                self._poll()
+                next_poll = time.monotonic() + self.poll_interval

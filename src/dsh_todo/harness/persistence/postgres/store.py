@@ -1,0 +1,605 @@
+"""The PostgreSQL session store: the JSONL store's operations, over two tables instead of one file per session.
+
+The levels match :class:`~dsh_todo.harness.persistence.store.JsonlStore`:
+
+- :meth:`PgStore.read_stored` is the raw read (header and events in seq order) and refuses damage: a seq gap or an
+  event whose own ``seq`` disagrees with its row. There is no torn tail to cut: a batch is one transaction, so a
+  crash leaves either all of it or none of it.
+- :meth:`PgStore.read` also refuses event types this harness does not know and that are not ``ignorable``.
+- :meth:`PgStore.load` and :meth:`PgStore.resume` commit recovery under the writer lock: the closers of an
+  interrupted turn (:func:`~dsh_todo.harness.persistence.repair.interrupted_turn_closers`, the same events the JSONL
+  backend writes) are appended in one transaction. A second load finds nothing to do.
+- :meth:`PgStore.create` and :meth:`PgStore.continue_live` return a :class:`PgWriter` for a live session.
+
+Reads share one autocommit connection (re-opened once if it broke); each writer has its own connection, which also
+holds the session's advisory lock (:mod:`.locking`). Event text is written by the canonical encoder
+(:func:`dsh_todo.jsonutil.dumps`) and never re-encoded by the database.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+import psycopg
+
+from dsh_todo.harness.persistence.errors import (
+    CorruptSessionLogError,
+    SessionExistsError,
+    SessionFormatUnsupportedError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionWriteError,
+)
+from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
+from dsh_todo.harness.persistence.jstext import js_text
+from dsh_todo.harness.persistence.postgres.connection import Conn, broken, connect, describe
+from dsh_todo.harness.persistence.postgres.locking import (
+    find_holder,
+    forget_holder,
+    lock_key,
+    record_holder,
+    try_lock,
+    unlock,
+)
+from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.jsonutil import dumps, loads
+
+Event = dict[str, Any]
+Row = tuple[int, int, str]
+"""``(seq, batch, event JSON text)``."""
+
+T = TypeVar("T")
+
+NOTIFY_PAYLOAD_MAX: Final = 7999
+"""PostgreSQL refuses a ``NOTIFY`` payload of 8000 bytes or more."""
+
+
+@dataclass(frozen=True, slots=True)
+class PgStoredSession:
+    """One entry of :meth:`PgStore.list`, read from the sessions table alone."""
+
+    id: str
+    cwd: str | None
+    location: str
+    meta: Meta
+    next_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PgStoredLog:
+    """A log as read: header metadata and every event (plain dicts, in seq order). ``torn`` is always ``None``."""
+
+    location: str
+    meta: Meta
+    events: list[Event]
+    batches: list[int] = field(default_factory=list)
+    """The ``batch`` of each event (the first seq of the write batch it was committed in)."""
+    torn: None = None
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class PgLoadedLog:
+    """A log after committed recovery: ``events`` are the ``kept`` stored events followed by ``closers``."""
+
+    location: str
+    meta: Meta
+    events: list[Event]
+    kept: int
+    closers: list[Event]
+    rewrote: bool
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+def storable(text: str) -> bool:
+    """Whether PostgreSQL ``text`` can hold ``text`` (no NUL, no lone surrogate)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("a session id must be a non-empty string")
+    if not storable(session_id):
+        raise ValueError(f"session id {session_id!r} cannot be stored in PostgreSQL (it holds NUL or a lone "
+                         "surrogate); the JSONL backend can store it")
+    return session_id
+
+
+def _column_text(value: Any) -> str | None:
+    return value if isinstance(value, str) and storable(value) else None
+
+
+def _column_int(value: Any) -> int | None:
+    if type(value) is int or (type(value) is float and value.is_integer()):
+        number = int(value)
+        return number if -(2**63) <= number < 2**63 else None
+    return None
+
+
+def header_columns(meta: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``(header, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset)``."""
+    line = header_line(meta)
+    return (dumps(line), line["version"], _column_int(line["createdAt"]) or 0, _column_text(line.get("cwd")),
+            _column_text(line.get("parentSession")), _column_int(line.get("seedLength")),
+            _column_text(line.get("origin")), _column_int(line["delegationDepth"]) or 0,
+            _column_text(line.get("agentPreset")))
+
+
+def event_type(event: Mapping[str, Any]) -> str:
+    kind = event.get("type")
+    return kind if isinstance(kind, str) and storable(kind) else ""
+
+
+def unknown_type_refusal(session_id: str, events: Sequence[Mapping[str, Any]], location: str) -> None:
+    """DSH's refusal of a log holding an event type this harness does not know (SPEC §5.1)."""
+    known = KNOWN_SESSION_EVENT_TYPES
+    for event in events:
+        kind = event.get("type")
+        if kind not in known and event.get("ignorable") is not True:
+            raise SessionFormatUnsupportedError(
+                f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
+                "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
+                f"written by a newer harness (raw log: {location})")
+
+
+def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Event]:
+    """Parse event rows, refusing a gap or an event whose ``seq`` disagrees with its key."""
+    events: list[Event] = []
+    append = events.append
+    expected = first_seq
+    for seq, _batch, text in rows:
+        if seq != expected:
+            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} has a seq gap '
+                                         f"(expected {expected}, got {seq})")
+        try:
+            event = loads(text)
+        except ValueError:
+            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} has an '
+                                         f"unparsable event at seq {seq}") from None
+        if type(event) is not dict or event.get("seq") != seq:
+            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} stores an '
+                                         f"event whose seq is not its key {seq}")
+        append(event)
+        expected += 1
+    return events
+
+
+class PgStore:
+    """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
+
+    def __init__(self, url: str, *, schema: str = "public") -> None:
+        self.url = url
+        self.tables = Tables(schema)
+        self.location = f"{describe(url)} (schema {schema})"
+        self._lock = threading.RLock()
+        self._conn: Conn | None = None
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"PgStore({self.location!r})"
+
+    # -- connections ----------------------------------------------------------------------------------------
+
+    def _reader(self) -> Conn:
+        conn = self._conn
+        if broken(conn):
+            conn = connect(self.url, "reader")
+            self._conn = conn
+        assert conn is not None
+        if not self._ready:
+            ensure_schema(conn, self.tables)
+            self._ready = True
+        return conn
+
+    def run(self, fn: Callable[[Conn], T]) -> T:
+        """Run a read on the shared connection; a connection that broke is re-opened and the read retried once."""
+        with self._lock:
+            try:
+                return fn(self._reader())
+            except psycopg.OperationalError:
+                if not broken(self._conn):
+                    raise
+            return fn(self._reader())
+
+    def open(self) -> None:
+        """Connect now (creating the tables if needed), so a wrong URL fails at boot rather than on first use."""
+        self.run(lambda _conn: None)
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def lock_session(self, session_id: str) -> tuple[Conn, int]:
+        """A new writer connection holding ``session_id``'s advisory lock, or :class:`SessionLockedError`."""
+        check_session_id(session_id)
+        with self._lock:
+            self._reader()  # the tables exist before anyone writes
+        key = lock_key(self.tables.schema, session_id)
+        conn = connect(self.url, "writer", keepalive=True)
+        try:
+            if not try_lock(conn, key):
+                holder = find_holder(conn, self.tables, session_id, key)
+                who = holder.describe() if holder is not None else "another writer"
+                raise SessionLockedError(
+                    f'session "{session_id}" is already open for writing by {who} (lock: advisory key '
+                    f"{key & 0xFFFFFFFFFFFFFFFF:#018x} in {self.location}); a session log takes one writer at a time",
+                    holder_pid=None if holder is None else holder.client_pid)
+            record_holder(conn, self.tables, session_id, os.getpid())
+        except BaseException:
+            conn.close()
+            raise
+        return conn, key
+
+    # -- locating -------------------------------------------------------------------------------------------
+
+    def find(self, session_id: str) -> str | None:
+        """Where the log of ``session_id`` is (a description, not a path), or ``None`` when it was never written."""
+        return self.location if self.next_seq(session_id) is not None else None
+
+    def next_seq(self, session_id: str, conn: Conn | None = None) -> int | None:
+        """The stored log length of ``session_id`` (``None``: no log)."""
+        if not storable(session_id):
+            return None
+        query = f"SELECT next_seq FROM {self.tables.sessions} WHERE id = %s"
+
+        def read(c: Conn) -> int | None:
+            row = c.execute(query, (session_id,)).fetchone()
+            return None if row is None else int(row[0])
+
+        return read(conn) if conn is not None else self.run(read)
+
+    def next_seqs(self, session_ids: Iterable[str]) -> dict[str, int]:
+        """The stored log lengths of several sessions at once (missing ones are left out)."""
+        ids = [sid for sid in session_ids if storable(sid)]
+        if not ids:
+            return {}
+        query = f"SELECT id, next_seq FROM {self.tables.sessions} WHERE id = ANY(%s)"
+        rows = self.run(lambda c: c.execute(query, (ids,)).fetchall())
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def list(self) -> list[PgStoredSession]:
+        """Every stored session, from the sessions table; headers from a newer format are skipped, as JSONL does."""
+        query = f"SELECT header, next_seq FROM {self.tables.sessions} ORDER BY created_at, id"
+        rows = self.run(lambda c: c.execute(query).fetchall())
+        found: builtins.list[PgStoredSession] = []
+        for header, next_seq in rows:
+            try:
+                meta = decode_header(loads(header))
+            except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
+                continue
+            found.append(PgStoredSession(meta["id"], meta.get("cwd"), self.location, meta, int(next_seq)))
+        return found
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    def read_meta(self, session_id: str, conn: Conn | None = None) -> Meta:
+        query = f"SELECT header FROM {self.tables.sessions} WHERE id = %s"
+
+        def read(c: Conn) -> Any:
+            return c.execute(query, (session_id,)).fetchone()
+
+        row = (read(conn) if conn is not None else self.run(read)) if storable(session_id) else None
+        if row is None:
+            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
+        try:
+            value = loads(row[0])
+        except ValueError:
+            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {self.location} has an '
+                                         "unparsable header") from None
+        try:
+            meta = decode_header(value)
+        except SessionFormatUnsupportedError as exc:
+            raise SessionFormatUnsupportedError(f"{exc} (raw log: {self.location})") from None
+        if meta["id"] != session_id:
+            raise CorruptSessionLogError(f'corrupt session log: requested id "{session_id}" does not match header '
+                                         f'id "{meta["id"]}" in {self.location}')
+        return meta
+
+    def read_rows(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> builtins.list[Row]:
+        """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent snapshot."""
+        query = (f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
+                 "ORDER BY seq")
+
+        def read(c: Conn) -> builtins.list[Row]:
+            with c.cursor() as cur:
+                cur.execute(query, (session_id, after_seq))
+                return cur.fetchall()
+
+        if not storable(session_id):
+            return []
+        return read(conn) if conn is not None else self.run(read)
+
+    def read_from(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> builtins.list[Event]:
+        """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
+        rows = self.read_rows(session_id, after_seq, conn)
+        return decode_rows(session_id, rows, after_seq + 1, self.location)
+
+    def read_stored(self, session_id: str, conn: Conn | None = None) -> PgStoredLog:
+        """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
+        meta = self.read_meta(session_id, conn)
+        rows = self.read_rows(session_id, -1, conn)
+        events = decode_rows(session_id, rows, 0, self.location)
+        return PgStoredLog(self.location, meta, events, [row[1] for row in rows])
+
+    def read(self, session_id: str) -> PgStoredLog:
+        """The non-mutating read a viewer wants: like :meth:`read_stored`, and refuses unknown event types."""
+        stored = self.read_stored(session_id)
+        unknown_type_refusal(session_id, stored.events, self.location)
+        return stored
+
+    # -- writing --------------------------------------------------------------------------------------------
+
+    def load(self, session_id: str) -> PgLoadedLog:
+        """Read the log and commit recovery under the writer lock (released again before returning)."""
+        loaded, writer = self.resume(session_id)
+        writer.close()
+        return loaded
+
+    def resume(self, session_id: str) -> tuple[PgLoadedLog, PgWriter]:
+        """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
+        if self.find(session_id) is None:
+            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
+        conn, key = self.lock_session(session_id)
+        writer: PgWriter | None = None
+        try:
+            stored = self.read_stored(session_id, conn)
+            unknown_type_refusal(session_id, stored.events, self.location)
+            closers = interrupted_turn_closers(stored.events)
+            writer = PgWriter(self, conn, key, stored.meta, cursor=len(stored.events), materialized=True)
+            if closers:
+                writer.append(closers)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            else:
+                release(conn, self.tables, session_id, key)
+            raise
+        loaded = PgLoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
+                             rewrote=bool(closers))
+        return loaded, writer
+
+    def create(self, meta: Mapping[str, Any]) -> PgWriter:
+        """A writer for a new session; its rows appear with the first batch, but the lock is taken now."""
+        check_meta(meta)
+        session_id: str = meta["id"]
+        conn, key = self.lock_session(session_id)
+        try:
+            if self.next_seq(session_id, conn) is not None:
+                raise SessionExistsError(f'session "{session_id}" already has a persisted log in {self.location}; '
+                                         "load/resume it instead of creating")
+        except BaseException:
+            release(conn, self.tables, session_id, key)
+            raise
+        return PgWriter(self, conn, key, {"version": 0, **meta}, cursor=0, materialized=False)
+
+    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> PgWriter:
+        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
+
+        The stored events must be exactly the session's first events; the writer's ``cursor`` says which live events
+        still need writing. No closers: the turn is not interrupted, it is still running in memory.
+        """
+        conn, key = self.lock_session(session_id)
+        try:
+            stored = self.read_stored(session_id, conn)
+            count = len(stored.events)
+            if count > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored.events, events, strict=False)):
+                raise SessionExistsError(f'session "{session_id}" already has a persisted log in {self.location}; '
+                                         "load/resume it instead of creating")
+        except BaseException:
+            release(conn, self.tables, session_id, key)
+            raise
+        return PgWriter(self, conn, key, stored.meta, cursor=count, materialized=True)
+
+    # -- projection checkpoints -----------------------------------------------------------------------------
+
+    def write_checkpoint(self, session_id: str, record: Mapping[str, Any], as_of_seq: int) -> bool:
+        """Store ``record`` (SPEC §6.2's ``{identity, rows}``) as the session's checkpoint, as exact JSON text.
+
+        A checkpoint never moves backwards (an older one arriving late is ignored) and never gets ahead of the log:
+        ``as_of_seq`` must be a stored seq. Returns whether it was stored.
+        """
+        query = (f"INSERT INTO {self.tables.checkpoints} (session_id, as_of_seq, record, updated_at) "
+                 f"SELECT %s, %s, %s, now() FROM {self.tables.sessions} WHERE id = %s AND next_seq > %s "
+                 "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
+                 f"updated_at = now() WHERE {self.tables.checkpoints}.as_of_seq <= EXCLUDED.as_of_seq")
+        text = dumps(record)
+        if not storable(session_id):
+            return False
+        written = self.run(lambda c: c.execute(query, (session_id, as_of_seq, text, session_id, as_of_seq)).rowcount)
+        return bool(written)
+
+    def read_checkpoint(self, session_id: str) -> tuple[dict[str, Any], int] | None:
+        """``(record, as_of_seq)`` of the session's checkpoint, or ``None``."""
+        query = f"SELECT record, as_of_seq FROM {self.tables.checkpoints} WHERE session_id = %s"
+        if not storable(session_id):
+            return None
+        row = self.run(lambda c: c.execute(query, (session_id,)).fetchone())
+        if row is None:
+            return None
+        record = loads(row[0])
+        return (record, int(row[1])) if isinstance(record, dict) else None
+
+
+def release(conn: Conn, tables: Tables, session_id: str, key: int) -> None:
+    """Give up a writer connection's lock (and its holder row), then close it."""
+    try:
+        if not broken(conn):
+            forget_holder(conn, tables, session_id)
+            unlock(conn, key)
+    except psycopg.Error:
+        pass  # closing the connection releases the lock anyway
+    finally:
+        conn.close()
+
+
+class PgWriter:
+    """Appends to one session's log on its own connection, which holds the session's advisory lock.
+
+    ``cursor`` is the next seq the log expects. Each :meth:`append` (or :meth:`append_batches`) is one transaction
+    that inserts the rows, advances ``next_seq`` (guarded by its old value) and sends ``NOTIFY dsh_todo_events,
+    '<session id>:<last seq>'``, which PostgreSQL delivers only if and when the transaction commits.
+
+    If the connection breaks, the lock went with it: the next append opens a new connection, takes the lock again
+    (or fails with :class:`SessionLockedError` if another writer got in first) and reconciles: a batch whose commit
+    was in flight when the connection broke is either wholly stored (then it is not written twice) or not at all.
+    """
+
+    def __init__(self, store: PgStore, conn: Conn, key: int, meta: Meta, *, cursor: int, materialized: bool) -> None:
+        self.store = store
+        self.meta = meta
+        self.session_id: str = meta["id"]
+        self.cursor = cursor
+        self.materialized = materialized
+        self.last_batch: None = None
+        """The JSONL writer reports where a batch landed in its file; rows have no byte offsets."""
+        self._checkpoint: tuple[str, int] | None = None
+        self._staging = threading.Lock()
+        self._conn: Conn | None = conn
+        self._key = key
+        self._closed = False
+        self._io = threading.Lock()
+        tables = store.tables
+        self._copy = f"COPY {tables.events} (session_id, seq, batch, type, event) FROM STDIN"
+        self._advance = (f"UPDATE {tables.sessions} SET next_seq = %s, updated_at = now() "
+                         "WHERE id = %s AND next_seq = %s")
+        self._insert_session = (
+            f"INSERT INTO {tables.sessions} (id, header, version, created_at, cwd, parent_session, seed_length, "
+            "origin, delegation_depth, agent_preset, next_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)")
+        self._channel = tables.channel
+        self._upsert_checkpoint = (
+            f"INSERT INTO {tables.checkpoints} (session_id, as_of_seq, record, updated_at) VALUES (%s, %s, %s, now()) "
+            "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
+            f"updated_at = now() WHERE {tables.checkpoints}.as_of_seq <= EXCLUDED.as_of_seq")
+
+    @property
+    def open(self) -> bool:
+        return not self._closed
+
+    def stage_checkpoint(self, record: Mapping[str, Any], as_of_seq: int) -> None:
+        """Write ``record`` as the session's checkpoint in the same transaction as the batch holding ``as_of_seq``,
+        so it is durable exactly when that event is, and never leads the log."""
+        text = dumps(record)
+        with self._staging:
+            self._checkpoint = (text, as_of_seq)
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Make ``events`` durable as one batch (one transaction); they must continue the log's seq exactly."""
+        self.append_batches([events])
+
+    def append_batches(self, batches: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+        """Make several batches durable in one transaction, each keeping its own ``batch`` id (used by import)."""
+        batches = [batch for batch in batches if batch]
+        if not batches:
+            return
+        if self._closed:
+            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+        expected = self.cursor
+        for batch in batches:
+            for event in batch:
+                if event.get("seq") != expected:
+                    raise ValueError(f'append seq mismatch for "{self.session_id}": expected {expected}, got '
+                                     f"{event.get('seq')!r}")
+                expected += 1
+        with self._io:
+            for attempt in (1, 2):
+                conn = self._connection(batches)
+                if conn is None:  # the previous attempt had committed these very batches
+                    return
+                try:
+                    self._commit(conn, batches, expected)
+                except psycopg.OperationalError:
+                    if not broken(conn):
+                        raise
+                    self._conn = None  # reconnect, take the lock again, and reconcile
+                    if attempt == 2:
+                        raise
+                    continue
+                self.cursor = expected
+                return
+
+    def _commit(self, conn: Conn, batches: Sequence[Sequence[Mapping[str, Any]]], next_seq: int) -> None:
+        session_id = self.session_id
+        with conn.transaction():
+            if not self.materialized:
+                conn.execute(self._insert_session, (session_id, *header_columns(self.meta)))
+            with conn.cursor() as cur, cur.copy(self._copy) as copy:
+                for batch in batches:
+                    first = batch[0]["seq"]
+                    for event in batch:
+                        copy.write_row((session_id, event["seq"], first, event_type(event), dumps(event)))
+            advanced = conn.execute(self._advance, (next_seq, session_id, self.cursor)).rowcount
+            if advanced != 1:
+                raise SessionWriteError(f'session "{session_id}" changed under its writer (its stored length is not '
+                                        f"{self.cursor}); refusing to write")
+            with self._staging:
+                staged = self._checkpoint
+            if staged is not None and staged[1] < next_seq:
+                conn.execute(self._upsert_checkpoint, (session_id, staged[1], staged[0]))
+            payload = f"{session_id}:{next_seq - 1}"
+            if len(payload.encode("utf-8")) <= NOTIFY_PAYLOAD_MAX:
+                conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        self.materialized = True
+        if staged is not None and staged[1] < next_seq:
+            with self._staging:
+                if self._checkpoint is staged:
+                    self._checkpoint = None
+
+    def _connection(self, batches: Sequence[Sequence[Mapping[str, Any]]]) -> Conn | None:
+        """The live connection; after a break, a new one holding the lock again, reconciled with what is stored."""
+        conn = self._conn
+        if not broken(conn):
+            assert conn is not None
+            return conn
+        conn, self._key = self.store.lock_session(self.session_id)
+        try:
+            stored = self.store.next_seq(self.session_id, conn)
+            if stored is not None:
+                self.materialized = True
+            if stored is None or stored == self.cursor:
+                self._conn = conn
+                return conn
+            wanted = [dumps(event) for batch in batches for event in batch]
+            if stored == self.cursor + len(wanted):
+                rows = self.store.read_rows(self.session_id, self.cursor - 1, conn)
+                if [row[2] for row in rows] == wanted:
+                    self._conn = conn
+                    self.cursor = stored
+                    return None
+            raise SessionWriteError(f'session "{self.session_id}" was written by someone else while its writer was '
+                                    f"disconnected (stored length {stored}, expected {self.cursor}); refusing to "
+                                    "write")
+        except BaseException:
+            if self._conn is not conn:
+                release(conn, self.store.tables, self.session_id, self._key)
+            raise
+
+    def close(self) -> None:
+        """Release the lock and the connection. A session that never wrote leaves no row behind."""
+        with self._io:
+            if self._closed:
+                return
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            release(conn, self.store.tables, self.session_id, self._key)

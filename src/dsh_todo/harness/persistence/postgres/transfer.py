@@ -1,0 +1,238 @@
+"""Moving logs between a JSONL root and PostgreSQL, both ways, without changing a byte that matters.
+
+What "byte-faithful" means here, precisely:
+
+- **Events**: every event's JSON text in the database is the canonical encoding (:func:`dsh_todo.jsonutil.dumps`) of
+  the event the JSONL reader yields, which for a log written by DSH or by us is exactly the line on disk (packed
+  chunk rows are expanded: the database stores events, never storage rows). Exporting writes each event back through
+  the same encoder, so event text survives both directions unchanged.
+- **Header**: the header line is stored as its exact JSON text and its fields are identical after the trip.
+- **The file**: a log's bytes also depend on where its write batches were cut (zstd frames, and which delta runs
+  were packed). Import records each event's batch: the zstd frame it was in, or, for a raw log (where batches leave
+  no trace), a cut before every line whose first event could have continued the previous line's delta run. Export
+  replays those batches through the JSONL writer. So JSONL → PostgreSQL → JSONL in the same compression reproduces
+  the file byte for byte whenever the file is what our JSONL writer would write for those batches, which holds for
+  every log DSH or this project writes; import checks it and reports ``faithful``. Raw ↔ zstd conversions keep events
+  and header, with one frame per recorded batch.
+- **Not carried**: a torn tail (bytes no reader counts as events) and the writer's lock file. Import commits what
+  ``load`` would commit (cuts the tail, closes an interrupted turn with DSH's closers) into the database only; the
+  source root is never written except for its transient writer lock.
+
+Both directions take the session's writer lock on the side they read (``flock`` on the JSONL log, the advisory lock
+in PostgreSQL), so a session still being written is refused rather than copied half-done, and both refuse to
+overwrite a session the other side already has.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.encode import encode_batch, header_plaintext
+from dsh_todo.harness.persistence.errors import SessionNotFoundError
+from dsh_todo.harness.persistence.lock import WriterLock
+from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression
+from dsh_todo.harness.persistence.postgres.store import PgStore, release
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.persistence.store import JsonlStore, StoredLog, read_stable, unknown_type_refusal
+from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
+from dsh_todo.jsonutil import loads
+
+Event = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """What happened to one session."""
+
+    session_id: str
+    events: int
+    batches: int
+    faithful: bool | None = None
+    """Import only: whether replaying the recorded batches through the JSONL writer reproduces the source file."""
+    closers: int = 0
+    """Import only: closers appended to end an interrupted turn (as ``load`` would)."""
+    cut_bytes: int = 0
+    """Import only: bytes of a torn tail left behind."""
+
+    def describe(self, verb: str) -> str:
+        text = f"{verb} {self.session_id}: {self.events} events in {self.batches} batches"
+        if self.faithful is not None:
+            text += ", byte-faithful" if self.faithful else ", events faithful (the file's bytes would differ)"
+        if self.cut_bytes:
+            text += f", torn tail of {self.cut_bytes} bytes left behind"
+        if self.closers:
+            text += f", interrupted turn closed with {self.closers} events"
+        return text
+
+
+def detect_compression(root: Path) -> Compression:
+    """The encoding of an existing JSONL root (``zstd`` when it holds no log yet)."""
+    for _dirpath, _dirs, files in os.walk(root):
+        if "session.jsonl" in files:
+            return "none"
+        if "session.jsonl.zstd" in files:
+            return "zstd"
+    return "zstd"
+
+
+def _members(line: bytes) -> int:
+    """How many events one storage line stands for."""
+    record = loads(line)
+    if isinstance(record, dict) and record.get("type") in ROW_TYPES:
+        return len(record["data"]["dt"]) + 1
+    return 1
+
+
+def _split(events: Sequence[Event], counts: Iterable[int]) -> list[list[Event]]:
+    out: list[list[Event]] = []
+    index = 0
+    for count in counts:
+        out.append(list(events[index:index + count]))
+        index += count
+    if index != len(events):
+        raise ValueError(f"storage records account for {index} events, the log has {len(events)}")
+    return out
+
+
+def _raw_batches(lines: Sequence[bytes], events: Sequence[Event]) -> list[list[Event]]:
+    """Batches for a raw log: one per run of lines, cut wherever a delta run could have spanned two lines."""
+    records = _split(events, map(_members, lines))
+    batches: list[list[Event]] = []
+    for record in records:
+        if batches and not (batches[-1][-1].get("type") == "assistant/chunk" == record[0].get("type")):
+            batches[-1].extend(record)
+        else:
+            batches.append(list(record))
+    return batches
+
+
+def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], compression: Compression) -> bytes:
+    """The bytes our JSONL writer produces for ``meta`` and these batches."""
+    header = header_plaintext(meta)
+    parts = [compress_frame(header) if compression == "zstd" else header]
+    parts += [encode_batch(batch, compression) for batch in batches]
+    return b"".join(parts)
+
+
+def source_batches(store: JsonlStore, stored: StoredLog) -> tuple[list[list[Event]], bool]:
+    """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
+    buffer = read_stable(stored.path)
+    torn = stored.torn
+    recovered = len(torn.recovered) if torn is not None else 0
+    kept = stored.events[:len(stored.events) - recovered]
+    end = torn.truncate_to if torn is not None else len(buffer)
+    if store.compression == "zstd":
+        counts = []
+        for start, stop in scan_frames(buffer[:end]).frames[1:]:
+            plaintext = decode_frame(buffer[start:stop])
+            counts.append(sum(_members(line) for line in plaintext.split(b"\n")[:-1]))
+        batches = _split(kept, counts)
+    else:
+        header_end = buffer.find(b"\n") + 1
+        lines = buffer[header_end:end].split(b"\n")[:-1]
+        batches = _raw_batches(lines, kept)
+        if encode_log(stored.meta, batches, "none") != buffer[:end]:
+            batches = _split(kept, map(_members, lines))  # one batch per line reproduces any packing
+    return batches, encode_log(stored.meta, batches, store.compression) == buffer[:end]
+
+
+def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
+    """The JSONL writer lock of a log we read; ``None`` on a read-only root, where no writer can be at work."""
+    try:
+        return WriterLock.acquire(path.parent / LOCK_NAME, session_id)
+    except PermissionError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.EROFS:
+            return None
+        raise
+
+
+def import_session(source: JsonlStore, target: PgStore, session_id: str) -> Moved:
+    """Copy one JSONL session into the database, committing ``load``'s recovery there (never in the source)."""
+    path = source.find(session_id)
+    if path is None:
+        raise SessionNotFoundError(f'session "{session_id}" has no stored log under {source.root}')
+    lock = _jsonl_lock(path, session_id)
+    try:
+        stored = source.read_path(path, session_id)
+        unknown_type_refusal(session_id, stored.events, path)
+        batches, faithful = source_batches(source, stored)
+    finally:
+        if lock is not None:
+            lock.release()
+    torn = stored.torn
+    tail = list(torn.recovered) if torn is not None else []
+    closers = interrupted_turn_closers(stored.events)
+    if tail or closers:
+        batches.append([*tail, *closers])
+    writer = target.create(dict(stored.meta))
+    try:
+        writer.append_batches(batches)
+    finally:
+        writer.close()
+    cut = len(read_stable(path)) - torn.truncate_to if torn is not None else 0
+    return Moved(session_id, len(stored.events) + len(closers), len(batches), faithful, len(closers), cut)
+
+
+def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Moved:
+    """Copy one database session into a JSONL root, batch by batch, as the JSONL writer would have written it."""
+    if source.find(session_id) is None:
+        raise SessionNotFoundError(f'session "{session_id}" has no stored log in {source.location}')
+    conn, key = source.lock_session(session_id)
+    try:
+        stored = source.read_stored(session_id, conn)
+    finally:
+        release(conn, source.tables, session_id, key)
+    batches: list[list[Event]] = []
+    previous: int | None = None
+    for event, batch_id in zip(stored.events, stored.batches, strict=True):
+        if batch_id != previous:
+            batches.append([])
+            previous = batch_id
+        batches[-1].append(event)
+    writer = target.create(dict(stored.meta))
+    try:
+        for batch in batches:
+            writer.append(batch)
+    finally:
+        writer.close()
+    return Moved(session_id, len(stored.events), len(batches))
+
+
+def import_root(root: str | os.PathLike[str], target: PgStore, *, compression: Compression | None = None,
+                session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
+    """Import every session under ``root`` (or the named ones); one result per session, failures included."""
+    source = JsonlStore(root, compression or detect_compression(Path(root)))
+    ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
+    results: list[Moved | Exception] = []
+    for session_id in ids:
+        try:
+            results.append(import_session(source, target, session_id))
+        except Exception as exc:
+            results.append(exc)
+    return results
+
+
+def export_root(source: PgStore, root: str | os.PathLike[str], *, compression: Compression = "zstd",
+                session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
+    """Export every database session (or the named ones) into ``root``; one result per session."""
+    target = JsonlStore(root, compression)
+    ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
+    results: list[Moved | Exception] = []
+    for session_id in ids:
+        try:
+            results.append(export_session(source, target, session_id))
+        except Exception as exc:
+            results.append(exc)
+    return results
+
+
+__all__ = ["Moved", "detect_compression", "encode_log", "export_root", "export_session",
+           "import_root", "import_session", "source_batches"]
