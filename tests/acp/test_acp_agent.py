@@ -194,7 +194,7 @@ async def test_cancel_ends_the_turn_cancelled_and_writes_no_plan(make_ctx: BootF
     model = GatedModel()
     agent, client = TodoAgent(ctx, model), Recorder()
     agent.on_connect(client)  # type: ignore[arg-type]
-    session_id = (await agent.new_session(cwd="/work/project")).session_id
+    session_id = (await agent.new_session(cwd="/srv/project")).session_id
     running = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text_block("go")]))
     await asyncio.wait_for(model.entered.wait(), 10)
     with pytest.raises(RequestError):  # one prompt at a time per session
@@ -217,12 +217,12 @@ async def test_unknown_session_and_model_failure_are_errors(make_ctx: BootFactor
     agent = TodoAgent(ctx, ScriptedModel([]))
     with pytest.raises(RequestError):
         await agent.prompt(session_id="nope", prompt=[text_block("go")])
-    session_id = (await agent.new_session(cwd="/work/project")).session_id
+    session_id = (await agent.new_session(cwd="/srv/project")).session_id
     with pytest.raises(RequestError) as raised:
         await agent.prompt(session_id=session_id, prompt=[text_block("go")])
     assert "no reply left" in str(raised.value.data)
     with pytest.raises(RequestError):  # without persistence there is nothing to load
-        await agent.load_session(cwd="/work/project", session_id=session_id)
+        await agent.load_session(cwd="/srv/project", session_id=session_id)
 
 
 @pytest.mark.parametrize(("reason", "expected"), [

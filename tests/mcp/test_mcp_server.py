@@ -194,14 +194,14 @@ async def test_turns_satisfy_the_session_invariant(make_ctx: BootFactory) -> Non
 
 async def test_call_session_without_the_sdk(make_ctx: BootFactory) -> None:
     ctx = make_ctx(allow_parallel=False)
-    calls = CallSession(ctx, cwd="/work/project")
+    calls = CallSession(ctx, cwd="/srv/project")
     assert calls.session is None  # nothing is created before the first call
     first = await calls.call("todo_write")
     second = await calls.call("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]})
     assert first.text == 'Error: invalid arguments: missing required property "todos"'
     assert second.text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
     session = calls.session
-    assert session is not None and session.cwd == "/work/project"
+    assert session is not None and session.cwd == "/srv/project"
     assert [e["data"]["arguments"] for e in session.events if e["type"] == "tool/call"] == [
         "", '{"todos":[{"content":"a","status":"in_progress"}]}']
     assert standing_plan(session.events) == [{"content": "a", "status": "in_progress"}]
