@@ -24,6 +24,7 @@ from dsh_todo.harness.persistence.header import session_header_fields
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.scan import paused_gc
 from dsh_todo.harness.persistence.store import JsonlStore, StoredLog, StoredSession
+from dsh_todo.harness.persistence.wiring import install
 from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -187,10 +188,4 @@ def apply(ctx: Context, config: Config) -> None:
     sessions = ctx.sessions
     store = JsonlStore(config.root, config.compression, pack_chunks=config.packChunks)
     service = JsonlPersistence(sessions, store, batch_delay_ms=config.writeBatchMaxDelayMs)
-    sessions.on_open(service.attach)
-    sessions.on_close(lambda session: service.release(session.id))
-    sessions.listen(service.record)
-    for session in sessions.list():
-        service.attach(session)
-    ctx.provide("session_persistence", service)
-    ctx.on_dispose(service.close)
+    install(ctx, service)

@@ -21,6 +21,7 @@ from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.persistence.postgres.feed import EventFeed, Subscription
 from dsh_todo.harness.persistence.postgres.service import PgPersistence
 from dsh_todo.harness.persistence.postgres.store import PgLoadedLog, PgStore, PgStoredLog, PgStoredSession, PgWriter
+from dsh_todo.harness.persistence.wiring import install
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
 inject = ["sessions"]
@@ -80,10 +81,4 @@ def apply(ctx: Context, config: Config) -> None:
     store.open()
     service = PgPersistence(sessions, store, batch_delay_ms=config.writeBatchMaxDelayMs,
                             poll_interval=config.pollIntervalMs / 1000, projections=ctx.get("session_projections"))
-    sessions.on_open(service.attach)
-    sessions.on_close(lambda session: service.release(session.id))
-    sessions.listen(service.record)
-    for session in sessions.list():
-        service.attach(session)
-    ctx.provide("session_persistence", service)
-    ctx.on_dispose(service.close)
+    install(ctx, service)
