@@ -1,4 +1,4 @@
-"""Shared test helpers: the anyio backend, a booted-context factory, and the ``../shared`` fixture directory.
+"""Shared test helpers: the anyio backend, a booted-context factory, and the fixture data in ``tests/fixtures``.
 
 Kept generic on purpose: every test package (harness, tool_todo, persistence, ...) builds on these.
 """
@@ -15,7 +15,8 @@ import pytest
 from dsh_todo.harness import Context, boot
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DIR = REPO_ROOT.parent / "shared"
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+"""DSH's fixture logs and the reference's conformance vectors, copied into the repository (see its README)."""
 
 TOOLS = "@deepseek-ai/dsh-tools"
 SESSION = "@deepseek-ai/dsh-session"
@@ -28,15 +29,9 @@ TODO_INVARIANT = "@deepseek-ai/dsh-tool-todo/invariant"
 Row = dict[str, Any]
 
 
-def shared_dir() -> Path:
-    """The shared fixtures directory (``../shared`` beside the repo root); skips the caller when it is absent.
-
-    Safe to call at module level (skips the whole module) and inside a test.
-    """
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared fixtures directory not found: expected {SHARED_DIR.name}/ beside the repository root "
-                    f"({SHARED_DIR})", allow_module_level=True)
-    return SHARED_DIR
+def fixtures_dir() -> Path:
+    """The fixture data directory (``tests/fixtures``): DSH session logs and conformance vectors."""
+    return FIXTURES_DIR
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -92,11 +87,6 @@ def make_ctx() -> Iterator[BootFactory]:
     for ctx in reversed(booted):
         ctx.dispose()
 
-
-@pytest.fixture
-def shared() -> Path:
-    """Fixture form of :func:`shared_dir`."""
-    return shared_dir()
 
 
 def events_of(session: Any, event_type: str) -> list[Any]:

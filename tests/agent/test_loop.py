@@ -11,7 +11,7 @@ from dsh_todo.harness.agent_loop import AgentLoop, derive_messages, parse_argume
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.tools import AbortSignal
 from dsh_todo.jsonutil import dumps, loads
-from tests.conftest import BootFactory, read_jsonl, shared_dir, todo_writes
+from tests.conftest import BootFactory, fixtures_dir, read_jsonl, todo_writes
 
 pytestmark = pytest.mark.anyio
 
@@ -157,7 +157,7 @@ def test_parse_arguments_follows_the_reference(raw: str, expected: Any) -> None:
 
 
 def _loop_vectors() -> list[dict[str, Any]]:
-    vectors = read_jsonl(shared_dir() / "fixtures" / "conformance" / "exec-vectors.jsonl")
+    vectors = read_jsonl(fixtures_dir() / "conformance" / "exec-vectors.jsonl")
     return [v for v in vectors if v["path"] == "loop"]
 
 

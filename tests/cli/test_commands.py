@@ -14,9 +14,9 @@ import pytest
 
 from dsh_todo.cli import main
 from dsh_todo.jsonutil import dumps
-from tests.conftest import shared_dir
+from tests.conftest import fixtures_dir
 
-FIXTURES = shared_dir() / "fixtures" / "dsh-sessions"
+FIXTURES = fixtures_dir() / "dsh-sessions"
 
 
 def fixture_log(name: str, variant: str = "none") -> Path:

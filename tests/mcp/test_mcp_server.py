@@ -30,7 +30,7 @@ from dsh_todo.harness.tools.registry import ToolResult
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.rules import standing_plan
-from tests.conftest import BootFactory, read_jsonl, shared_dir
+from tests.conftest import BootFactory, fixtures_dir, read_jsonl
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +40,7 @@ TURN_SHAPE_TAIL = ["tool/result", "step/end", "turn/end"]
 
 def direct_vectors(allow_parallel: bool) -> list[dict[str, Any]]:
     """The public ``direct`` conformance vectors with an owning agent, for one policy."""
-    vectors = read_jsonl(shared_dir() / "fixtures" / "conformance" / "exec-vectors.jsonl")
+    vectors = read_jsonl(fixtures_dir() / "conformance" / "exec-vectors.jsonl")
     return [v for v in vectors if v["path"] == "direct" and v["agent"]
             and v["config"]["allowParallelInProgress"] is allow_parallel]
 

@@ -17,12 +17,9 @@ from tests.persistence.fixture_logs import (
     Fixture,
     copy_store,
     load_fixture,
-    shared_dir,
 )
 
-__all__ = ["shared_dir"]
-
-_MISSING = pytest.param(None, marks=pytest.mark.skip(reason="DSH fixture logs (../shared beside the repo) are absent"))
+_MISSING = pytest.param(None, marks=pytest.mark.skip(reason="DSH fixture logs (tests/fixtures) are absent"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

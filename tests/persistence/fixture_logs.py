@@ -1,7 +1,7 @@
 """Where DSH's fixture logs live, scratch copies of them, and the two todo read rules the fixtures record.
 
-The fixtures are real DSH session logs in ``shared/fixtures/dsh-sessions`` beside the repository clone (CI checks
-``shared/`` out next to it). They are read-only, so every test that loads (and may repair) one works on a copy.
+The fixtures are real DSH session logs in ``tests/fixtures/dsh-sessions``. Tests treat them as read-only, so every
+test that loads (and may repair) one works on a copy.
 """
 
 from __future__ import annotations
@@ -14,22 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.conftest import FIXTURES_DIR
 
-from tests.conftest import SHARED_DIR
+FIXTURES = FIXTURES_DIR / "dsh-sessions"
 
-FIXTURES = SHARED_DIR / "fixtures" / "dsh-sessions"
-
-
-def shared_dir() -> Path:
-    """``../shared`` beside the repository root, holding DSH's fixture logs; skips the calling test when absent."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"DSH fixture logs not found: expected {FIXTURES} (../shared beside the repository root)")
-    return SHARED_DIR
 
 
 def fixtures_root() -> Path:
-    return shared_dir() / "fixtures" / "dsh-sessions"
+    return FIXTURES
 
 
 def _fixture_names() -> list[str]:

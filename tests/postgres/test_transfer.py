@@ -18,7 +18,7 @@ from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import composition
 from tests.persistence.fixture_logs import FIXTURE_NAMES, copy_store, load_fixture
 
-pytestmark = pytest.mark.skipif(not FIXTURE_NAMES, reason="DSH fixture logs (../shared beside the repo) are absent")
+pytestmark = pytest.mark.skipif(not FIXTURE_NAMES, reason="DSH fixture logs (tests/fixtures) are absent")
 
 
 def files(root: Path) -> dict[str, bytes]:

@@ -1,4 +1,4 @@
-"""The reference's recorded outputs (``../shared/fixtures/conformance``), vector by vector.
+"""The reference's recorded outputs (``tests/fixtures/conformance``), vector by vector.
 
 ``exec-vectors.jsonl``: one ``todo_write`` call each, run through ``ctx.tools.execute``. ``project-vectors.jsonl``:
 the ``todos`` projection after every event of a session.
@@ -16,11 +16,11 @@ import pytest
 from dsh_todo.harness import Agent, Context, boot
 from dsh_todo.harness.errors import BootError
 from dsh_todo.tool_todo.projection import TODOS_UNIT
-from tests.conftest import TOOL_TODO, composition, read_jsonl, shared_dir
+from tests.conftest import TOOL_TODO, composition, fixtures_dir, read_jsonl
 
 pytestmark = pytest.mark.anyio
 
-CONFORMANCE = shared_dir() / "fixtures" / "conformance"
+CONFORMANCE = fixtures_dir() / "conformance"
 EXEC_VECTORS = read_jsonl(CONFORMANCE / "exec-vectors.jsonl")
 PROJECT_VECTORS = read_jsonl(CONFORMANCE / "project-vectors.jsonl")
 
