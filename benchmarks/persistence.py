@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.checkpoints import CHECKPOINT_NAME
+from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
 from dsh_todo.runtime import open_runtime
@@ -107,11 +107,11 @@ def append_all(root: Path, compression: str, count: int, *, flush_turns: bool = 
                 flush("bench")
         flush()
         rate = count / (time.perf_counter() - start)
-        path = ctx.session_persistence.store.find("bench")
-        assert path is not None
+        where = ctx.session_persistence.locate("bench")
+        assert where is not None
     finally:
         ctx.dispose()
-    return rate, path
+    return rate, Path(where)
 
 
 def median_time(fn: Any, repeat: int) -> float:
@@ -213,7 +213,7 @@ def _stale_checkpoint(log: Path, saved: bytes, events: int) -> int:
 
 def _record_at_or_before(log: Path, seq: int) -> int:
     """A record boundary (line or frame start) at or before the record holding ``seq``."""
-    from dsh_todo.harness.persistence.checkpoints import _first_seq
+    from dsh_todo.harness.persistence.checkpoint_file import _first_seq
     from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
 
     data = log.read_bytes()

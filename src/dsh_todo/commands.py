@@ -166,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         outcome = asyncio.run(AgentLoop(ctx.tools, model).run_turn(Agent("dsh-todo", session), args.prompt))
         ctx.session_persistence.flush()
-        path = ctx.session_persistence.store.find(session_id)
+        path = ctx.session_persistence.locate(session_id)
     finally:
         ctx.dispose()
     print(f"session {session_id}: {path}", file=sys.stderr)

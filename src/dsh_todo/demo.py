@@ -90,7 +90,7 @@ def run_demo(args: argparse.Namespace) -> int:
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()
-        path = ctx.session_persistence.store.find(session_id)
+        path = ctx.session_persistence.locate(session_id)
         if stop_web is not None and sys.stdin.isatty():
             printer.say("done; the page stays up until you press Ctrl-C")
             with contextlib.suppress(KeyboardInterrupt):

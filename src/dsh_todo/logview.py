@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from dsh_todo.harness.persistence import JsonlStore, SessionLogError, interrupted_turn_closers
-from dsh_todo.harness.persistence.checkpoints import usable_checkpoint
+from dsh_todo.harness.persistence.checkpoint_file import usable_checkpoint
+from dsh_todo.harness.persistence.errors import refuse_unknown_types
 from dsh_todo.harness.persistence.fastscan import LastOf, scan_last_of
 from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.store import unknown_type_refusal
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
@@ -92,7 +92,7 @@ def writer_alive(log: Path) -> bool:
 def read_session(path: str | Path) -> SessionView:
     log = find_log(path)
     stored = store_for(log).read_path(log.resolve())
-    unknown_type_refusal(stored.session_id, stored.events, stored.path)
+    refuse_unknown_types(stored.session_id, stored.events, stored.location)
     events: list[dict[str, Any]] = list(stored.events)
     live = writer_alive(log)
     closers: Sequence[dict[str, Any]] = [] if live else interrupted_turn_closers(events)

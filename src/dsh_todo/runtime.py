@@ -46,9 +46,10 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
                  "config": {"allowParallelInProgress": allow_parallel}})
     if invariants:
         rows.append({"id": "tool-todo-invariant", "name": "@deepseek-ai/dsh-tool-todo/invariant"})
-    if database is None and root is not None:
-        # Projection checkpoints beside each JSONL log. Mounted after persistence (it injects it) and last, so that
-        # disposal, which runs in reverse, writes the final checkpoints while every projection unit is registered.
+    if database is not None or root is not None:
+        # Projection checkpoints, in whichever backend persists. Mounted after persistence (it injects it) and last,
+        # so that disposal, which runs in reverse, writes the final checkpoints while every projection unit is
+        # registered.
         rows.append({"id": "projection-cache", "name": "@deepseek-ai/dsh-session-projection-cache"})
     return rows
 

@@ -20,7 +20,7 @@ import pytest
 from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.loader import resolve
 from dsh_todo.harness.persistence import SessionFormatUnsupportedError, checkpoints
-from dsh_todo.harness.persistence.checkpoints import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
+from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
@@ -343,7 +343,7 @@ def record_starts(log: Path, compression: str) -> list[int]:
 
 
 def first_seq_at(log: Path, compression: str, offset: int) -> int | None:
-    from dsh_todo.harness.persistence.checkpoints import _first_seq
+    from dsh_todo.harness.persistence.checkpoint_file import _first_seq
     from dsh_todo.harness.persistence.zstd import decode_frame
 
     data = log.read_bytes()[offset:]

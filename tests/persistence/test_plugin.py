@@ -12,7 +12,7 @@ import pytest
 
 from dsh_todo.harness.context import Context, PluginHandle
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence import JsonlStore, SessionExistsError, jsonl
+from dsh_todo.harness.persistence import JsonlStore, PersistenceService, SessionExistsError, jsonl
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.session import Session, SessionStore
 from dsh_todo.jsonutil import dumps
@@ -38,9 +38,9 @@ def mount(root: Path, sessions: SessionStore | None = None, **config: Any) -> tu
     return ctx, handle
 
 
-def service(ctx: Context) -> jsonl.JsonlPersistence:
+def service(ctx: Context) -> PersistenceService:
     found = ctx.get("session_persistence")
-    assert isinstance(found, jsonl.JsonlPersistence)
+    assert isinstance(found, PersistenceService)
     return found
 
 
@@ -156,15 +156,38 @@ def test_load_recovers_adopts_and_keeps_persisting(tmp_path: Path) -> None:
     session = service(ctx).load(fixture.session_id)
     assert ctx.sessions.get(fixture.session_id) is session
     assert service(ctx).load(fixture.session_id) is session  # a live session is returned as it is
-    assert dumps(list(session.events)) == dumps(fixture.expected["events"])
+    recovered = fixture.expected["events"]
+    assert dumps(list(session.events)[:-1]) == dumps(recovered)
+    assert session.events[-1]["type"] == "session/end-seed"  # resumed like DSH: the seed ends here
     assert standing_plan(session.events) == fixture.expected["todos"]
     assert session.header["cwd"] == fixture.expected["cwd"]
     session.append("turn/start", {"turn": 4})
     assert standing_plan(session.events) is None
     handle.dispose()
     reread = JsonlStore(root, "none").read(fixture.session_id)
-    assert len(reread.events) == len(fixture.expected["events"]) + 1
+    assert len(reread.events) == len(recovered) + 2
     assert reread.events[-1]["type"] == "turn/start" and reread.events[-1]["seq"] == session.seq - 1
+
+
+def test_resume_appends_one_end_seed_marker_as_dsh_does(root: Path) -> None:
+    """SPEC §5.4: a session built from a stored seed appends one ``session/end-seed`` (``data: {}``) unless the
+    seed already ends with one. Repro before the fix: ``load`` restored the events and appended nothing, so a log
+    resumed by us and by DSH in turns differed by that event."""
+    ctx, handle = mount(root)
+    session = ctx.sessions.create("s", cwd="/w")
+    session.append("turn/start", {"turn": 1})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    handle.dispose()
+    ctx.sessions.close("s")
+    for _ in range(2):  # the second resume finds the marker already last and adds nothing
+        ctx, handle = mount(root)
+        resumed = service(ctx).load("s")
+        assert [e["type"] for e in resumed.events] == ["turn/start", "turn/end", "session/end-seed"]
+        assert resumed.events[-1]["data"] == {} and resumed.events[-1]["seq"] == 2
+        handle.dispose()
+        ctx.sessions.close("s")
+    stored = JsonlStore(root).read("s").events
+    assert [e["type"] for e in stored] == ["turn/start", "turn/end", "session/end-seed"]
 
 
 def test_remounted_persistence_continues_a_live_session(root: Path) -> None:

@@ -34,7 +34,7 @@ def test_closing_a_session_flushes_and_unlocks_it(tmp_path: Path) -> None:
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         writer.sessions.close("s")
         loaded = reader.session_persistence.load("s")
-        assert [e["type"] for e in loaded.events] == ["turn/start", "turn/end"]
+        assert [e["type"] for e in loaded.events] == ["turn/start", "turn/end", "session/end-seed"]
     finally:
         writer.dispose()
         reader.dispose()

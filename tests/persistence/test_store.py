@@ -107,14 +107,35 @@ def test_list_reads_headers_of_both_layout_kinds(tmp_path: Path) -> None:
     assert listed == {("a", "/p"), ("b", None), ("c", "/p")}
 
 
-def test_a_root_holds_one_encoding(tmp_path: Path) -> None:
+def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path) -> None:
+    """Each log is read in its own encoding; the root's compression is only that of new logs. Repro before: a zstd
+    root holding one raw log refused every read with "select the matching compression mode", although neither
+    ``run`` nor ``web`` had such an option."""
+    raw = JsonlStore(tmp_path / "root", "none")
+    writer = raw.create({"id": "raw", "createdAt": 1})
+    writer.append(some_events()[:1])
+    writer.close()
+    store = JsonlStore(tmp_path / "root", "zstd")
+    writer = store.create({"id": "packed", "createdAt": 1})
+    writer.append(some_events()[:2])
+    writer.close()
+    assert sorted(entry.id for entry in store.list()) == ["packed", "raw"]
+    assert len(store.read("raw").events) == 1 and len(raw.read("packed").events) == 2
+    loaded, resumed = store.resume("raw")  # an existing log keeps its encoding when written again
+    resumed.close()
+    assert sorted(path.name for path in (tmp_path / "root").glob("*/*/session.jsonl*")) == [
+        "session.jsonl", "session.jsonl.zstd"]
+    assert len(raw.read("raw").events) == len(loaded.events)
+
+
+def test_a_session_directory_holding_both_encodings_is_refused(tmp_path: Path) -> None:
     writer = JsonlStore(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
     writer.append(some_events()[:1])
     writer.close()
-    other = JsonlStore(tmp_path / "root", "zstd")
-    with pytest.raises(CorruptSessionLogError, match=r'uses \.jsonl, but this backend is configured for '
-                                                     r'compression "zstd"; use a separate root'):
-        other.list()
+    log = next((tmp_path / "root").glob("*/*/session.jsonl"))
+    (log.parent / "session.jsonl.zstd").write_bytes(b"")
+    with pytest.raises(CorruptSessionLogError, match=r"holds both session\.jsonl and session\.jsonl\.zstd"):
+        JsonlStore(tmp_path / "root", "zstd").list()
 
 
 def test_flat_layout_is_refused(tmp_path: Path) -> None:

@@ -71,11 +71,11 @@ def pg_rows(url: str, schema: str, *, batch_delay_ms: int = 200, poll_ms: int = 
     """The standard composition with PostgreSQL persistence in ``schema``."""
     from dsh_todo.runtime import composition
 
-    rows = composition(None, allow_parallel=allow_parallel)
-    index = next(i for i, row in enumerate(rows) if row["id"] == "projections") + 1
-    rows.insert(index, {"id": "persistence", "name": POSTGRES,
-                        "config": {"url": url, "schema": schema, "writeBatchMaxDelayMs": batch_delay_ms,
-                                   "pollIntervalMs": poll_ms}})
+    rows = composition(None, allow_parallel=allow_parallel, database=url)
+    persistence = next(row for row in rows if row["id"] == "persistence")
+    assert persistence["name"] == POSTGRES
+    persistence["config"] = {"url": url, "schema": schema, "writeBatchMaxDelayMs": batch_delay_ms,
+                             "pollIntervalMs": poll_ms}
     return rows
 
 

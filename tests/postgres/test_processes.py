@@ -11,11 +11,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
-from dsh_todo.harness.persistence.postgres import PgPersistence
+from dsh_todo.harness.persistence import SessionPersistence
+from dsh_todo.harness.persistence.postgres import PgStore
 from dsh_todo.jsonutil import dumps
 from tests.conftest import REPO_ROOT
 
@@ -33,7 +34,7 @@ def finish(process: subprocess.Popen[str], timeout: float = 30) -> tuple[int, st
 
 def test_two_processes_racing_for_one_session_one_wins_nothing_interleaves(
         boot_pg: Any, pg_url: str, pg_schema: str, tmp_path: Path) -> None:
-    boot_pg().session_persistence.store.list()  # create the tables before the race
+    boot_pg().session_persistence.list()  # create the tables before the race
     go = tmp_path / "go"
     racers = [worker("race", pg_url, pg_schema, "contested", tag, str(go), "15") for tag in ("red", "blue")]
     for racer in racers:  # both booted and polling for the start signal
@@ -84,15 +85,15 @@ def test_a_killed_writer_releases_its_lock_and_its_turn_is_closed_on_load(
                 raise
             time.sleep(0.05)
     kinds = [event["type"] for event in session.events]
-    assert kinds[-3:] == ["tool/result", "step/end", "turn/end"]
-    assert session.events[-3]["data"]["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
-    assert session.events[-1]["data"]["reason"] == {"kind": "interrupted"}
+    assert kinds[-4:] == ["tool/result", "step/end", "turn/end", "session/end-seed"]
+    assert session.events[-4]["data"]["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+    assert session.events[-2]["data"]["reason"] == {"kind": "interrupted"}
     assert ctx.session_projections.snapshot(session)["values"]["todos"][0]["content"] == "crash step 0"
 
 
 def test_a_follower_hears_events_another_process_commits(boot_pg: Any, pg_url: str, pg_schema: str) -> None:
     ctx = boot_pg()
-    persistence: PgPersistence = ctx.session_persistence
+    persistence: SessionPersistence = ctx.session_persistence
     received: list[dict[str, Any]] = []
     arrived = threading.Event()
 
@@ -116,24 +117,24 @@ def test_a_follower_hears_events_another_process_commits(boot_pg: Any, pg_url: s
     # A late follower starts from a seq and gets only what follows, then the live tail.
     async def tail() -> list[int]:
         seqs: list[int] = []
-        feed = persistence.events("followed", 4)
+        feed = cast(PgStore, persistence.backend).events("followed", 4)
         writer = worker("append", pg_url, pg_schema, "followed", "2", "0.02")
         try:
             async for events in feed:
                 seqs += [event["seq"] for event in events]
-                if seqs[-1] >= 10:
+                if seqs[-1] >= 11:
                     break
         finally:
             await feed.aclose()  # type: ignore[attr-defined]
             await asyncio.to_thread(finish, writer)
         return seqs
 
-    assert asyncio.run(tail()) == [5, 6, 7, 8, 9, 10]
+    assert asyncio.run(tail()) == [5, 6, 7, 8, 9, 10, 11]  # 7: the worker's resume marks the end of its seed
 
 
 def test_the_follower_survives_losing_its_listening_connection(boot_pg: Any, pg_url: str, pg_schema: str) -> None:
     ctx = boot_pg()
-    persistence: PgPersistence = ctx.session_persistence
+    persistence: SessionPersistence = ctx.session_persistence
     writer_ctx = boot_pg()
     session = writer_ctx.sessions.create("resilient")
     session.append("turn/start", {"turn": 1})

@@ -5,20 +5,22 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 
 from dsh_todo.harness.persistence import (
+    Batch,
     JsonlStore,
     SessionExistsError,
     SessionFormatUnsupportedError,
     SessionLockedError,
     SessionNotFoundError,
+    SessionPersistence,
     interrupted_turn_closers,
 )
-from dsh_todo.harness.persistence.postgres import PgPersistence, PgStore
+from dsh_todo.harness.persistence.postgres import PgStore
 from dsh_todo.jsonutil import dumps
 
 PLAN = [{"content": "read the code", "status": "in_progress"},
@@ -81,17 +83,18 @@ def test_load_replays_the_log_with_key_order_and_the_standing_plan(boot_pg: Any)
 
     reader = boot_pg()
     loaded = reader.session_persistence.load("replay")
-    assert [dumps(event) for event in loaded.events] == [dumps(event) for event in written]
+    assert [dumps(event) for event in loaded.events[:-1]] == [dumps(event) for event in written]
+    assert loaded.events[-1]["type"] == "session/end-seed"
     assert list(loaded.events[2]["data"]) == ["zeta", "alpha", "mid", "big"]
     assert list(loaded.events[2]["data"]["alpha"]) == ["y", "b"]
     assert loaded.header["cwd"] == "/w"
-    assert reader.session_projections.snapshot(loaded) == {"asOfSeq": 5, "values": {"todos": PLAN}}
+    assert reader.session_projections.snapshot(loaded) == {"asOfSeq": 6, "values": {"todos": PLAN}}
     # Loaded sessions keep being persisted; the next turn clears the standing plan.
     loaded.append("turn/start", {"turn": 2})
     assert reader.session_projections.snapshot(loaded)["values"]["todos"] is None
     reader.session_persistence.flush()
     stored = reader.session_persistence.read("replay")
-    assert [event["seq"] for event in stored.events] == list(range(7))
+    assert [event["seq"] for event in stored.events] == list(range(8))
     assert stored.meta["cwd"] == "/w"
 
 
@@ -130,16 +133,17 @@ def test_a_dead_writers_open_turn_is_closed_like_jsonl(boot_pg: Any, tmp_path: P
 
     reader = boot_pg()
     loaded = reader.session_persistence.load("crashed")
-    closers = list(loaded.events[len(written):])
+    closers = list(loaded.events[len(written):-1])
     assert [dumps(event) for event in closers] == [dumps(event) for event in expected]
+    assert loaded.events[-1]["type"] == "session/end-seed"
     assert closers == interrupted_turn_closers(written)
     assert reader.session_projections.snapshot(loaded)["values"]["todos"] == PLAN
     reader.dispose()
 
     again = boot_pg().session_persistence
-    stored = again.store.load("crashed")
+    stored = again.backend.load("crashed")
     assert stored.closers == [] and not stored.rewrote
-    assert len(stored.events) == len(written) + 3
+    assert len(stored.events) == len(written) + 4  # the closers and the resume's end-seed
 
 
 def test_a_second_writer_is_refused_naming_the_holder(boot_pg: Any) -> None:
@@ -159,14 +163,14 @@ def test_a_second_writer_is_refused_naming_the_holder(boot_pg: Any) -> None:
         second.session_persistence.load("taken")
     first.sessions.close("taken")  # closing flushes and unlocks
     loaded = second.session_persistence.load("taken")
-    assert loaded.seq == 2 and loaded.events[1]["data"]["reason"] == {"kind": "interrupted"}
+    assert loaded.seq == 3 and loaded.events[1]["data"]["reason"] == {"kind": "interrupted"}
 
 
 def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) -> None:
     ctx = boot_pg()
     ctx.sessions.create("there").append("turn/start", {"turn": 1})
     ctx.session_persistence.flush()
-    store: PgStore = ctx.session_persistence.store
+    store = cast(PgStore, ctx.session_persistence.backend)
     ctx.sessions.close("there")
     with pytest.raises(SessionExistsError):
         store.create({"id": "there", "createdAt": 1})
@@ -177,7 +181,7 @@ def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) 
     # A session that never wrote leaves no row behind.
     ctx.sessions.create("empty")
     ctx.sessions.close("empty")
-    assert store.find("empty") is None
+    assert store.locate("empty") is None
     assert [entry.id for entry in ctx.session_persistence.list()] == ["there"]
 
 
@@ -198,7 +202,7 @@ def test_unknown_event_types_are_refused_unless_ignorable(boot_pg: Any) -> None:
 
 def test_a_writer_whose_connection_died_reconnects_and_relocks(boot_pg: Any, pg_url: str) -> None:
     ctx = boot_pg()
-    persistence: PgPersistence = ctx.session_persistence
+    persistence: SessionPersistence = ctx.session_persistence
     session = ctx.sessions.create("flaky")
     open_turn(session)
     persistence.flush()
@@ -221,18 +225,20 @@ def test_checkpoints_are_exact_text_and_never_move_backwards_or_ahead(boot_pg: A
     session = ctx.sessions.create("cp")
     open_turn(session)
     session.append("todo/write", {"todos": PLAN})
-    store: PgStore = ctx.session_persistence.store
-    assert not store.write_checkpoint("cp", {"rows": {}}, 0)  # nothing stored yet
+    store = cast(PgStore, ctx.session_persistence.backend)
+    header = session.header
+    rows = {"todos": {"ver": 2, "seq": 2, "val": PLAN}}
+    store.write_checkpoint("cp", header, rows, 2, Batch(0, 2))  # nothing stored yet: refused
+    assert store.read_checkpoint("cp") is None
     ctx.session_persistence.flush()
-    record = {"identity": {"createdAt": session.header["createdAt"]},
-              "rows": {"todos": {"ver": 2, "seq": 2, "val": PLAN}}}
-    assert store.write_checkpoint("cp", record, 2)
-    assert not store.write_checkpoint("cp", {"identity": {}, "rows": {}}, 1)
-    assert not store.write_checkpoint("cp", record, 3)  # beyond the stored log
+    record = {"identity": {"createdAt": header["createdAt"]}, "rows": rows}
+    store.write_checkpoint("cp", header, rows, 2, Batch(0, 2))
+    store.write_checkpoint("cp", header, {}, 1, Batch(0, 2))  # older: ignored
+    store.write_checkpoint("cp", header, rows, 3, Batch(0, 3))  # beyond the stored log: ignored
     assert store.read_checkpoint("cp") == (record, 2)
-    events = store.read_from("cp", 2)
-    assert events == []
-    restored = ctx.session_projections.restore(record["rows"], store.read_from("cp", -1), 0)
+    found = store.read_checkpointed("cp")
+    assert found is not None and found.rows == rows and found.base == 3 and found.tail == []
+    restored = ctx.session_projections.restore(rows, store.read_from("cp", -1), 0)
     assert restored.snapshot["values"]["todos"] == PLAN
 
 
@@ -247,8 +253,8 @@ def test_the_runtime_swaps_the_persistence_row_for_a_database(pg_url: str) -> No
 
 def test_projection_checkpoints_commit_with_their_turn_end_and_restore_cold(boot_pg: Any) -> None:
     ctx = boot_pg(batch_delay_ms=60_000)
-    persistence: PgPersistence = ctx.session_persistence
-    store: PgStore = persistence.store
+    persistence: SessionPersistence = ctx.session_persistence
+    store = cast(PgStore, persistence.backend)
     session = ctx.sessions.create("checkpointed", cwd="/w")
     open_turn(session)
     session.append("todo/write", {"todos": PLAN})
@@ -264,8 +270,10 @@ def test_projection_checkpoints_commit_with_their_turn_end_and_restore_cold(boot
     ctx.sessions.close("checkpointed")  # closing checkpoints the last event
     record, as_of = store.read_checkpoint("checkpointed") or ({}, -1)
     assert as_of == 6 and record["rows"]["todos"] == {"ver": 2, "seq": 6, "val": []}
-    assert persistence.cold_projections("checkpointed") == {"asOfSeq": 6, "values": {"todos": []}}
+    cache = ctx.get("session_projection_cache")
+    assert cache.restore("checkpointed").snapshot == {"asOfSeq": 6, "values": {"todos": []}}
     # A row from another stateVersion is refolded from seq 0; the answer is the same.
-    assert store.write_checkpoint("checkpointed", {"identity": {}, "rows": {"todos": {"ver": 1, "seq": 6,
-                                                                                       "val": PLAN}}}, 6)
-    assert persistence.cold_projections("checkpointed") == {"asOfSeq": 6, "values": {"todos": []}}
+    store.write_checkpoint("checkpointed", session.header, {"todos": {"ver": 1, "seq": 6, "val": PLAN}}, 6,
+                           Batch(6, 6))
+    assert store.read_checkpoint("checkpointed") is not None
+    assert cache.restore("checkpointed").snapshot == {"asOfSeq": 6, "values": {"todos": []}}

@@ -49,7 +49,7 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
                 JsonlStore(copy_store(fixture, tmp_path / "again"), compression).load(fixture.session_id)
             assert str(imported).replace(str(source), "<root>") == str(refused.value).replace(
                 str(tmp_path / "again"), "<root>")
-            assert store.find(fixture.session_id) is None
+            assert store.locate(fixture.session_id) is None
             return
         assert isinstance(imported, Moved), imported
         assert imported.faithful

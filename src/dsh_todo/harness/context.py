@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
-    from dsh_todo.harness.persistence.jsonl import JsonlPersistence
+    from dsh_todo.harness.persistence.contract import SessionPersistence
     from dsh_todo.harness.projections import ProjectionRegistry
     from dsh_todo.harness.session import SessionStore
     from dsh_todo.harness.tools.registry import ToolRegistry
@@ -244,8 +244,8 @@ class Context:
         return cast("InvariantRegistry", self._required("invariants"))
 
     @property
-    def session_persistence(self) -> JsonlPersistence:
-        return cast("JsonlPersistence", self._required("session_persistence"))
+    def session_persistence(self) -> SessionPersistence:
+        return cast("SessionPersistence", self._required("session_persistence"))
 
     # -- scopes ---------------------------------------------------------------------------------------------
     def _child(self, label: str, needs: Iterable[str], start: Callable[[Context], Any]) -> Scope:

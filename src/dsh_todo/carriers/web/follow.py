@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.carriers.web.frames import Folder, Subscriber, event_frame, projection_frame
-from dsh_todo.harness.persistence.jsonl import JsonlPersistence
-from dsh_todo.harness.persistence.store import unknown_type_refusal
+from dsh_todo.harness.persistence.contract import SessionPersistence
+from dsh_todo.harness.persistence.errors import SessionNotFoundError
 from dsh_todo.harness.projections import ProjectionRegistry
 
 log = logging.getLogger("dsh_todo.web")
@@ -42,7 +42,7 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 class Follower:
     """Tails one stored session for the subscribers that asked for it."""
 
-    def __init__(self, session_id: str, persistence: JsonlPersistence, registry: ProjectionRegistry | None,
+    def __init__(self, session_id: str, persistence: SessionPersistence, registry: ProjectionRegistry | None,
                  view_of: ViewOf, *, interval: float = 0.1) -> None:
         self.session_id = session_id
         self.persistence = persistence
@@ -94,21 +94,19 @@ class Follower:
         if self._path is None:
             if self._polls > 1 and self._polls % FIND_EVERY:
                 return
-            self._path = await asyncio.to_thread(self.persistence.store.find, self.session_id)
-            if self._path is None:
+            where = await asyncio.to_thread(self.persistence.locate, self.session_id)
+            if where is None:
                 return
+            self._path = Path(where)
         identity = _identity(self._path)
         if identity is None or identity == self._identity:
             return
-        path = self._path
-        session_id = self.session_id
-
-        def read() -> list[dict[str, Any]]:
-            stored = self.persistence.store.read_path(path, session_id)
-            unknown_type_refusal(session_id, stored.events, path)
-            return stored.events
-
-        events = await asyncio.to_thread(read)
+        try:
+            stored = await asyncio.to_thread(self.persistence.read, self.session_id)
+        except SessionNotFoundError:  # moved away since it was found: look for it again
+            self._path = None
+            return
+        events = stored.events
         self._identity = identity
         self._warned = False
         self._advance(events)

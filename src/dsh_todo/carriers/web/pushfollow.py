@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh_todo.carriers.web.follow import Follower, ViewOf
+from dsh_todo.harness.persistence.contract import SessionPersistence
 from dsh_todo.harness.persistence.errors import SessionNotFoundError
 from dsh_todo.harness.projections import ProjectionRegistry
 
@@ -25,7 +26,8 @@ log = logging.getLogger("dsh_todo.web")
 class PushFollower(Follower):
     """Tails one stored session through its persistence's push feed."""
 
-    def __init__(self, session_id: str, persistence: Any, registry: ProjectionRegistry | None, view_of: ViewOf,
+    def __init__(self, session_id: str, persistence: SessionPersistence, registry: ProjectionRegistry | None,
+                 view_of: ViewOf,
                  *, interval: float = 0.1) -> None:
         super().__init__(session_id, persistence, registry, view_of, interval=interval)
         self._subscription: Any = None
@@ -69,9 +71,9 @@ class PushFollower(Follower):
         super().stop()
 
 
-def make_follower(session_id: str, persistence: Any, registry: ProjectionRegistry | None, view_of: ViewOf, *,
-                  interval: float = 0.1) -> Follower:
-    """A push follower when the persistence can push (``follow``), else the file-polling one."""
-    if callable(getattr(persistence, "follow", None)):
+def make_follower(session_id: str, persistence: SessionPersistence, registry: ProjectionRegistry | None,
+                  view_of: ViewOf, *, interval: float = 0.1) -> Follower:
+    """A push follower when the backend can push (a database), else the file-polling one."""
+    if persistence.backend.pushes:
         return PushFollower(session_id, persistence, registry, view_of, interval=interval)
     return Follower(session_id, persistence, registry, view_of, interval=interval)

@@ -1,13 +1,26 @@
-"""DSH-compatible session logs on disk: JSONL, raw or zstd, with DSH's crash recovery (SPEC §5.5).
+"""Session persistence: one contract (:mod:`.contract`), one service (:mod:`.service`), and DSH's JSONL logs on
+disk (raw or zstd, with DSH's crash recovery, SPEC §5.5) as one backend of it; PostgreSQL is the other
+(:mod:`.postgres`).
 
-The pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.header` (its first line),
+The JSONL pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.header` (its first line),
 :mod:`.chunk_rows` (packed delta runs), :mod:`.scan` (the good prefix and the crash-tail rules), :mod:`.zstd`
 (frames), :mod:`.repair` (closing an interrupted turn), :mod:`.lock` (one writer per log), :mod:`.logfile` (durable
-appends), :mod:`.store` (the backend), :mod:`.batching` (write-behind) and :mod:`.jsonl` (the plugin); beside them,
-:mod:`.checkpoints` (projection checkpoints, a plugin of its own) and :mod:`.fastscan` (the streaming plan scan).
+appends), :mod:`.checkpoint_file` (``projections.json``), :mod:`.store` (the backend) and :mod:`.jsonl` (the plugin).
+Shared by every backend: :mod:`.batching` (write-behind), :mod:`.service` and :mod:`.checkpoints` (projection
+checkpoints, a plugin of its own); beside them, :mod:`.fastscan` (the streaming plan scan).
 """
 
 from dsh_todo.harness.persistence.chunk_rows import expand_row, pack_chunk_runs
+from dsh_todo.harness.persistence.contract import (
+    Batch,
+    LoadedLog,
+    LogBackend,
+    LogWriter,
+    SessionPersistence,
+    StoredLog,
+    StoredSession,
+    TornTail,
+)
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
@@ -18,22 +31,28 @@ from dsh_todo.harness.persistence.errors import (
     SessionWriteError,
 )
 from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
-from dsh_todo.harness.persistence.logfile import LogWriter
+from dsh_todo.harness.persistence.logfile import JsonlWriter
 from dsh_todo.harness.persistence.paths import encode_segment, project_key
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.store import JsonlStore, LoadedLog, StoredLog, StoredSession, TornTail
+from dsh_todo.harness.persistence.service import PersistenceService
+from dsh_todo.harness.persistence.store import JsonlStore
 
 __all__ = [
     "SESSION_FORMAT_VERSION",
+    "Batch",
     "CorruptSessionLogError",
     "JsonlStore",
+    "JsonlWriter",
     "LoadedLog",
+    "LogBackend",
     "LogWriter",
+    "PersistenceService",
     "SessionExistsError",
     "SessionFormatUnsupportedError",
     "SessionLockedError",
     "SessionLogError",
     "SessionNotFoundError",
+    "SessionPersistence",
     "SessionWriteError",
     "StoredLog",
     "StoredSession",

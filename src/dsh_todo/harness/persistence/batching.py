@@ -28,14 +28,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.contract import LogWriter, WrittenListener
 from dsh_todo.harness.persistence.errors import SessionWriteError
-from dsh_todo.harness.persistence.logfile import Batch, LogWriter
 
 log = logging.getLogger("dsh_todo.persistence")
 
 RETRY_PAUSE_S: Final = 1.0
-
-WrittenListener = Callable[[str, Batch], object]
 
 
 class SessionQueue:

@@ -6,7 +6,9 @@ built exactly as DSH builds it (with ``<root>`` being the absolute persistence r
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class SessionLogError(Exception):
@@ -27,7 +29,7 @@ class SessionFormatUnsupportedError(SessionLogError):
     raw log the refusal is about; the message ends with ``(raw log: <path>)`` once that is known.
     """
 
-    def __init__(self, message: str, location: Path | None = None) -> None:
+    def __init__(self, message: str, location: Path | str | None = None) -> None:
         super().__init__(message)
         self.location = location
 
@@ -50,3 +52,20 @@ class SessionLockedError(SessionLogError):
 
 class SessionWriteError(SessionLogError):
     """A batch could not be made durable; it stays queued and the next flush retries it."""
+
+
+def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], location: Path | str) -> None:
+    """Refuse a log holding an event type this harness does not know and that is not marked ``ignorable`` (SPEC
+    §5.1, DSH's coordinator text). Such a log was written by a newer harness; interpreting it anyway could misread
+    state the new type carries."""
+    from dsh_todo.harness.persistence.jstext import js_text
+    from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+
+    known = KNOWN_SESSION_EVENT_TYPES
+    for event in events:
+        kind = event.get("type")
+        if kind not in known and event.get("ignorable") is not True:
+            raise SessionFormatUnsupportedError(
+                f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
+                "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
+                f"written by a newer harness (raw log: {location})", location)

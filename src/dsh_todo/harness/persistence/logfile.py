@@ -13,10 +13,10 @@ import contextlib
 import os
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_todo.harness.persistence.contract import Batch
 from dsh_todo.harness.persistence.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.errors import SessionExistsError
 from dsh_todo.harness.persistence.header import Meta
@@ -53,27 +53,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """Where one durable batch landed: its byte range in the file and the seqs it holds.
-
-    ``start`` is where the batch's first record begins (a line start, or a zstd frame start); ``last_record``
-    is where the record holding ``last_seq`` begins: its own line in a raw log, the batch's frame under zstd. Both
-    are places a reader can start decoding from, which is what a projection checkpoint needs.
-    """
-
-    start: int
-    end: int
-    first_seq: int
-    last_seq: int
-    last_record: int
-
-    def record_of(self, seq: int) -> int:
-        """A record boundary at or before the record holding ``seq`` (which must be in this batch)."""
-        return self.last_record if seq == self.last_seq else self.start
-
-
-class LogWriter:
+class JsonlWriter:
     """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects.
 
     ``last_batch`` says where the most recent durable batch landed (``None`` until this writer wrote one).
@@ -120,13 +100,13 @@ class LogWriter:
         (as a read found it): remember that as ``last_batch``, with only the last event addressable."""
         if last_record is not None and self.cursor > 0:
             last = self.cursor - 1
-            self.last_batch = Batch(last_record, os.stat(self.path).st_size, last, last, last_record)
+            self.last_batch = Batch(last, last, last_record, os.stat(self.path).st_size, last_record)
 
     def _landed(self, start: int, data: bytes, count: int) -> None:
         end = start + len(data)
         # The last line of a raw batch is the record holding its last event (plain, or the packed row it ends).
         last_record = start if self.compression == "zstd" else data.rfind(b"\n", 0, len(data) - 1) + 1 + start
-        self.last_batch = Batch(start, end, self.cursor, self.cursor + count - 1, last_record)
+        self.last_batch = Batch(self.cursor, self.cursor + count - 1, start, end, last_record)
         self.cursor += count
 
     def repair(self, truncate_to: int | None, events: Sequence[Mapping[str, Any]]) -> None:

@@ -69,8 +69,16 @@ def log_file_name(compression: Compression) -> str:
     return LOG_NAME + log_suffix(compression)
 
 
-def opposite(compression: Compression) -> Compression:
-    return "none" if compression == "zstd" else "zstd"
+LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
+"""A session directory's log file names and the encoding each one means."""
+
+
+def compression_of(path: Path) -> Compression:
+    """A log's encoding, from its file name (``session.jsonl.zstd`` or ``session.jsonl``)."""
+    try:
+        return LOG_NAMES[path.name]
+    except KeyError:
+        raise ValueError(f"{path} is not a session log (expected session.jsonl or session.jsonl.zstd)") from None
 
 
 def project_dir(root: Path, cwd: str | None) -> Path:

@@ -10,8 +10,10 @@ Reading has three levels, mirroring DSH's backend and coordinator:
   tail, rewrite what an incomplete frame yielded, append the closers of an interrupted turn. A second load finds
   nothing to do and leaves the bytes alone.
 
-A root holds exactly one encoding (``session.jsonl`` or ``session.jsonl.zstd``); a file of the other kind, or a log
-in DSH's retired flat layout, is refused rather than ignored, so two configurations never split one session.
+Each log is read in its own encoding (``session.jsonl`` or ``session.jsonl.zstd``, by its file name), so raw and zstd
+logs mix freely under one root; ``compression`` is only the encoding of new logs. A session directory holding both
+files, or a log in DSH's retired flat layout, is refused rather than guessed at, so two writers never split one
+session.
 """
 
 from __future__ import annotations
@@ -19,110 +21,51 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh_todo.harness.persistence.checkpoint_file import (
+    Checkpoint,
+    identity_of,
+    read_tail,
+    usable_checkpoint,
+    write_checkpoint,
+)
+from dsh_todo.harness.persistence.contract import (
+    Batch,
+    Callback,
+    Checkpointed,
+    Event,
+    LoadedLog,
+    Rows,
+    StoredLog,
+    StoredSession,
+    Subscription,
+    TornTail,
+)
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
     SessionFormatUnsupportedError,
     SessionNotFoundError,
+    refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
-from dsh_todo.harness.persistence.jstext import js_text
 from dsh_todo.harness.persistence.lock import WriterLock
-from dsh_todo.harness.persistence.logfile import LogWriter, make_dirs
+from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.paths import (
     LOCK_NAME,
     Compression,
+    compression_of,
     encode_segment,
     log_file_name,
     log_path,
-    log_suffix,
-    opposite,
+    session_dir,
 )
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner
 from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import dumps_bytes, js_string, loads
-
-Event = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class TornTail:
-    """Where a crash tail starts (``truncate_to``, a byte offset in the file) and the events still recovered from it.
-
-    ``recovered`` is non-empty only for zstd: complete lines decoded from the whole blocks of an incomplete final
-    frame. They are part of the good prefix but must be written again, because their frame is cut away.
-    """
-
-    truncate_to: int
-    recovered: list[Event] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredLog:
-    """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any.
-
-    ``last_record`` is the byte offset where the record holding the last event starts (its line, or its zstd
-    frame), when that record is on disk as read; ``None`` for an empty log or a zstd log with a torn last frame.
-    """
-
-    path: Path
-    meta: Meta
-    events: list[Event]
-    torn: TornTail | None = None
-    last_record: int | None = None
-
-    @property
-    def session_id(self) -> str:
-        return str(self.meta["id"])
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedLog:
-    """A log after committed recovery: ``events`` are the ``kept`` stored events followed by ``closers``."""
-
-    path: Path
-    meta: Meta
-    events: list[Event]
-    kept: int
-    closers: list[Event]
-    rewrote: bool
-    truncated_to: int | None = None
-
-    @property
-    def session_id(self) -> str:
-        return str(self.meta["id"])
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSession:
-    """One entry of :meth:`JsonlStore.list`: read from the header alone, so listing never parses whole logs."""
-
-    id: str
-    cwd: str | None
-    path: Path
-    meta: Meta
-
-
-def unknown_type_refusal(session_id: str, events: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Refuse a log holding an event type this harness does not know and that is not marked ``ignorable``.
-
-    Such a log was written by a newer harness; interpreting it anyway could misread state the new type carries.
-    """
-    known = KNOWN_SESSION_EVENT_TYPES
-    for event in events:
-        kind = event.get("type")
-        if kind not in known and event.get("ignorable") is not True:
-            raise SessionFormatUnsupportedError(
-                f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
-                "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
-                f"written by a newer harness (raw log: {path})", path)
-
 
 _Read = tuple[Meta, list[Event], TornTail | None, int | None]
 
@@ -184,10 +127,13 @@ def read_stable(path: Path) -> bytes:
 
 
 class JsonlStore:
-    """Session logs under ``root`` in one encoding (``"zstd"``, DSH's default, or ``"none"``).
+    """Session logs under ``root``, each read in its own encoding; new ones in ``compression`` (``"zstd"``, DSH's
+    default, or ``"none"``).
 
     ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
     """
+
+    pushes = False
 
     def __init__(self, root: str | os.PathLike[str], compression: Compression = "zstd", *,
                  pack_chunks: bool = True) -> None:
@@ -215,8 +161,7 @@ class JsonlStore:
         return log_path(self.root, cwd, session_id, self.compression)
 
     def find(self, session_id: str) -> Path | None:
-        """The log of ``session_id`` in whichever project directory holds it, or ``None``."""
-        self._check_root()
+        """The log of ``session_id`` (either encoding) in whichever project directory holds it, or ``None``."""
         encoded = encode_segment(session_id)
         matches: builtins.list[Path] = []
         for project in self._project_dirs():
@@ -224,30 +169,26 @@ class JsonlStore:
                 flat = project / (encoded + suffix)
                 if flat.exists():
                     raise self._flat_layout(flat)
-            directory = project / encoded
-            other = directory / log_file_name(opposite(self.compression))
-            if other.exists():
-                raise self._mismatch(other)
-            path = directory / self.file_name
-            if path.exists():
+            path = self._log_in(project / encoded)
+            if path is not None:
                 matches.append(path)
         if len(matches) > 1:
             raise CorruptSessionLogError(
                 f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
         return matches[0] if matches else None
 
+    def locate(self, session_id: str) -> str | None:
+        path = self.find(session_id)
+        return None if path is None else str(path)
+
     def list(self) -> list[StoredSession]:
         """Every stored session, read from its header only; files without a readable header are skipped."""
-        self._check_root()
         found: list[StoredSession] = []
         seen: set[str] = set()
         for project in self._project_dirs():
             for directory in self._session_dirs(project):
-                other = directory / log_file_name(opposite(self.compression))
-                if other.exists():
-                    raise self._mismatch(other)
-                path = directory / self.file_name
-                if not path.is_file():
+                path = self._log_in(directory)
+                if path is None or not path.is_file():
                     continue
                 meta = self._read_header_only(path)
                 if meta is None:
@@ -257,7 +198,7 @@ class JsonlStore:
                     raise CorruptSessionLogError(
                         f'duplicate JSONL session id "{meta["id"]}" appears in multiple project directories')
                 seen.add(meta["id"])
-                found.append(StoredSession(meta["id"], meta.get("cwd"), path, meta))
+                found.append(StoredSession(meta["id"], meta.get("cwd"), meta, str(path), path))
         return found
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -269,21 +210,21 @@ class JsonlStore:
     def read(self, session_id: str) -> StoredLog:
         """The non-mutating read: like :meth:`read_stored`, and refuses unknown non-ignorable event types."""
         stored = self.read_stored(session_id)
-        unknown_type_refusal(session_id, stored.events, stored.path)
+        refuse_unknown_types(session_id, stored.events, stored.path or stored.location)
         return stored
 
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root)."""
         buffer = read_stable(path)
         try:
-            meta, events, torn, last_record = (_read_zstd(buffer) if self.compression == "zstd"
+            meta, events, torn, last_record = (_read_zstd(buffer) if compression_of(path) == "zstd"
                                                else _read_raw(buffer))
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
             raise
         self._check_identity(path, meta, session_id)
-        return StoredLog(path, meta, events, torn, last_record)
+        return StoredLog(str(path), meta, events, torn, path, last_record)
 
     def read_header(self, path: Path) -> Meta | None:
         """The header of the log at ``path`` alone (its first line or first frame); ``None`` when unreadable."""
@@ -301,18 +242,18 @@ class JsonlStore:
         writer.close()
         return loaded
 
-    def resume(self, session_id: str) -> tuple[LoadedLog, LogWriter]:
+    def resume(self, session_id: str) -> tuple[LoadedLog, JsonlWriter]:
         """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
             stored = self.read_path(path, session_id)
-            unknown_type_refusal(session_id, stored.events, path)
+            refuse_unknown_types(session_id, stored.events, path)
             closers = interrupted_turn_closers(stored.events)
             torn = stored.torn
             recovered = torn.recovered if torn is not None else []
             # Events recovered from a cut zstd frame are in the prefix but not on disk once the frame is cut.
-            writer = LogWriter(meta=stored.meta, path=path, lock=lock, compression=self.compression,
+            writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
                                pack_chunks=self.pack_chunks, cursor=len(stored.events) - len(recovered),
                                materialized=True)
             if torn is not None or closers:
@@ -322,12 +263,12 @@ class JsonlStore:
         except BaseException:
             lock.release()
             raise
-        loaded = LoadedLog(path, stored.meta, [*stored.events, *closers], len(stored.events), closers,
+        loaded = LoadedLog(str(path), stored.meta, [*stored.events, *closers], len(stored.events), closers,
                            rewrote=torn is not None or bool(closers),
-                           truncated_to=torn.truncate_to if torn is not None else None)
+                           truncated_to=torn.truncate_to if torn is not None else None, path=path)
         return loaded, writer
 
-    def create(self, meta: Mapping[str, Any]) -> LogWriter:
+    def create(self, meta: Mapping[str, Any]) -> JsonlWriter:
         """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields).
 
         The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
@@ -351,10 +292,10 @@ class JsonlStore:
             lock.release()
             raise SessionExistsError(
                 f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
-        return LogWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
+        return JsonlWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
                          pack_chunks=self.pack_chunks, cursor=0, materialized=False)
 
-    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> LogWriter:
+    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> JsonlWriter:
         """A writer for a live session whose log already exists (persistence remounted while it stayed open).
 
         The stored events must be exactly the session's first events, or the log belongs to another session of the
@@ -373,7 +314,7 @@ class JsonlStore:
                                          "load/resume it instead of creating")
             torn = stored.torn
             recovered = torn.recovered if torn is not None else []
-            writer = LogWriter(meta=stored.meta, path=path, lock=lock, compression=self.compression,
+            writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
                                pack_chunks=self.pack_chunks, cursor=count - len(recovered), materialized=True)
             if torn is not None:
                 writer.repair(torn.truncate_to, recovered)
@@ -383,6 +324,35 @@ class JsonlStore:
             lock.release()
             raise
         return writer
+
+    # -- checkpoints, following, closing --------------------------------------------------------------------
+
+    def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
+                         batch: Batch) -> None:
+        """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
+        path = self.find(session_id)
+        if path is None:
+            return
+        write_checkpoint(path, Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows))
+
+    def read_checkpointed(self, session_id: str) -> Checkpointed | None:
+        """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
+        path = self.find(session_id)
+        if path is None:
+            return None
+        found = usable_checkpoint(self, path)
+        if found is None:
+            return None
+        meta, checkpoint = found
+        tail = read_tail(path, compression_of(path), meta, checkpoint.offset)
+        return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
+
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
+        """Files do not push: a follower polls them (see the web carrier's follower)."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to let go of: every writer holds its own file and lock."""
 
     # -- helpers --------------------------------------------------------------------------------------------
 
@@ -410,23 +380,12 @@ class JsonlStore:
                 dirs.append(Path(entry.path))
         return dirs
 
-    def _check_root(self) -> None:
-        """Refuse a root that already holds the other encoding (checked once per store)."""
-        if self._root_checked:
-            return
-        other = log_file_name(opposite(self.compression))
-        for project in self._project_dirs():
-            for directory in self._session_dirs(project):
-                if (directory / other).exists():
-                    raise self._mismatch(directory / other)
-        self._root_checked = True
-
     def _check_identity(self, path: Path, meta: Meta, expected_id: str | None) -> None:
         if expected_id is not None and meta["id"] != expected_id:
             raise CorruptSessionLogError(
                 f'corrupt session log "{path}": requested id "{expected_id}" does not match header id "{meta["id"]}"')
         try:
-            expected = self.path_for(meta["id"], meta.get("cwd"))
+            expected = session_dir(self.root, meta.get("cwd"), meta["id"]) / path.name
         except ValueError as exc:
             raise CorruptSessionLogError(
                 f'corrupt session log "{path}": header id cannot name a storage path') from exc
@@ -437,7 +396,7 @@ class JsonlStore:
     def _read_header_only(self, path: Path) -> Meta | None:
         """The header of a log without reading the rest: the first line, or the first zstd frame."""
         with path.open("rb") as file:
-            if self.compression == "none":
+            if compression_of(path) == "none":
                 first = file.readline()
                 if not first.endswith(b"\n"):
                     return None
@@ -463,11 +422,14 @@ class JsonlStore:
         except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
             return None
 
-    def _mismatch(self, path: Path) -> CorruptSessionLogError:
-        return CorruptSessionLogError(
-            f"session artifact {js_string(str(path))} uses {log_suffix(opposite(self.compression))}, but this "
-            f"backend is configured for compression {js_string(self.compression)}; use a separate root or select "
-            "the matching compression mode")
+    def _log_in(self, directory: Path) -> Path | None:
+        """The log in a session directory, whichever its encoding; a directory holding both is refused."""
+        found = [directory / log_file_name(c) for c in ("zstd", "none") if (directory / log_file_name(c)).exists()]
+        if len(found) > 1:
+            raise CorruptSessionLogError(
+                f"session directory {js_string(str(directory))} holds both session.jsonl and session.jsonl.zstd; "
+                "a session has one log: move one of them out before loading")
+        return found[0] if found else None
 
     @staticmethod
     def _flat_layout(path: Path) -> CorruptSessionLogError:

@@ -18,32 +18,17 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.postgres.feed import EventFeed, Subscription
-from dsh_todo.harness.persistence.postgres.service import PgPersistence
-from dsh_todo.harness.persistence.postgres.store import PgLoadedLog, PgStore, PgStoredLog, PgStoredSession, PgWriter
-from dsh_todo.harness.persistence.wiring import install
+from dsh_todo.harness.persistence.postgres.feed import EventFeed
+from dsh_todo.harness.persistence.postgres.store import PgStore, PgWriter
+from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, batch_delay_config, install
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
 inject = ["sessions"]
 
-MAX_BATCH_DELAY_MS: Final = 2**31 - 1
 _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _KEYS: Final = frozenset({"url", "schema", "writeBatchMaxDelayMs", "pollIntervalMs"})
 
-__all__ = [
-    "Config",
-    "EventFeed",
-    "PgLoadedLog",
-    "PgPersistence",
-    "PgStore",
-    "PgStoredLog",
-    "PgStoredSession",
-    "PgWriter",
-    "Subscription",
-    "apply",
-    "inject",
-    "name",
-]
+__all__ = ["Config", "EventFeed", "PgStore", "PgWriter", "apply", "inject", "name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +51,7 @@ class Config:
         schema = raw.get("schema", "public")
         if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
             raise ConfigError(f"{name}: 'schema' must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
-        delay = raw.get("writeBatchMaxDelayMs", 200)
-        if type(delay) is not int or not 1 <= delay <= MAX_BATCH_DELAY_MS:
-            raise ConfigError(f"{name}: 'writeBatchMaxDelayMs' must be an integer between 1 and {MAX_BATCH_DELAY_MS}")
+        delay = batch_delay_config(name, raw)
         poll = raw.get("pollIntervalMs", 5000)
         if type(poll) is not int or not 10 <= poll <= MAX_BATCH_DELAY_MS:
             raise ConfigError(f"{name}: 'pollIntervalMs' must be an integer between 10 and {MAX_BATCH_DELAY_MS}")
@@ -76,9 +59,6 @@ class Config:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    sessions = ctx.sessions
-    store = PgStore(config.url, schema=config.schema)
+    store = PgStore(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
     store.open()
-    service = PgPersistence(sessions, store, batch_delay_ms=config.writeBatchMaxDelayMs,
-                            poll_interval=config.pollIntervalMs / 1000, projections=ctx.get("session_projections"))
-    install(ctx, service)
+    install(ctx, store, config.writeBatchMaxDelayMs)

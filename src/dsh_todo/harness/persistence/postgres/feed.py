@@ -26,16 +26,16 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.contract import Callback
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 from dsh_todo.harness.persistence.postgres.store import PgStore
 
 log = logging.getLogger("dsh_todo.persistence")
 
 Event = Mapping[str, Any]
-Callback = Callable[[Sequence[Event]], object]
 
 WAIT_S: Final = 0.25
 """How long the listening thread blocks before it checks whether to stop or poll."""

@@ -21,12 +21,22 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import psycopg
 
+from dsh_todo.harness.persistence.contract import (
+    Batch,
+    Callback,
+    Checkpointed,
+    Event,
+    LoadedLog,
+    Rows,
+    StoredLog,
+    StoredSession,
+    Subscription,
+)
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
@@ -34,9 +44,9 @@ from dsh_todo.harness.persistence.errors import (
     SessionLockedError,
     SessionNotFoundError,
     SessionWriteError,
+    refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
-from dsh_todo.harness.persistence.jstext import js_text
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, connect, describe
 from dsh_todo.harness.persistence.postgres.locking import (
     find_holder,
@@ -48,10 +58,11 @@ from dsh_todo.harness.persistence.postgres.locking import (
 )
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import dumps, loads
 
-Event = dict[str, Any]
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.postgres.feed import EventFeed
+
 Row = tuple[int, int, str]
 """``(seq, batch, event JSON text)``."""
 
@@ -59,49 +70,6 @@ T = TypeVar("T")
 
 NOTIFY_PAYLOAD_MAX: Final = 7999
 """PostgreSQL refuses a ``NOTIFY`` payload of 8000 bytes or more."""
-
-
-@dataclass(frozen=True, slots=True)
-class PgStoredSession:
-    """One entry of :meth:`PgStore.list`, read from the sessions table alone."""
-
-    id: str
-    cwd: str | None
-    location: str
-    meta: Meta
-    next_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class PgStoredLog:
-    """A log as read: header metadata and every event (plain dicts, in seq order). ``torn`` is always ``None``."""
-
-    location: str
-    meta: Meta
-    events: list[Event]
-    batches: list[int] = field(default_factory=list)
-    """The ``batch`` of each event (the first seq of the write batch it was committed in)."""
-    torn: None = None
-
-    @property
-    def session_id(self) -> str:
-        return str(self.meta["id"])
-
-
-@dataclass(frozen=True, slots=True)
-class PgLoadedLog:
-    """A log after committed recovery: ``events`` are the ``kept`` stored events followed by ``closers``."""
-
-    location: str
-    meta: Meta
-    events: list[Event]
-    kept: int
-    closers: list[Event]
-    rewrote: bool
-
-    @property
-    def session_id(self) -> str:
-        return str(self.meta["id"])
 
 
 def storable(text: str) -> bool:
@@ -149,18 +117,6 @@ def event_type(event: Mapping[str, Any]) -> str:
     return kind if isinstance(kind, str) and storable(kind) else ""
 
 
-def unknown_type_refusal(session_id: str, events: Sequence[Mapping[str, Any]], location: str) -> None:
-    """DSH's refusal of a log holding an event type this harness does not know (SPEC §5.1)."""
-    known = KNOWN_SESSION_EVENT_TYPES
-    for event in events:
-        kind = event.get("type")
-        if kind not in known and event.get("ignorable") is not True:
-            raise SessionFormatUnsupportedError(
-                f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
-                "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
-                f"written by a newer harness (raw log: {location})")
-
-
 def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Event]:
     """Parse event rows, refusing a gap or an event whose ``seq`` disagrees with its key."""
     events: list[Event] = []
@@ -186,8 +142,12 @@ def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: 
 class PgStore:
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
 
-    def __init__(self, url: str, *, schema: str = "public") -> None:
+    pushes = True
+
+    def __init__(self, url: str, *, schema: str = "public", poll_interval: float = 5.0) -> None:
         self.url = url
+        self.poll_interval = poll_interval
+        self._feed: EventFeed | None = None
         self.tables = Tables(schema)
         self.location = f"{describe(url)} (schema {schema})"
         self._lock = threading.RLock()
@@ -225,8 +185,12 @@ class PgStore:
         self.run(lambda _conn: None)
 
     def close(self) -> None:
+        """Stop following and close the shared reading connection (writers close their own)."""
         with self._lock:
             conn, self._conn = self._conn, None
+            feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.close()
         if conn is not None:
             conn.close()
 
@@ -253,7 +217,7 @@ class PgStore:
 
     # -- locating -------------------------------------------------------------------------------------------
 
-    def find(self, session_id: str) -> str | None:
+    def locate(self, session_id: str) -> str | None:
         """Where the log of ``session_id`` is (a description, not a path), or ``None`` when it was never written."""
         return self.location if self.next_seq(session_id) is not None else None
 
@@ -278,17 +242,17 @@ class PgStore:
         rows = self.run(lambda c: c.execute(query, (ids,)).fetchall())
         return {str(row[0]): int(row[1]) for row in rows}
 
-    def list(self) -> list[PgStoredSession]:
+    def list(self) -> list[StoredSession]:
         """Every stored session, from the sessions table; headers from a newer format are skipped, as JSONL does."""
-        query = f"SELECT header, next_seq FROM {self.tables.sessions} ORDER BY created_at, id"
+        query = f"SELECT header FROM {self.tables.sessions} ORDER BY created_at, id"
         rows = self.run(lambda c: c.execute(query).fetchall())
-        found: builtins.list[PgStoredSession] = []
-        for header, next_seq in rows:
+        found: builtins.list[StoredSession] = []
+        for (header,) in rows:
             try:
                 meta = decode_header(loads(header))
             except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
                 continue
-            found.append(PgStoredSession(meta["id"], meta.get("cwd"), self.location, meta, int(next_seq)))
+            found.append(StoredSession(meta["id"], meta.get("cwd"), meta, self.location))
         return found
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -335,36 +299,36 @@ class PgStore:
         rows = self.read_rows(session_id, after_seq, conn)
         return decode_rows(session_id, rows, after_seq + 1, self.location)
 
-    def read_stored(self, session_id: str, conn: Conn | None = None) -> PgStoredLog:
+    def read_stored(self, session_id: str, conn: Conn | None = None) -> StoredLog:
         """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
         meta = self.read_meta(session_id, conn)
         rows = self.read_rows(session_id, -1, conn)
         events = decode_rows(session_id, rows, 0, self.location)
-        return PgStoredLog(self.location, meta, events, [row[1] for row in rows])
+        return StoredLog(self.location, meta, events, batches=[row[1] for row in rows])
 
-    def read(self, session_id: str) -> PgStoredLog:
+    def read(self, session_id: str) -> StoredLog:
         """The non-mutating read a viewer wants: like :meth:`read_stored`, and refuses unknown event types."""
         stored = self.read_stored(session_id)
-        unknown_type_refusal(session_id, stored.events, self.location)
+        refuse_unknown_types(session_id, stored.events, self.location)
         return stored
 
     # -- writing --------------------------------------------------------------------------------------------
 
-    def load(self, session_id: str) -> PgLoadedLog:
+    def load(self, session_id: str) -> LoadedLog:
         """Read the log and commit recovery under the writer lock (released again before returning)."""
         loaded, writer = self.resume(session_id)
         writer.close()
         return loaded
 
-    def resume(self, session_id: str) -> tuple[PgLoadedLog, PgWriter]:
+    def resume(self, session_id: str) -> tuple[LoadedLog, PgWriter]:
         """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
-        if self.find(session_id) is None:
+        if self.locate(session_id) is None:
             raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
         conn, key = self.lock_session(session_id)
         writer: PgWriter | None = None
         try:
             stored = self.read_stored(session_id, conn)
-            unknown_type_refusal(session_id, stored.events, self.location)
+            refuse_unknown_types(session_id, stored.events, self.location)
             closers = interrupted_turn_closers(stored.events)
             writer = PgWriter(self, conn, key, stored.meta, cursor=len(stored.events), materialized=True)
             if closers:
@@ -375,7 +339,7 @@ class PgStore:
             else:
                 release(conn, self.tables, session_id, key)
             raise
-        loaded = PgLoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
+        loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
                              rewrote=bool(closers))
         return loaded, writer
 
@@ -413,21 +377,24 @@ class PgStore:
 
     # -- projection checkpoints -----------------------------------------------------------------------------
 
-    def write_checkpoint(self, session_id: str, record: Mapping[str, Any], as_of_seq: int) -> bool:
-        """Store ``record`` (SPEC §6.2's ``{identity, rows}``) as the session's checkpoint, as exact JSON text.
+    def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
+                         batch: Batch) -> None:
+        """Store SPEC §6.2's ``{identity, rows}`` record as the session's checkpoint, as exact JSON text.
 
         A checkpoint never moves backwards (an older one arriving late is ignored) and never gets ahead of the log:
-        ``as_of_seq`` must be a stored seq. Returns whether it was stored.
+        ``seq`` must be a stored seq, which the statement checks against ``next_seq`` itself.
         """
+        if not storable(session_id):
+            return
+        identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
+        if header.get("cwd") is not None:
+            identity["cwd"] = header["cwd"]
+        text = dumps({"identity": identity, "rows": rows})
         query = (f"INSERT INTO {self.tables.checkpoints} (session_id, as_of_seq, record, updated_at) "
                  f"SELECT %s, %s, %s, now() FROM {self.tables.sessions} WHERE id = %s AND next_seq > %s "
                  "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
                  f"updated_at = now() WHERE {self.tables.checkpoints}.as_of_seq <= EXCLUDED.as_of_seq")
-        text = dumps(record)
-        if not storable(session_id):
-            return False
-        written = self.run(lambda c: c.execute(query, (session_id, as_of_seq, text, session_id, as_of_seq)).rowcount)
-        return bool(written)
+        self.run(lambda c: c.execute(query, (session_id, seq, text, session_id, seq)))
 
     def read_checkpoint(self, session_id: str) -> tuple[dict[str, Any], int] | None:
         """``(record, as_of_seq)`` of the session's checkpoint, or ``None``."""
@@ -439,6 +406,49 @@ class PgStore:
             return None
         record = loads(row[0])
         return (record, int(row[1])) if isinstance(record, dict) else None
+
+    def read_checkpointed(self, session_id: str) -> Checkpointed | None:
+        """The checkpoint, if its identity is this session's, with the stored events from the earliest row on."""
+        stored = self.read_checkpoint(session_id)
+        if stored is None:
+            return None
+        record = stored[0]
+        rows, identity = record.get("rows"), record.get("identity")
+        if not isinstance(rows, dict) or not rows or not isinstance(identity, dict):
+            return None
+        meta = self.read_meta(session_id)
+        expected: dict[str, Any] = {"createdAt": meta.get("createdAt")}
+        if meta.get("cwd") is not None:
+            expected["cwd"] = meta["cwd"]
+        if identity != expected:
+            return None
+        seqs = [row.get("seq") if isinstance(row, dict) else None for row in rows.values()]
+        if not all(type(seq) is int and seq >= 0 for seq in seqs):
+            return None
+        base = min(seq for seq in seqs if type(seq) is int) + 1
+        tail = self.read_from(session_id, base - 1)
+        refuse_unknown_types(session_id, tail, self.location)
+        return Checkpointed(rows, tail, base)
+
+    # -- following and closing ------------------------------------------------------------------------------
+
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
+        """``callback(events)`` with the events after ``after_seq``, now and whenever any process commits more
+        (``LISTEN``/``NOTIFY``, see :mod:`.feed`). Close the returned subscription to stop."""
+        return self._started_feed().subscribe(session_id, after_seq, callback)
+
+    def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Mapping[str, Any]]]:
+        """:meth:`follow` as an async iterator of event runs."""
+        return self._started_feed().events(session_id, after_seq)
+
+    def _started_feed(self) -> EventFeed:
+        """The process's ``LISTEN`` feed, started on first use."""
+        with self._lock:
+            if self._feed is None:
+                from dsh_todo.harness.persistence.postgres.feed import EventFeed
+
+                self._feed = EventFeed(self, poll_interval=self.poll_interval)
+            return self._feed
 
 
 def release(conn: Conn, tables: Tables, session_id: str, key: int) -> None:
@@ -471,10 +481,8 @@ class PgWriter:
         self.session_id: str = meta["id"]
         self.cursor = cursor
         self.materialized = materialized
-        self.last_batch: None = None
-        """The JSONL writer reports where a batch landed in its file; rows have no byte offsets."""
-        self._checkpoint: tuple[str, int] | None = None
-        self._staging = threading.Lock()
+        self.last_batch: Batch | None = None
+        """Where the last batch landed: its seqs (rows have no byte offsets)."""
         self._conn: Conn | None = conn
         self._key = key
         self._closed = False
@@ -487,21 +495,10 @@ class PgWriter:
             f"INSERT INTO {tables.sessions} (id, header, version, created_at, cwd, parent_session, seed_length, "
             "origin, delegation_depth, agent_preset, next_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)")
         self._channel = tables.channel
-        self._upsert_checkpoint = (
-            f"INSERT INTO {tables.checkpoints} (session_id, as_of_seq, record, updated_at) VALUES (%s, %s, %s, now()) "
-            "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
-            f"updated_at = now() WHERE {tables.checkpoints}.as_of_seq <= EXCLUDED.as_of_seq")
 
     @property
     def open(self) -> bool:
         return not self._closed
-
-    def stage_checkpoint(self, record: Mapping[str, Any], as_of_seq: int) -> None:
-        """Write ``record`` as the session's checkpoint in the same transaction as the batch holding ``as_of_seq``,
-        so it is durable exactly when that event is, and never leads the log."""
-        text = dumps(record)
-        with self._staging:
-            self._checkpoint = (text, as_of_seq)
 
     def append(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Make ``events`` durable as one batch (one transaction); they must continue the log's seq exactly."""
@@ -535,6 +532,7 @@ class PgWriter:
                     if attempt == 2:
                         raise
                     continue
+                self.last_batch = Batch(self.cursor, expected - 1)
                 self.cursor = expected
                 return
 
@@ -552,18 +550,10 @@ class PgWriter:
             if advanced != 1:
                 raise SessionWriteError(f'session "{session_id}" changed under its writer (its stored length is not '
                                         f"{self.cursor}); refusing to write")
-            with self._staging:
-                staged = self._checkpoint
-            if staged is not None and staged[1] < next_seq:
-                conn.execute(self._upsert_checkpoint, (session_id, staged[1], staged[0]))
             payload = f"{session_id}:{next_seq - 1}"
             if len(payload.encode("utf-8")) <= NOTIFY_PAYLOAD_MAX:
                 conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
         self.materialized = True
-        if staged is not None and staged[1] < next_seq:
-            with self._staging:
-                if self._checkpoint is staged:
-                    self._checkpoint = None
 
     def _connection(self, batches: Sequence[Sequence[Mapping[str, Any]]]) -> Conn | None:
         """The live connection; after a break, a new one holding the lock again, reconciled with what is stored."""
@@ -584,6 +574,7 @@ class PgWriter:
                 rows = self.store.read_rows(self.session_id, self.cursor - 1, conn)
                 if [row[2] for row in rows] == wanted:
                     self._conn = conn
+                    self.last_batch = Batch(self.cursor, stored - 1)
                     self.cursor = stored
                     return None
             raise SessionWriteError(f'session "{self.session_id}" was written by someone else while its writer was '

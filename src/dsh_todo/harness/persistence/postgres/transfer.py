@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.encode import encode_batch, header_plaintext
-from dsh_todo.harness.persistence.errors import SessionNotFoundError
+from dsh_todo.harness.persistence.errors import SessionNotFoundError, refuse_unknown_types
 from dsh_todo.harness.persistence.lock import WriterLock
-from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression
+from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.postgres.store import PgStore, release
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.store import JsonlStore, StoredLog, read_stable, unknown_type_refusal
+from dsh_todo.harness.persistence.store import JsonlStore, read_stable
 from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
 
@@ -122,12 +123,14 @@ def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], comp
 
 def source_batches(store: JsonlStore, stored: StoredLog) -> tuple[list[list[Event]], bool]:
     """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
+    assert stored.path is not None, "a JSONL store's logs are files"
     buffer = read_stable(stored.path)
+    compression = compression_of(stored.path)
     torn = stored.torn
     recovered = len(torn.recovered) if torn is not None else 0
     kept = stored.events[:len(stored.events) - recovered]
     end = torn.truncate_to if torn is not None else len(buffer)
-    if store.compression == "zstd":
+    if compression == "zstd":
         counts = []
         for start, stop in scan_frames(buffer[:end]).frames[1:]:
             plaintext = decode_frame(buffer[start:stop])
@@ -139,7 +142,7 @@ def source_batches(store: JsonlStore, stored: StoredLog) -> tuple[list[list[Even
         batches = _raw_batches(lines, kept)
         if encode_log(stored.meta, batches, "none") != buffer[:end]:
             batches = _split(kept, map(_members, lines))  # one batch per line reproduces any packing
-    return batches, encode_log(stored.meta, batches, store.compression) == buffer[:end]
+    return batches, encode_log(stored.meta, batches, compression) == buffer[:end]
 
 
 def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
@@ -162,7 +165,7 @@ def import_session(source: JsonlStore, target: PgStore, session_id: str) -> Move
     lock = _jsonl_lock(path, session_id)
     try:
         stored = source.read_path(path, session_id)
-        unknown_type_refusal(session_id, stored.events, path)
+        refuse_unknown_types(session_id, stored.events, path)
         batches, faithful = source_batches(source, stored)
     finally:
         if lock is not None:
@@ -183,7 +186,7 @@ def import_session(source: JsonlStore, target: PgStore, session_id: str) -> Move
 
 def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Moved:
     """Copy one database session into a JSONL root, batch by batch, as the JSONL writer would have written it."""
-    if source.find(session_id) is None:
+    if source.locate(session_id) is None:
         raise SessionNotFoundError(f'session "{session_id}" has no stored log in {source.location}')
     conn, key = source.lock_session(session_id)
     try:

@@ -1,0 +1,211 @@
+"""A JSONL log's projection checkpoint: ``projections.json`` beside the log, and the exact read of the tail after it.
+
+The file::
+
+    {"version": 1, "log": "session.jsonl.zstd", "identity": {"createdAt": …, "cwd"?: …},
+     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}}
+
+``offset`` is the start of a log record (a raw line, or a zstd frame) at or before the one holding event ``seq``:
+decoding from there yields events starting at some seq ≤ ``seq`` + 1, and the reader skips what the rows already
+cover. Pointing at or before the record (rather than just after it) is what lets a reader prove the checkpoint does
+not lead the log: the event ``seq`` must be among the decoded ones.
+
+**Validation on read** (:func:`usable_checkpoint`): the file parses and names this log, its identity equals the
+log header's ``{createdAt, cwd?}``, the log is where its header says, and ``offset`` lies inside the file. Row-level
+checks (version, schema, seq within the log) are the projection registry's.
+
+What a checkpointed read trusts: the part of the log before ``offset``. It was durable and clean when the
+checkpoint was written and an append-only log does not change it, but a file edited by hand in that region is not
+re-verified (a full read would notice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.contract import Rows
+from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
+from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
+from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.jsonutil import dumps_bytes, loads
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.store import JsonlStore
+
+CHECKPOINT_NAME: Final = "projections.json"
+FORMAT_VERSION: Final = 1
+
+
+# -- the file -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One ``projections.json``: the rows, and where in ``log`` (a file name) a reader starts decoding."""
+
+    log: str
+    identity: dict[str, Any]
+    offset: int
+    rows: Rows
+
+    def encode(self) -> bytes:
+        return dumps_bytes({"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
+                            "offset": self.offset, "rows": self.rows})
+
+
+def identity_of(header: Mapping[str, Any]) -> dict[str, Any]:
+    """``{createdAt, cwd?}`` of a log header (or of a session's header fields)."""
+    identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
+    if header.get("cwd") is not None:
+        identity["cwd"] = header["cwd"]
+    return identity
+
+
+def checkpoint_path(log_path: Path) -> Path:
+    return log_path.parent / CHECKPOINT_NAME
+
+
+def read_checkpoint(log_path: Path) -> Checkpoint | None:
+    """The checkpoint beside ``log_path`` if it is well-formed and names that log; ``None`` otherwise."""
+    try:
+        value = loads(checkpoint_path(log_path).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict) or value.get("version") != FORMAT_VERSION or value.get("log") != log_path.name:
+        return None
+    identity, offset, rows = value.get("identity"), value.get("offset"), value.get("rows")
+    if not isinstance(identity, dict) or type(offset) is not int or offset < 1 or not isinstance(rows, dict):
+        return None
+    return Checkpoint(log_path.name, identity, offset, rows)
+
+
+def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
+    """Replace the checkpoint beside ``log_path`` atomically (temporary file, fsync, rename).
+
+    The directory is not fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags.
+    """
+    target = checkpoint_path(log_path)
+    tmp = target.with_name(f"{CHECKPOINT_NAME}.{secrets.token_hex(6)}.tmp")
+    data = checkpoint.encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def usable_checkpoint(store: JsonlStore, log_path: Path) -> tuple[Meta, Checkpoint] | None:
+    """The log's header and its checkpoint, if the checkpoint belongs to this log and points inside it.
+
+    Row-level checks (version, schema, seq within the log) are the projection registry's; see the module docstring.
+    """
+    checkpoint = read_checkpoint(log_path)
+    if checkpoint is None:
+        return None
+    try:
+        meta = store.read_header(log_path)
+        if meta is None or identity_of(meta) != checkpoint.identity:
+            return None
+        store.check_location(log_path, meta)
+        if checkpoint.offset > os.stat(log_path).st_size:
+            return None
+    except (OSError, SessionLogError):
+        return None
+    return meta, checkpoint
+
+
+# -- reading a tail exactly -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The events decoded from a checkpoint's offset to the end of the log (crash tail excluded, as reads do)."""
+
+    base: int
+    events: list[dict[str, Any]]
+
+
+def _first_seq(plaintext: bytes) -> int | None:
+    end = plaintext.find(b"\n")
+    try:
+        first = loads(plaintext[:end if end >= 0 else len(plaintext)])
+    except ValueError:
+        return None
+    if not isinstance(first, dict):
+        return None
+    seq = first.get("seq0") if first.get("type") in ROW_TYPES else first.get("seq")
+    return seq if type(seq) is int and seq >= 0 else None
+
+
+def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int) -> Tail | None:
+    """Every event from ``offset`` on, read with the exact rules of a full read; ``None`` when anything is off
+    (a misplaced offset, a damaged tail, an unknown event type): the caller reads the whole log then, which reports
+    exactly what a full read reports."""
+    try:
+        with open(log_path, "rb") as file:
+            if offset < 1 or (compression == "none" and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
+                return None
+            file.seek(offset)
+            data = file.read()
+        with paused_gc():
+            events = _tail_events(data, compression, meta)
+    except (OSError, SessionLogError, FrameError):
+        return None
+    if events is None or not events:
+        return None
+    try:
+        refuse_unknown_types(str(meta["id"]), events, log_path)
+    except SessionLogError:
+        return None
+    return Tail(events[0]["seq"], events)
+
+
+def _tail_events(data: bytes, compression: Compression, meta: Meta) -> list[dict[str, Any]] | None:
+    return _zstd_tail(data, meta) if compression == "zstd" else _raw_tail(data, meta)
+
+
+def _raw_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
+    base = _first_seq(data)
+    if base is None:
+        return None
+    scanner = LogScanner.continuing(meta, base)
+    scanner.feed(data)
+    return scanner.events
+
+
+def _zstd_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
+    """Like the full zstd read: complete frames must hold complete lines; an incomplete last frame yields what its
+    whole blocks decode."""
+    scan = scan_frames(data)
+    if not scan.frames:
+        return None
+    plaintexts = [decode_frame(data[start:end]) for start, end in scan.frames]
+    base = _first_seq(plaintexts[0])
+    if base is None:
+        return None
+    scanner = LogScanner.continuing(meta, base)
+    for plaintext in plaintexts:
+        scanner.feed(plaintext)
+    if not scanner.clean:
+        return None
+    if scan.torn_start is not None:
+        scanner.feed(decode_prefix(data[scan.torn_start:]))
+    return scanner.events

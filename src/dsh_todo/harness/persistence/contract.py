@@ -1,0 +1,252 @@
+"""The persistence contract: what a log backend provides, and what the ``session_persistence`` service promises.
+
+There is one service (:class:`~dsh_todo.harness.persistence.service.PersistenceService`) and several backends: DSH's
+JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.store.JsonlStore`) and PostgreSQL
+(:class:`~dsh_todo.harness.persistence.postgres.store.PgStore`). Everything a session's life needs that is not about
+bytes (write-behind batching, adopting a loaded session, resuming like DSH, projection checkpoints at ``turn/end``)
+lives once, in the service and the checkpoint plugin; a backend only reads committed events, appends durable
+batches, holds the one-writer lock, lists sessions and stores a checkpoint. The value types below are shared by
+every backend, so a reader never needs to know which one it holds.
+
+Levels of reading, the same on every backend (they mirror DSH's backend and coordinator):
+
+- ``read_stored``: header, the contiguous good prefix of events, and the torn tail a crash left (if any). Refuses
+  corruption, repairs nothing, takes no lock.
+- ``read``: the same, and refuses an event type this harness does not know and that is not ``ignorable``.
+- ``resume``: takes the writer lock and commits recovery (cut a torn tail, append the closers of an interrupted
+  turn). A second resume finds nothing to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dsh_todo.harness.persistence.header import Meta
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.context import Disposer
+    from dsh_todo.harness.session import Session
+
+Event = dict[str, Any]
+Rows = dict[str, dict[str, Any]]
+"""A projection checkpoint: ``{key: {ver, seq, val}}`` (SPEC §6.2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """Where a crash tail starts (``truncate_to``, a byte offset in the file) and the events still recovered from it.
+
+    ``recovered`` is non-empty only for zstd: complete lines decoded from the whole blocks of an incomplete final
+    frame. They are part of the good prefix but must be written again, because their frame is cut away. A database
+    never has a torn tail: a batch is one transaction.
+    """
+
+    truncate_to: int
+    recovered: list[Event] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLog:
+    """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any.
+
+    ``location`` names where it is for people (a file path, or a database and schema); ``path`` is the file for a
+    JSONL log and ``None`` otherwise. ``last_record`` is the byte offset where the record holding the last event
+    starts (JSONL only; ``None`` for an empty log or a zstd log with a torn last frame). ``batches`` is, for a
+    database log, the write batch of each event (the first seq of the batch it was committed in).
+    """
+
+    location: str
+    meta: Meta
+    events: list[Event]
+    torn: TornTail | None = None
+    path: Path | None = None
+    last_record: int | None = None
+    batches: list[int] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLog:
+    """A log after committed recovery: ``events`` are the ``kept`` stored events followed by ``closers``."""
+
+    location: str
+    meta: Meta
+    events: list[Event]
+    kept: int
+    closers: list[Event]
+    rewrote: bool
+    truncated_to: int | None = None
+    path: Path | None = None
+
+    @property
+    def session_id(self) -> str:
+        return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One entry of a backend's ``list()``: read from the header alone, so listing never parses whole logs."""
+
+    id: str
+    cwd: str | None
+    meta: Meta
+    location: str
+    path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Where one durable batch landed: the seqs it holds and, in a file, its byte range.
+
+    ``start`` is where the batch's first record begins (a line start, or a zstd frame start); ``last_record``
+    is where the record holding ``last_seq`` begins: its own line in a raw log, the batch's frame under zstd. Both
+    are places a reader can start decoding from, which is what a file's projection checkpoint needs. A database
+    batch has no byte range (all three are 0).
+    """
+
+    first_seq: int
+    last_seq: int
+    start: int = 0
+    end: int = 0
+    last_record: int = 0
+
+    def record_of(self, seq: int) -> int:
+        """A record boundary at or before the record holding ``seq`` (which must be in this batch)."""
+        return self.last_record if seq == self.last_seq else self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpointed:
+    """A stored checkpoint a cold reader can start from: its rows and the stored events from ``base`` on."""
+
+    rows: Rows
+    tail: list[Event]
+    base: int
+
+
+class LogWriter(Protocol):
+    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects;
+    ``last_batch`` is where the most recent durable batch landed (``None`` until one is known)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cursor(self) -> int: ...
+
+    @property
+    def last_batch(self) -> Batch | None: ...
+
+    @property
+    def open(self) -> bool: ...
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Make ``events`` durable as one batch; they must continue the log's seq exactly."""
+
+    def close(self) -> None:
+        """Release the writer lock. Idempotent."""
+
+
+class Subscription(Protocol):
+    """What :meth:`LogBackend.follow` returns: close it to stop."""
+
+    def close(self) -> None: ...
+
+
+Callback = Callable[[Sequence[Event]], object]
+
+
+class LogBackend(Protocol):
+    """Where logs are kept. One writer per session across processes (and machines, for a database)."""
+
+    pushes: bool
+    """Whether :meth:`follow` delivers what other processes commit; a caller polls :meth:`read` otherwise."""
+
+    def locate(self, session_id: str) -> str | None:
+        """Where the log of ``session_id`` is, for people (a path or a database), or ``None`` when none is stored."""
+
+    def list(self) -> list[StoredSession]:
+        """Every stored session, from headers only."""
+
+    def read_stored(self, session_id: str) -> StoredLog:
+        """Header, good prefix and torn tail; refuses corruption, repairs nothing, takes no lock."""
+
+    def read(self, session_id: str) -> StoredLog:
+        """:meth:`read_stored`, refusing unknown event types that are not ``ignorable``."""
+
+    def resume(self, session_id: str) -> tuple[LoadedLog, LogWriter]:
+        """Take the writer lock, commit recovery, and return the recovered log with a writer positioned after it."""
+
+    def create(self, meta: Mapping[str, Any]) -> LogWriter:
+        """A writer for a new session (``meta``: ``id``, ``createdAt`` and optional header fields). The lock is
+        taken now; the log appears with the first batch."""
+
+    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> LogWriter:
+        """A writer for a live session whose log already exists (its stored events must be the session's first)."""
+
+    def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
+                         batch: Batch) -> None:
+        """Store ``rows`` (as of event ``seq``, held by the durable ``batch``) as the session's checkpoint. Never
+        called for an event that is not durable, so a checkpoint never leads its log."""
+
+    def read_checkpointed(self, session_id: str) -> Checkpointed | None:
+        """The session's checkpoint and the stored events after it, or ``None`` when there is none that belongs
+        to this log (the caller then folds the whole log)."""
+
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
+        """``callback(events)`` with the events after ``after_seq`` whenever any process commits more, for a backend
+        that can push; ``None`` for one that cannot (the caller polls)."""
+
+    def close(self) -> None:
+        """Let go of connections and other resources."""
+
+
+WrittenListener = Callable[[str, Batch], object]
+
+
+class SessionPersistence(Protocol):
+    """The ``session_persistence`` service (``ctx.session_persistence``): every live session persisted, stored ones
+    loaded back, whatever the backend."""
+
+    @property
+    def backend(self) -> LogBackend: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def batch_delay(self) -> float:
+        """The write-behind window, in seconds."""
+
+    def load(self, session_id: str) -> Session:
+        """The live session, or the stored one restored (recovery committed, resumed like DSH) and made live."""
+
+    def read(self, session_id: str) -> StoredLog:
+        """A stored log without loading it (no lock, no repair)."""
+
+    def list(self) -> list[StoredSession]: ...
+
+    def locate(self, session_id: str) -> str | None: ...
+
+    def flush(self, session_id: str | None = None) -> None:
+        """Make everything queued durable now."""
+
+    def flush_soon(self, session_id: str, through: int) -> None:
+        """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
+
+    def release(self, session_id: str) -> None:
+        """Flush one session and release its writer lock; later appends to it are no longer persisted."""
+
+    def on_written(self, listener: WrittenListener) -> Disposer:
+        """``listener(session_id, batch)`` after each durable batch, and once after a load with where the log
+        stands."""
+
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,204 @@
+"""The one ``session_persistence`` service, over any :class:`~.contract.LogBackend`.
+
+Every live session the ``sessions`` service opens is persisted: its writer lock is taken when it opens, its events
+are queued by a post-commit listener and written in batches (:class:`~.batching.WriteBehind`), and its log appears
+with the first batch. :meth:`PersistenceService.load` reads a stored log, commits crash recovery, adopts the restored
+session into ``sessions`` (where it keeps being persisted) and marks the resume as DSH does. Disposing the plugin
+flushes every queue and releases every lock. The JSONL and PostgreSQL plugins differ only in the backend they hand
+to this class (:func:`install`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.persistence.batching import WriteBehind
+from dsh_todo.harness.persistence.contract import (
+    Callback,
+    LogBackend,
+    StoredLog,
+    StoredSession,
+    Subscription,
+    WrittenListener,
+)
+from dsh_todo.harness.persistence.header import session_header_fields
+from dsh_todo.harness.persistence.scan import paused_gc
+from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
+
+log = logging.getLogger("dsh_todo.persistence")
+
+END_SEED: Final = "session/end-seed"
+"""The marker DSH appends when a session is built from a stored seed (SPEC §5.4)."""
+
+
+class PersistenceService:
+    """Persists live sessions and loads stored ones back into ``sessions``, through one backend."""
+
+    def __init__(self, sessions: SessionStore, backend: LogBackend, *, batch_delay_ms: int = 200) -> None:
+        self.sessions = sessions
+        self._backend = backend
+        self._writes = WriteBehind(batch_delay_ms)
+        self._live: dict[str, Session] = {}
+        self._resuming: set[str] = set()
+        self._closed = False
+
+    @property
+    def backend(self) -> LogBackend:
+        return self._backend
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def batch_delay(self) -> float:
+        """The write-behind window, in seconds."""
+        return self._writes.delay
+
+    # -- reading and loading --------------------------------------------------------------------------------
+
+    def load(self, session_id: str) -> Session:
+        """The live session ``session_id``, or the stored one restored (recovery committed) and made live.
+
+        Like DSH, a session built from a non-empty stored seed gets one ``session/end-seed`` marker unless the seed
+        already ends with one, so a log resumed here and by DSH in turns stays the log DSH alone would write.
+        """
+        live = self.sessions.get(session_id)
+        if live is not None:
+            return live
+        self._require_open()
+        loaded, writer = self._backend.resume(session_id)
+        session = Session(session_id, header=session_header_fields(loaded.meta))
+        try:
+            with paused_gc():  # restoring freezes every event: millions of acyclic containers
+                session.restore(loaded.events)
+            self._writes.open(writer)
+        except BaseException:
+            writer.close()
+            raise
+        self._resuming.add(session_id)
+        try:
+            self.sessions.adopt(session)
+        except BaseException:
+            self._live.pop(session_id, None)
+            self._writes.release(session_id)
+            raise
+        finally:
+            self._resuming.discard(session_id)
+        self._writes.announce(session_id)
+        if loaded.events and loaded.events[-1]["type"] != END_SEED:
+            session.append(END_SEED, {})
+        return session
+
+    def read(self, session_id: str) -> StoredLog:
+        """A stored log without loading it (no lock, no repair)."""
+        return self._backend.read(session_id)
+
+    def list(self) -> list[StoredSession]:
+        return self._backend.list()
+
+    def locate(self, session_id: str) -> str | None:
+        """Where the stored log of ``session_id`` is, for people, or ``None``."""
+        return self._backend.locate(session_id)
+
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
+        """Events other processes commit, pushed, where the backend can push (else ``None``: poll instead)."""
+        self._require_open()
+        return self._backend.follow(session_id, after_seq, callback)
+
+    # -- writing --------------------------------------------------------------------------------------------
+
+    def flush(self, session_id: str | None = None) -> None:
+        """Make everything queued durable now; also lets go of sessions that were closed in the meantime."""
+        self._writes.flush(session_id)
+        for closed in [sid for sid, session in self._live.items() if session.closed]:
+            self.release(closed)
+
+    def flush_soon(self, session_id: str, through: int) -> None:
+        """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
+        self._writes.flush_soon(session_id, through)
+
+    def release(self, session_id: str) -> None:
+        """Flush one session and release its writer lock; later appends to it are no longer persisted."""
+        self._live.pop(session_id, None)
+        self._writes.release(session_id)
+
+    def on_written(self, listener: WrittenListener) -> Disposer:
+        """``listener(session_id, batch)`` after each durable batch (see :class:`~.contract.Batch`)."""
+        return Disposer(self._writes.on_written(listener))
+
+    def close(self) -> None:
+        """Flush every session, release every lock, let go of the backend (the plugin's dispose)."""
+        self._closed = True
+        self._live.clear()
+        try:
+            self._writes.close()
+        finally:
+            self._backend.close()
+
+    # -- session hooks --------------------------------------------------------------------------------------
+
+    def attach(self, session: Session) -> None:
+        """Start persisting a session that just became live (``sessions.on_open``)."""
+        if self._closed:
+            return
+        if session.id in self._resuming:  # our own load: its writer is already queued
+            self._live[session.id] = session
+            return
+        session.header.setdefault("createdAt", session.events[0]["time"] if session.events else now_ms())
+        if self._backend.locate(session.id) is None:
+            writer = self._backend.create({"id": session.id, **session.header})
+        else:
+            writer = self._backend.continue_live(session.id, session.events)
+        try:
+            queue = self._writes.open(writer)
+        except BaseException:
+            writer.close()
+            raise
+        self._live[session.id] = session
+        self._writes.announce(session.id)
+        for event in session.events[writer.cursor:]:
+            self._writes.enqueue(queue, event)
+
+    def record(self, session: Session, event: Event) -> None:
+        """Queue one committed event (``sessions.listen``); never blocks on the backend."""
+        queue = self._writes.get(session.id)
+        if queue is None or self._live.get(session.id) is not session:
+            return
+        self._writes.enqueue(queue, event)
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("session persistence is disposed")
+
+
+def batch_delay_config(plugin: str, raw: Mapping[str, Any]) -> int:
+    """``writeBatchMaxDelayMs`` (DSH's key; 200 by default), checked as DSH checks it."""
+    from dsh_todo.harness.errors import ConfigError
+
+    delay = raw.get("writeBatchMaxDelayMs", 200)
+    if type(delay) is not int or not 1 <= delay <= MAX_BATCH_DELAY_MS:
+        raise ConfigError(f"{plugin}: 'writeBatchMaxDelayMs' must be an integer between 1 and {MAX_BATCH_DELAY_MS}")
+    return delay
+
+
+MAX_BATCH_DELAY_MS: Final = 2**31 - 1
+"""Node's largest timer delay, DSH's upper bound for the batch window."""
+
+
+def install(ctx: Context, backend: LogBackend, batch_delay_ms: int) -> PersistenceService:
+    """Persist every live session (those already open too) through ``backend``; release on close; provide the
+    service as ``session_persistence`` and dispose it with the plugin."""
+    sessions = ctx.sessions
+    service = PersistenceService(sessions, backend, batch_delay_ms=batch_delay_ms)
+    sessions.on_open(service.attach)
+    sessions.on_close(lambda session: service.release(session.id))
+    sessions.listen(service.record)
+    for session in sessions.list():
+        service.attach(session)
+    ctx.provide("session_persistence", service)
+    ctx.on_dispose(service.close)
+    return service
