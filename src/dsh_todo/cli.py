@@ -30,26 +30,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.mcp.server import main as serve_mcp
-    from dsh_todo.runtime import default_root
+    from dsh_todo.cliargs import storage_of
 
-    return serve_mcp(root=args.root or default_root(), allow_parallel=not args.single_active, http=args.http,
+    return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
                      port=args.port)
 
 
 def _cmd_acp(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.acp.agent import main as serve_acp
-    from dsh_todo.runtime import default_root
+    from dsh_todo.cliargs import storage_of
 
-    return serve_acp(root=args.root or default_root(), script=args.script, model=args.model,
+    return serve_acp(storage=storage_of(args), script=args.script, model=args.model,
                      allow_parallel=not args.single_active)
 
 
 def _cmd_web(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
-    from dsh_todo.runtime import default_database, default_root
+    from dsh_todo.cliargs import storage_of
 
-    return run_web(args.root or default_root(), host=args.host, port=args.port, token=args.token,
-                   database=args.database or default_database())
+    return run_web(storage_of(args), host=args.host, port=args.port, token=args.token)
 
 
 def _transfer(args: argparse.Namespace, direction: str) -> int:
@@ -103,6 +102,8 @@ def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dsh_todo.cliargs import add_storage_options
+
     parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -111,14 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(run=_cmd_schema)
 
     demo = sub.add_parser("demo", help="play a scripted multi-step task offline and show the plan")
-    demo.add_argument("--root", default=".dsh-todo/demo", help="where the demo's session log is written")
+    add_storage_options(demo, writes=True)
     demo.add_argument("--web", action="store_true", help="serve the live page on 127.0.0.1 while the demo runs")
     demo.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
     demo.add_argument("--pace", type=float, default=1.5, help="seconds per model reply with --web (default 1.5)")
     demo.set_defaults(run=_cmd_demo)
 
     mcp = sub.add_parser("mcp", help="serve todo_write to an MCP client (stdio, or streamable HTTP with --http)")
-    mcp.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(mcp, writes=True)
     mcp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
@@ -128,17 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     acp_model = acp.add_mutually_exclusive_group()
     acp_model.add_argument("--script", help="a JSON list of scripted assistant replies (offline)")
     acp_model.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
-    acp.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(acp, writes=True)
     acp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     acp.set_defaults(run=_cmd_acp)
 
     web = sub.add_parser("web", help="serve the live plan strip and tool rows of the sessions under a root")
-    web.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(web, writes=False)
     web.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
     web.add_argument("--token", help="access token every request must carry (required off loopback)")
-    web.add_argument("--database", metavar="URL",
-                     help="serve the sessions in PostgreSQL instead of --root (default $DSH_TODO_DATABASE_URL)")
     web.set_defaults(run=_cmd_web)
 
     _add_transfer_parsers(sub)
@@ -153,13 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     import signal
 
     from dsh_todo.commands import CommandError
+    from dsh_todo.runtime import StorageError
 
     if hasattr(signal, "SIGPIPE"):  # `dsh-todo events … | head` should stop quietly, like any Unix filter
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
-    except CommandError as exc:
+    except (CommandError, StorageError) as exc:
         print(f"dsh-todo {args.command}: {exc}", file=sys.stderr)
         return 2
     return code

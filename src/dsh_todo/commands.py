@@ -143,14 +143,15 @@ def _model(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.terminal import PlanPrinter
+    from dsh_todo.cliargs import storage_of
     from dsh_todo.harness import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
     from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
-    from dsh_todo.runtime import default_database, open_runtime
+    from dsh_todo.runtime import open_storage
 
+    storage = storage_of(args)
     model = _model(args)
-    root = Path(args.root) if args.root else _default_root()
-    ctx = open_runtime(root, allow_parallel=not args.single_active, database=args.database or default_database())
+    ctx = open_storage(storage, allow_parallel=not args.single_active)
     try:
         printer = PlanPrinter(ctx)
         mounted = ", ".join(ctx.tools.names()) or "none"
@@ -178,6 +179,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: Any) -> None:
+    from dsh_todo.cliargs import add_storage_options
+
     plan = sub.add_parser("plan", help="the standing plan of a session log (after load and recovery)")
     plan.add_argument("path", help="a session directory or its session.jsonl[.zstd]")
     plan.add_argument("--json", action="store_true", help="print the projection value (null when none)")
@@ -202,9 +205,7 @@ def add_parsers(sub: Any) -> None:
     source = run.add_mutually_exclusive_group()
     source.add_argument("--script", help="a JSON list of scripted assistant replies (offline)")
     source.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
-    run.add_argument("--root", help="persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(run, writes=True)
     run.add_argument("--session", help="session id; an existing one is resumed")
-    run.add_argument("--database", metavar="URL",
-                     help="persist in PostgreSQL instead of --root (default $DSH_TODO_DATABASE_URL)")
     run.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     run.set_defaults(run=cmd_run)

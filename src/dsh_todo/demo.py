@@ -3,7 +3,8 @@
 Everything but the model is real: the standard composition boots (with DSH-format persistence), every call goes
 through the tool registry's validation, and the plan shown is the ``todos`` projection of the session log. The
 script includes parallel ``in_progress`` work, a rejected call and its correction, completion, and a second turn
-whose ``turn/start`` clears the standing plan. The log stays on disk for ``dsh-todo plan`` / ``events``.
+whose ``turn/start`` clears the standing plan. The log is written where every other command looks (the default
+root, ``--root`` or ``--database``), and the demo's last lines are the exact commands that show it again.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shlex
 import sys
 import time
-from pathlib import Path
 
 from dsh_todo.carriers.terminal import PlanPrinter
 from dsh_todo.harness import Agent, Context
@@ -22,7 +23,7 @@ from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import open_runtime
+from dsh_todo.runtime import Storage, open_storage
 
 INSPECT, DESIGN, BUILD, DOCS, TESTS = (
     "Read the request pipeline", "Choose a limiter design", "Implement the rate limiter",
@@ -71,9 +72,21 @@ async def play(ctx: Context, session: Session, *, pause: float = 0.0) -> None:
         await loop.run_turn(agent, prompt)
 
 
+def look_again(storage: Storage, session_id: str) -> list[str]:
+    """The commands that show what the demo wrote, exactly as a person would type them."""
+    if storage.database is not None:
+        where = f"--database {shlex.quote(storage.database)}"
+    else:
+        where = f"--root {shlex.quote(str(storage.root))}"
+    return [f"dsh-todo plan {where} {shlex.quote(session_id)}",
+            f"dsh-todo web {where}   (then open /?session={session_id})"]
+
+
 def run_demo(args: argparse.Namespace) -> int:
-    root = Path(args.root)
-    ctx = open_runtime(root)
+    from dsh_todo.cliargs import storage_of
+
+    storage = storage_of(args)
+    ctx = open_storage(storage)
     printer = PlanPrinter(ctx)
     printer.say("dsh-todo demo: the model is SCRIPTED (offline); the loop, tool, log and projection are real.")
     session_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
@@ -90,7 +103,7 @@ def run_demo(args: argparse.Namespace) -> int:
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()
-        path = ctx.session_persistence.locate(session_id)
+        where = ctx.session_persistence.locate(session_id)
         if stop_web is not None and sys.stdin.isatty():
             printer.say("done; the page stays up until you press Ctrl-C")
             with contextlib.suppress(KeyboardInterrupt):
@@ -101,6 +114,8 @@ def run_demo(args: argparse.Namespace) -> int:
             stop_web()
         ctx.dispose()
     printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
-    printer.say(f"session log (DSH format): {path}")
-    printer.say(f"read it back:  dsh-todo plan {path}   |   dsh-todo events {path}")
+    printer.say(f"session log (DSH format): {where}")
+    printer.say("look at it again:")
+    for command in look_again(storage, session_id):
+        printer.say(f"  {command}")
     return 0

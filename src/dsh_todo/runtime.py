@@ -4,12 +4,15 @@ root) DSH-format persistence. One place, so the CLI, the web page, MCP and ACP a
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dsh_todo.harness import Context, boot
 
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
+
+Compression = Literal["zstd", "none"]
 
 
 def default_root() -> Path:
@@ -21,6 +24,48 @@ def default_root() -> Path:
 def default_database() -> str | None:
     """``$DSH_TODO_DATABASE_URL``: a PostgreSQL URL that replaces the JSONL root, or ``None``."""
     return os.environ.get("DSH_TODO_DATABASE_URL") or None
+
+
+class StorageError(ValueError):
+    """Where sessions live was asked for in two contradicting ways."""
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """Where a front door keeps sessions: a JSONL ``root`` (new logs in ``compression``) or a PostgreSQL
+    ``database``. Every command resolves it the same way (:meth:`resolve`), so ``dsh-todo plan`` reads where
+    ``dsh-todo run`` wrote."""
+
+    root: Path | None = None
+    database: str | None = None
+    compression: Compression = "zstd"
+
+    @classmethod
+    def resolve(cls, root: str | Path | None = None, database: str | None = None,
+                compression: Compression | None = None) -> Storage:
+        """An explicit ``root`` or ``database`` wins over the environment; with neither,
+        ``$DSH_TODO_DATABASE_URL`` if set, else ``$DSH_TODO_ROOT``, else ``./.dsh-todo/sessions``."""
+        if root is not None and database is not None:
+            raise StorageError("choose one of --root and --database")
+        if database is None and root is None:
+            database = default_database()
+        if database is not None:
+            if compression is not None:
+                raise StorageError("--compression is for JSONL roots; a database stores events as text")
+            return cls(database=database)
+        return cls(root=Path(root) if root is not None else default_root(), compression=compression or "zstd")
+
+    def describe(self) -> str:
+        """Where, for people (never a database password)."""
+        if self.database is not None:
+            from dsh_todo.harness.persistence.postgres.connection import describe
+
+            return f"sessions in {describe(self.database)}"
+        return f"sessions under {os.path.abspath(self.root or DEFAULT_ROOT)}"
+
+    def options(self) -> dict[str, Any]:
+        """The :func:`composition` keywords that persist here."""
+        return {"database": self.database, "compression": self.compression}
 
 
 def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str = "zstd",
@@ -58,3 +103,8 @@ def open_runtime(root: str | Path | None = None, **options: Any) -> Context:
     """Boot the standard composition; with ``root`` (or ``database=URL``), sessions are persisted there and can be
     loaded back."""
     return boot(composition(root, **options))
+
+
+def open_storage(storage: Storage, **options: Any) -> Context:
+    """Boot the standard composition persisting to ``storage``."""
+    return open_runtime(storage.root, **storage.options(), **options)

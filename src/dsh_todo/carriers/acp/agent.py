@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from acp.core import run_agent
 from acp.exceptions import RequestError
@@ -44,6 +43,9 @@ from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
 from dsh_todo.harness.llm.base import Model, ModelError
 from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
+
+if TYPE_CHECKING:
+    from dsh_todo.runtime import Storage
 from dsh_todo.harness.tools.registry import AbortSignal
 
 log = logging.getLogger("dsh_todo.acp")
@@ -222,23 +224,20 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
     await run_agent(cast(AcpAgent, TodoAgent(ctx, model)))
 
 
-def _where(root: str | Path | None) -> str:
-    return f"sessions under {os.path.abspath(root)}" if root is not None else "sessions not persisted"
 
-
-def main(*, root: str | Path | None, script: str | None = None, model: str | None = None,
+def main(*, storage: Storage, script: str | None = None, model: str | None = None,
          allow_parallel: bool = True) -> int:
-    """``dsh-todo acp``: pick the model, boot the standard composition persisted under ``root``, serve stdio."""
-    from dsh_todo.runtime import open_runtime
+    """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
+    from dsh_todo.runtime import open_storage
 
     try:
         llm = make_model(script, model)
     except ModelError as exc:
         print(f"dsh-todo acp: {exc}", file=sys.stderr)
         return 2
-    ctx = open_runtime(root, allow_parallel=allow_parallel)
+    ctx = open_storage(storage, allow_parallel=allow_parallel)
     print(f"dsh-todo acp: model {llm.provider}/{llm.model}, tools {', '.join(ctx.tools.names()) or 'none'} "
-          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {_where(root)}",
+          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
           file=sys.stderr, flush=True)
     try:
         asyncio.run(serve_stdio(ctx, llm))

@@ -24,8 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from importlib import metadata
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import mcp_types as types
@@ -36,6 +35,9 @@ from mcp.shared.exceptions import MCPError
 from dsh_todo.carriers.mcp.calls import ABSENT, CallSession
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps, loads
+
+if TYPE_CHECKING:
+    from dsh_todo.runtime import Storage
 
 SERVER_NAME: Final = "dsh-todo"
 SESSION_META_KEY: Final = "dsh-todo/sessionId"
@@ -195,18 +197,14 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
         print(f"dsh-todo mcp: listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
 
 
-def _where(root: str | Path | None) -> str:
-    return f"sessions under {os.path.abspath(root)}" if root is not None else "sessions not persisted"
-
-
-def main(*, root: str | Path | None, allow_parallel: bool = True, http: bool = False,
+def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False,
          host: str = "127.0.0.1", port: int = 8765) -> int:
-    """``dsh-todo mcp``: boot the standard composition persisted under ``root`` and serve until the client leaves."""
-    from dsh_todo.runtime import open_runtime
+    """``dsh-todo mcp``: boot the standard composition persisted to ``storage`` and serve until the client leaves."""
+    from dsh_todo.runtime import open_storage
 
-    ctx = open_runtime(root, allow_parallel=allow_parallel)
+    ctx = open_storage(storage, allow_parallel=allow_parallel)
     print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
-          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {_where(root)}",
+          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
           file=sys.stderr, flush=True)
     try:
         if http:

@@ -16,8 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import uvicorn
@@ -25,6 +24,9 @@ import uvicorn
 from dsh_todo.carriers.web.app import WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
+
+if TYPE_CHECKING:
+    from dsh_todo.runtime import Storage
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -119,11 +121,10 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
     return server.start(), server.stop
 
 
-def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-            out: Any = None, err: Any = None, database: str | None = None) -> int:
-    """``dsh-todo web``: serve the sessions under ``root`` (or in the PostgreSQL ``database``) until interrupted;
-    print the URL once it answers."""
-    from dsh_todo.runtime import open_runtime
+def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
+            out: Any = None, err: Any = None) -> int:
+    """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
+    from dsh_todo.runtime import open_storage
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -132,10 +133,10 @@ def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, toke
         print(f"dsh-todo web: {problem}", file=err)
         return 2
     try:
-        ctx = open_runtime(root, database=database)
+        ctx = open_storage(storage)
     except Exception as exc:
-        print(f"dsh-todo web: cannot open the session {'database' if database else f'root {root}'}: {exc}",
-              file=err)
+        where = "database" if storage.database is not None else f"root {storage.root}"
+        print(f"dsh-todo web: cannot open the session {where}: {exc}", file=err)
         return 1
     try:
         try:
@@ -152,9 +153,7 @@ def run_web(root: str | Path, *, host: str = "127.0.0.1", port: int = 8765, toke
         try:
             url = server.start()
             print(url, file=out, flush=True)
-            where = "in the database" if database else f"under {Path(root).resolve()}"
-            print(f"dsh-todo web: serving the sessions {where} (Ctrl+C to stop)", file=err,
-                  flush=True)
+            print(f"dsh-todo web: serving the {storage.describe()} (Ctrl+C to stop)", file=err, flush=True)
             while not done.wait(0.5):
                 pass
         finally:

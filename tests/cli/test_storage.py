@@ -1,0 +1,165 @@
+"""Every front door on every backend: ``--root``, ``--database`` and ``--compression`` mean the same everywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.cli import main
+from dsh_todo.jsonutil import dumps
+from dsh_todo.runtime import Storage, StorageError
+from tests.postgres.conftest import pg_server, pg_url  # noqa: F401  (fixtures)
+
+PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
+SCRIPT = [{"tool_calls": [{"name": "todo_write", "arguments": dumps({"todos": PLAN})}]}, {"text": "DONE"}]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DSH_TODO_ROOT", "DSH_TODO_DATABASE_URL")}
+    return {**env, **extra}
+
+
+def cli(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dsh_todo.cli", *argv], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=env or clean_env(), stdin=subprocess.DEVNULL)
+
+
+def test_storage_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DSH_TODO_DATABASE_URL", raising=False)
+    monkeypatch.setenv("DSH_TODO_ROOT", "/env/root")
+    assert Storage.resolve() == Storage(root=Path("/env/root"))
+    assert Storage.resolve("/r", compression="none") == Storage(root=Path("/r"), compression="none")
+    monkeypatch.setenv("DSH_TODO_DATABASE_URL", "postgresql://db/x")
+    assert Storage.resolve() == Storage(database="postgresql://db/x")
+    assert Storage.resolve("/r") == Storage(root=Path("/r"))  # an explicit root beats the environment
+    with pytest.raises(StorageError, match="choose one of --root and --database"):
+        Storage.resolve("/r", "postgresql://db/x")
+    with pytest.raises(StorageError, match="--compression is for JSONL roots"):
+        Storage.resolve(database="postgresql://db/x", compression="none")
+
+
+def test_contradicting_options_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "x", "--script", "s.json", "--root", str(tmp_path), "--database", "postgresql://h/d"]) == 2
+    assert capsys.readouterr().err == "dsh-todo run: choose one of --root and --database\n"
+
+
+def test_demo_writes_under_the_default_root_and_prints_how_to_look_again(tmp_path: Path) -> None:
+    """Repro before the fix: ``demo`` wrote to ``./.dsh-todo/demo`` whatever ``$DSH_TODO_ROOT`` said, so
+    ``dsh-todo sessions`` and ``dsh-todo web`` right after the demo showed nothing."""
+    root = tmp_path / "sessions"
+    proc = cli("demo", cwd=tmp_path, env=clean_env(DSH_TODO_ROOT=str(root)))
+    assert proc.returncode == 0, proc.stderr
+    [log] = list(root.glob("*/*/session.jsonl.zstd"))
+    session_id = log.parent.name
+    last = proc.stdout.rstrip("\n").splitlines()[-3:]
+    assert last == ["look at it again:",
+                    f"  dsh-todo plan --root {root} {session_id}",
+                    f"  dsh-todo web --root {root}   (then open /?session={session_id})"]
+    assert not (tmp_path / ".dsh-todo").exists()
+
+
+def test_run_resumes_a_raw_log_under_a_zstd_configured_root(tmp_path: Path) -> None:
+    """Repro before the fix: a root of raw ``.jsonl`` logs made ``run`` (zstd by default) fail with "select the
+    matching compression mode", an option no command had."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    root = tmp_path / "root"
+    first = cli("run", "plan", "--script", str(script), "--root", str(root), "--compression", "none",
+                "--session", "s", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = cli("run", "again", "--script", str(script), "--root", str(root), "--session", "s", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert [p.name for p in root.glob("*/*/session*")] == ["session.jsonl"]  # the log kept its encoding
+    fresh = cli("run", "new", "--script", str(script), "--root", str(root), "--session", "t", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert sorted(p.name for p in root.glob("*/*/session.jsonl*")) == ["session.jsonl", "session.jsonl.zstd"]
+
+
+# -- --database on every front door ---------------------------------------------------------------------------
+
+
+def stored_events(url: str, session_id: str) -> list[dict[str, Any]]:
+    from dsh_todo.harness.persistence.postgres import PgStore
+
+    store = PgStore(url)
+    try:
+        return store.read(session_id).events
+    finally:
+        store.close()
+
+
+def plan_of(events: list[dict[str, Any]]) -> Any:
+    from dsh_todo.tool_todo.rules import standing_plan
+
+    return standing_plan(events)
+
+
+@pytest.mark.usefixtures("pg_server")
+def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    session_id = f"run-{uuid.uuid4()}"
+    proc = cli("run", "plan", "--script", str(script), "--database", pg_url, "--session", session_id, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert plan_of(stored_events(pg_url, session_id)) == PLAN
+    demo = cli("demo", cwd=tmp_path, env=clean_env(DSH_TODO_DATABASE_URL=pg_url))
+    assert demo.returncode == 0, demo.stderr
+    line = next(line for line in demo.stdout.splitlines() if line.startswith("  dsh-todo plan --database "))
+    demo_id = line.split()[-1]
+    assert [e["type"] for e in stored_events(pg_url, demo_id)][-1] == "turn/end"
+
+
+@pytest.mark.usefixtures("pg_server")
+def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    pytest.importorskip("mcp")
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "dsh_todo.cli", "mcp", "--database", pg_url],
+                                   cwd=str(tmp_path), env=clean_env())
+
+    async def one_call() -> str:
+        async with Client(params) as client:
+            result = await client.call_tool("todo_write", {"todos": PLAN})
+            assert not result.is_error
+            assert result.meta is not None
+            return str(result.meta["dsh-todo/sessionId"])
+
+    session_id = asyncio.run(asyncio.wait_for(one_call(), 60))
+    assert plan_of(stored_events(pg_url, session_id)) == PLAN
+
+
+@pytest.mark.usefixtures("pg_server")
+def test_acp_takes_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    pytest.importorskip("acp")
+    from acp.helpers import text_block
+    from acp.stdio import spawn_agent_process
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+
+    class Quiet:
+        async def session_update(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    async def one_prompt() -> str:
+        argv = ["-m", "dsh_todo.cli", "acp", "--script", str(script), "--database", pg_url]
+        async with spawn_agent_process(Quiet(), sys.executable, *argv, cwd=tmp_path, env=clean_env()) as (conn, _):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("plan")])
+            return session.session_id
+
+    session_id = asyncio.run(asyncio.wait_for(one_prompt(), 60))
+    assert plan_of(stored_events(pg_url, session_id)) == PLAN
