@@ -64,9 +64,9 @@ def _transfer(args: argparse.Namespace, direction: str) -> int:
     store = PgStore(url, schema=args.schema)
     try:
         if direction == "import":
-            results = import_root(args.root, store, compression=args.compression, session_ids=args.session)
+            results = import_root(args.root, store, session_ids=args.session)
         else:
-            results = export_root(store, args.root, compression=args.compression or "zstd", session_ids=args.session)
+            results = export_root(store, args.root, compression=args.compression, session_ids=args.session)
     finally:
         store.close()
     failed = 0
@@ -95,8 +95,9 @@ def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
         cmd.add_argument("root", metavar="ROOT", help="the JSONL persistence root")
         cmd.add_argument("--database", metavar="URL", help="PostgreSQL URL (default $DSH_TODO_DATABASE_URL)")
         cmd.add_argument("--schema", default="public", help="PostgreSQL schema holding the tables (default public)")
-        cmd.add_argument("--compression", choices=["zstd", "none"],
-                         help="the root's encoding (export: default zstd; import: detected)")
+        if direction == "export":
+            cmd.add_argument("--compression", choices=["zstd", "none"], default="zstd",
+                             help="encoding of the exported logs (default zstd, as DSH)")
         cmd.add_argument("--session", action="append", metavar="ID", help="only this session (repeatable)")
         cmd.set_defaults(run=_cmd_export if direction == "export" else _cmd_import)
 

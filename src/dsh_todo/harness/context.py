@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from dsh_todo.harness.tools.registry import ToolRegistry
 
 log = logging.getLogger("dsh_todo.context")
+
+T = TypeVar("T")
+
+
+def _present(name: str, service: T | None) -> T:
+    if service is None:
+        raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
+    return service
 
 
 class Disposer:
@@ -211,8 +219,22 @@ class Context:
         root.refresh()
         return disposer
 
+    @overload
+    def get(self, name: Literal["tools"]) -> ToolRegistry | None: ...
+    @overload
+    def get(self, name: Literal["sessions"]) -> SessionStore | None: ...
+    @overload
+    def get(self, name: Literal["session_projections"]) -> ProjectionRegistry | None: ...
+    @overload
+    def get(self, name: Literal["invariants"]) -> InvariantRegistry | None: ...
+    @overload
+    def get(self, name: Literal["session_persistence"]) -> SessionPersistence | None: ...
+    @overload
+    def get(self, name: str) -> Any: ...
+
     def get(self, name: str) -> Any:
-        """The service seen from this scope, or ``None`` (for optional services not in ``inject``)."""
+        """The service seen from this scope, or ``None`` (for optional services not in ``inject``). The harness's
+        own services are typed by name, so callers need no casts."""
         service = self._root.services.get(name)
         if service is None:
             return None
@@ -221,31 +243,25 @@ class Context:
     def has(self, name: str) -> bool:
         return name in self._root.services
 
-    def _required(self, name: str) -> Any:
-        service = self.get(name)
-        if service is None:
-            raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
-        return service
-
     @property
     def tools(self) -> ToolRegistry:
-        return cast("ToolRegistry", self._required("tools"))
+        return _present("tools", self.get("tools"))
 
     @property
     def sessions(self) -> SessionStore:
-        return cast("SessionStore", self._required("sessions"))
+        return _present("sessions", self.get("sessions"))
 
     @property
     def session_projections(self) -> ProjectionRegistry:
-        return cast("ProjectionRegistry", self._required("session_projections"))
+        return _present("session_projections", self.get("session_projections"))
 
     @property
     def invariants(self) -> InvariantRegistry:
-        return cast("InvariantRegistry", self._required("invariants"))
+        return _present("invariants", self.get("invariants"))
 
     @property
     def session_persistence(self) -> SessionPersistence:
-        return cast("SessionPersistence", self._required("session_persistence"))
+        return _present("session_persistence", self.get("session_persistence"))
 
     # -- scopes ---------------------------------------------------------------------------------------------
     def _child(self, label: str, needs: Iterable[str], start: Callable[[Context], Any]) -> Scope:

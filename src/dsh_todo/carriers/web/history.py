@@ -65,13 +65,6 @@ class Sessions:
         session: Session | None = store.get(session_id)
         return session
 
-    def stored_path(self, session_id: str) -> Any:
-        """The stored log's path, or ``None`` (no persistence, or no such log). Blocking: scans the root."""
-        persistence = self.ctx.get("session_persistence")
-        if persistence is None:
-            return None
-        return persistence.store.find(session_id)
-
     def read(self, session_id: str) -> SessionLog:
         """The session's events now (blocking for stored logs). Raises :class:`RpcError` when it cannot."""
         session = self.live(session_id)

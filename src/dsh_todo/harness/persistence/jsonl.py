@@ -10,20 +10,20 @@ Config (DSH's names): ``root`` (required), ``compression`` (``"zstd"`` by defaul
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.service import batch_delay_config, install
+from dsh_todo.harness.persistence.service import backend_config, install, text_field
 from dsh_todo.harness.persistence.store import JsonlStore
 
 name = "@deepseek-ai/dsh-session-persistence-jsonl"
 inject = ["sessions"]
 
-_IGNORED_DSH_KEYS: Final = frozenset({"preparedSessionCacheSize"})
+_KEYS: Final = frozenset({"root", "compression", "packChunks", "preparedSessionCacheSize"})
+"""``preparedSessionCacheSize`` is DSH's too, accepted and ignored (this store keeps no prepared sessions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,18 +35,11 @@ class Config:
 
     @classmethod
     def parse(cls, raw: Any) -> Config:
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{name} needs a config with a 'root' directory")
-        unknown = set(raw) - {"root", "compression", "writeBatchMaxDelayMs", "packChunks"} - _IGNORED_DSH_KEYS
-        if unknown:
-            raise ConfigError(f"{name}: unknown config keys {sorted(unknown)}")
-        root = raw.get("root")
-        if not isinstance(root, str) or not root:
-            raise ConfigError(f"{name}: 'root' must be a non-empty path string")
+        raw, delay = backend_config(name, raw, keys=_KEYS, needs="a 'root' directory")
+        root = text_field(name, raw, "root", "path string")
         compression = raw.get("compression", "zstd")
         if compression not in ("zstd", "none"):
             raise ConfigError(f"{name}: 'compression' must be \"zstd\" or \"none\", not {compression!r}")
-        delay = batch_delay_config(name, raw)
         pack = raw.get("packChunks", True)
         if type(pack) is not bool:
             raise ConfigError(f"{name}: 'packChunks' must be true or false")

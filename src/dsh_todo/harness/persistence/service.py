@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.persistence.batching import WriteBehind
 from dsh_todo.harness.persistence.contract import (
     Callback,
@@ -175,18 +176,30 @@ class PersistenceService:
             raise RuntimeError("session persistence is disposed")
 
 
-def batch_delay_config(plugin: str, raw: Mapping[str, Any]) -> int:
-    """``writeBatchMaxDelayMs`` (DSH's key; 200 by default), checked as DSH checks it."""
-    from dsh_todo.harness.errors import ConfigError
+MAX_BATCH_DELAY_MS: Final = 2**31 - 1
+"""Node's largest timer delay, DSH's upper bound for the batch window."""
 
+
+def backend_config(plugin: str, raw: Any, *, keys: frozenset[str], needs: str) -> tuple[Mapping[str, Any], int]:
+    """A persistence plugin's config as a mapping with only ``keys`` (and ``writeBatchMaxDelayMs``), plus its
+    batch window checked as DSH checks it (an integer from 1 ms to Node's largest timer delay; 200 by default)."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{plugin} needs a config with {needs}")
+    unknown = set(raw) - keys - {"writeBatchMaxDelayMs"}
+    if unknown:
+        raise ConfigError(f"{plugin}: unknown config keys {sorted(unknown)}")
     delay = raw.get("writeBatchMaxDelayMs", 200)
     if type(delay) is not int or not 1 <= delay <= MAX_BATCH_DELAY_MS:
         raise ConfigError(f"{plugin}: 'writeBatchMaxDelayMs' must be an integer between 1 and {MAX_BATCH_DELAY_MS}")
-    return delay
+    return raw, delay
 
 
-MAX_BATCH_DELAY_MS: Final = 2**31 - 1
-"""Node's largest timer delay, DSH's upper bound for the batch window."""
+def text_field(plugin: str, raw: Mapping[str, Any], key: str, what: str) -> str:
+    """A required non-empty string setting (``root``, ``url``)."""
+    value = raw.get(key)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{plugin}: '{key}' must be a non-empty {what}")
+    return value
 
 
 def install(ctx: Context, backend: LogBackend, batch_delay_ms: int) -> PersistenceService:

@@ -12,7 +12,6 @@ Config: ``url`` (required: a libpq URI or connection string), ``schema`` (``"pub
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -20,13 +19,13 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.store import PgStore, PgWriter
-from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, batch_delay_config, install
+from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, backend_config, install, text_field
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
 inject = ["sessions"]
 
 _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
-_KEYS: Final = frozenset({"url", "schema", "writeBatchMaxDelayMs", "pollIntervalMs"})
+_KEYS: Final = frozenset({"url", "schema", "pollIntervalMs"})
 
 __all__ = ["Config", "EventFeed", "PgStore", "PgWriter", "apply", "inject", "name"]
 
@@ -40,18 +39,11 @@ class Config:
 
     @classmethod
     def parse(cls, raw: Any) -> Config:
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{name} needs a config with a database 'url'")
-        unknown = set(raw) - _KEYS
-        if unknown:
-            raise ConfigError(f"{name}: unknown config keys {sorted(unknown)}")
-        url = raw.get("url")
-        if not isinstance(url, str) or not url:
-            raise ConfigError(f"{name}: 'url' must be a non-empty PostgreSQL connection string")
+        raw, delay = backend_config(name, raw, keys=_KEYS, needs="a database 'url'")
+        url = text_field(name, raw, "url", "PostgreSQL connection string")
         schema = raw.get("schema", "public")
         if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
             raise ConfigError(f"{name}: 'schema' must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
-        delay = batch_delay_config(name, raw)
         poll = raw.get("pollIntervalMs", 5000)
         if type(poll) is not int or not 10 <= poll <= MAX_BATCH_DELAY_MS:
             raise ConfigError(f"{name}: 'pollIntervalMs' must be an integer between 10 and {MAX_BATCH_DELAY_MS}")

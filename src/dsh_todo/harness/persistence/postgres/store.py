@@ -26,17 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import psycopg
 
-from dsh_todo.harness.persistence.contract import (
-    Batch,
-    Callback,
-    Checkpointed,
-    Event,
-    LoadedLog,
-    Rows,
-    StoredLog,
-    StoredSession,
-    Subscription,
-)
+from dsh_todo.harness.persistence.contract import Batch, Checkpointed, LoadedLog, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
@@ -61,6 +51,7 @@ from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import Callback, Event, Rows, Subscription
     from dsh_todo.harness.persistence.postgres.feed import EventFeed
 
 Row = tuple[int, int, str]

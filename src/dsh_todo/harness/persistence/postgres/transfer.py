@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,16 +70,6 @@ class Moved:
         if self.closers:
             text += f", interrupted turn closed with {self.closers} events"
         return text
-
-
-def detect_compression(root: Path) -> Compression:
-    """The encoding of an existing JSONL root (``zstd`` when it holds no log yet)."""
-    for _dirpath, _dirs, files in os.walk(root):
-        if "session.jsonl" in files:
-            return "none"
-        if "session.jsonl.zstd" in files:
-            return "zstd"
-    return "zstd"
 
 
 def _members(line: bytes) -> int:
@@ -209,18 +199,13 @@ def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Move
     return Moved(session_id, len(stored.events), len(batches))
 
 
-def import_root(root: str | os.PathLike[str], target: PgStore, *, compression: Compression | None = None,
+def import_root(root: str | os.PathLike[str], target: PgStore, *,
                 session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
-    """Import every session under ``root`` (or the named ones); one result per session, failures included."""
-    source = JsonlStore(root, compression or detect_compression(Path(root)))
+    """Import every session under ``root`` (or the named ones), each log in its own encoding; one result per
+    session, failures included."""
+    source = JsonlStore(root)
     ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
-    results: list[Moved | Exception] = []
-    for session_id in ids:
-        try:
-            results.append(import_session(source, target, session_id))
-        except Exception as exc:
-            results.append(exc)
-    return results
+    return _each(ids, lambda session_id: import_session(source, target, session_id))
 
 
 def export_root(source: PgStore, root: str | os.PathLike[str], *, compression: Compression = "zstd",
@@ -228,14 +213,19 @@ def export_root(source: PgStore, root: str | os.PathLike[str], *, compression: C
     """Export every database session (or the named ones) into ``root``; one result per session."""
     target = JsonlStore(root, compression)
     ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
+    return _each(ids, lambda session_id: export_session(source, target, session_id))
+
+
+def _each(session_ids: Sequence[str], move: Callable[[str], Moved]) -> list[Moved | Exception]:
+    """``move`` every session; a failure is that session's result and the others still move."""
     results: list[Moved | Exception] = []
-    for session_id in ids:
+    for session_id in session_ids:
         try:
-            results.append(export_session(source, target, session_id))
+            results.append(move(session_id))
         except Exception as exc:
             results.append(exc)
     return results
 
 
-__all__ = ["Moved", "detect_compression", "encode_log", "export_root", "export_session",
+__all__ = ["Moved", "encode_log", "export_root", "export_session",
            "import_root", "import_session", "source_batches"]
