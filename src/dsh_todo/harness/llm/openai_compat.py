@@ -9,7 +9,6 @@ a real model is used.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from dsh_todo.harness.llm.base import ModelError, ModelReply, ModelRequest, ToolCallRequest
@@ -71,8 +70,3 @@ class OpenAICompatibleModel:
             usage = {"inputTokens": response.usage.prompt_tokens, "outputTokens": response.usage.completion_tokens}
         return ModelReply(text=message.content or "", tool_calls=calls, finish_reason=choice.finish_reason or "stop",
                           usage=usage)
-
-
-def describe_endpoint(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return f"{env.get('DEEPSEEK_BASE_URL') or DEFAULT_BASE_URL} ({env.get('DEEPSEEK_MODEL') or DEFAULT_MODEL})"

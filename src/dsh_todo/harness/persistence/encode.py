@@ -39,9 +39,3 @@ def encode_header(meta: Mapping[str, Any], compression: Compression) -> bytes:
     """The first bytes of a log: the header line, in its own frame under zstd."""
     header = header_plaintext(meta)
     return compress_frame(header) if compression == "zstd" else header
-
-
-def encode_new_log(meta: Mapping[str, Any], events: Iterable[Mapping[str, Any]], compression: Compression, *,
-                   pack_chunks: bool = True) -> bytes:
-    """A whole new log: the header (in its own frame under zstd) followed by the first batch."""
-    return encode_header(meta, compression) + encode_batch(events, compression, pack_chunks=pack_chunks)
