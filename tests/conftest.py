@@ -5,6 +5,8 @@ Kept generic on purpose: every test package (harness, tool_todo, persistence, ..
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -97,3 +99,31 @@ def events_of(session: Any, event_type: str) -> list[Any]:
 def todo_writes(session: Any) -> list[Any]:
     """The ``todos`` list of every ``todo/write`` in a session's log, in order."""
     return [data["todos"] for data in events_of(session, "todo/write")]
+
+
+def plan_json(path: str | Path) -> Any:
+    """What ``dsh-todo plan PATH --json`` prints for a persisted log, parsed: the standing plan a person is shown."""
+    from dsh_todo.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["plan", str(path), "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def hanging_tool(ctx: Context, name: str = "slow") -> Any:
+    """Register a tool whose calls never return, for cancellation tests; the returned ``anyio.Event`` is set once a
+    call is running inside it (create it inside the test's event loop)."""
+    import anyio
+
+    from dsh_todo.harness.tools import define_tool
+
+    started = anyio.Event()
+
+    async def forever(_args: Any, _call: Any) -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    ctx.tools.register(define_tool(name=name, description="never returns", parameters={}, execute=forever,
+                                   render=lambda _args, _value: "done"))
+    return started

@@ -165,8 +165,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             session = ctx.sessions.create(session_id, cwd=os.getcwd())
         except SessionLogError as exc:
             raise CommandError(str(exc)) from None
-        outcome = asyncio.run(AgentLoop(ctx.tools, model).run_turn(Agent("dsh-todo", session), args.prompt))
-        ctx.session_persistence.flush()
+        loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)  # each call durable as it returns
+        outcome = asyncio.run(loop.run_turn(Agent("dsh-todo", session), args.prompt))
         path = ctx.session_persistence.locate(session_id)
     finally:
         ctx.dispose()

@@ -24,7 +24,7 @@ from dsh_todo.harness.tools import AbortSignal
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.rules import standing_plan
-from tests.conftest import BootFactory, events_of, todo_writes
+from tests.conftest import BootFactory, events_of, hanging_tool, plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
 
@@ -189,14 +189,21 @@ class GatedModel:
         return ModelReply("", [ToolCallRequest("call_late", "todo_write", dumps({"todos": RAW_TODOS}))], "tool_calls")
 
 
-async def test_cancel_ends_the_turn_cancelled_and_writes_no_plan(make_ctx: BootFactory) -> None:
-    ctx = make_ctx(allow_parallel=True)
-    model = GatedModel()
+async def prompt_until_gated(ctx: Context, model: GatedModel) -> tuple[TodoAgent, Recorder, str, asyncio.Task[Any]]:
+    """A new session's prompt, running until ``model`` waits at its gate: the agent, its client, the session id
+    and the prompt's task."""
     agent, client = TodoAgent(ctx, model), Recorder()
     agent.on_connect(client)  # type: ignore[arg-type]
     session_id = (await agent.new_session(cwd="/srv/project")).session_id
     running = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text_block("go")]))
     await asyncio.wait_for(model.entered.wait(), 10)
+    return agent, client, session_id, running
+
+
+async def test_cancel_ends_the_turn_cancelled_and_writes_no_plan(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    model = GatedModel()
+    agent, client, session_id, running = await prompt_until_gated(ctx, model)
     with pytest.raises(RequestError):  # one prompt at a time per session
         await agent.prompt(session_id=session_id, prompt=[text_block("again")])
     await agent.cancel(session_id=session_id)
@@ -266,3 +273,95 @@ def test_update_feed_is_the_retired_dsh_mapping(make_ctx: BootFactory) -> None:
     user = {"type": "user/message", "data": {"content": [{"type": "text", "text": "hi"}]}}
     assert feed.feed(user) == []
     assert UpdateFeed(ctx.tools, history=True).feed(user) == [chunk("user_message_chunk", "hi")]
+
+
+# -- rejected and aborted calls keep the standing plan (issue 12) -------------------------------------------------
+
+REFUSED_TODOS = [{"content": "read the code", "status": "doing"}]
+REFUSED_TEXT = 'Error: invalid arguments: "todos[0].status" must be one of ["pending","in_progress","completed"]'
+
+
+def persisted_agent(tmp_path: Path, model: Any) -> tuple[Context, TodoAgent, Recorder]:
+    ctx = open_runtime(tmp_path / "sessions")
+    agent, client = TodoAgent(ctx, model), Recorder()
+    agent.on_connect(client)  # type: ignore[arg-type]
+    return ctx, agent, client
+
+
+def log_of(ctx: Context, session_id: str) -> Path:
+    where = ctx.session_persistence.locate(session_id)
+    path = None if where is None else Path(where)
+    assert path is not None
+    return path
+
+
+async def test_a_rejected_call_leaves_the_plan_alone(tmp_path: Path) -> None:
+    """A valid call, then a rejected one in the same prompt: the editor's plan panel (no further ``plan`` update),
+    the ``todos`` projection and ``dsh-todo plan --json`` on the persisted log all keep the accepted list."""
+    model = ScriptedModel([
+        ModelReply("", [ToolCallRequest("c1", "todo_write", dumps({"todos": RAW_TODOS}))], "tool_calls"),
+        ModelReply("", [ToolCallRequest("c2", "todo_write", dumps({"todos": REFUSED_TODOS}))], "tool_calls"),
+        ModelReply("DONE")])
+    ctx, agent, client = persisted_agent(tmp_path, model)
+    try:
+        session_id = (await agent.new_session(cwd=str(tmp_path))).session_id
+        response = await agent.prompt(session_id=session_id, prompt=[text_block("plan the fix")])
+        assert response.stop_reason == "end_turn"
+        plans = [update for _, update in client.updates if update["sessionUpdate"] == "plan"]
+        assert plans == [PLAN]
+        assert tool_call_update(REFUSED_TEXT, "failed", "c2") in [update for _, update in client.updates]
+        session = ctx.sessions.get(session_id)
+        assert session is not None
+        assert ctx.session_projections.snapshot(session)["values"]["todos"] == TODOS
+        assert plan_json(log_of(ctx, session_id)) == TODOS
+    finally:
+        ctx.dispose()
+
+
+async def test_a_cancel_after_a_valid_call_leaves_the_plan_alone(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    first = ModelReply("", [ToolCallRequest("c1", "todo_write", dumps({"todos": RAW_TODOS}))], "tool_calls")
+
+    class PlanThenGate(GatedModel):
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            if len(request.messages) == 1:
+                return first
+            return await super().complete(request)
+
+    model = PlanThenGate()
+    agent, client, session_id, running = await prompt_until_gated(ctx, model)
+    await agent.cancel(session_id=session_id)
+    model.release.set()
+    assert (await asyncio.wait_for(running, 10)).stop_reason == "cancelled"
+    session = ctx.sessions.get(session_id)
+    assert session is not None
+    assert ctx.session_projections.snapshot(session)["values"]["todos"] == TODOS
+    assert [update for _, update in client.updates if update["sessionUpdate"] == "plan"] == [PLAN]
+
+
+async def test_a_prompt_cancelled_while_a_tool_runs_is_answered_closed_and_durable(tmp_path: Path) -> None:
+    """Repro: a prompt task cancelled while a tool ran (the client went away) left the call unanswered, the turn
+    open and the log unflushed; now the call gets its error result, the turn ends ``aborted``, the plan written
+    before stands, and all of it is on disk."""
+    model = ScriptedModel([
+        ModelReply("", [ToolCallRequest("c1", "todo_write", dumps({"todos": RAW_TODOS}))], "tool_calls"),
+        ModelReply("", [ToolCallRequest("c2", "slow", "{}")], "tool_calls")])
+    ctx, agent, _client = persisted_agent(tmp_path, model)
+    try:
+        started = hanging_tool(ctx)
+        session_id = (await agent.new_session(cwd=str(tmp_path))).session_id
+        running = asyncio.create_task(agent.prompt(session_id=session_id, prompt=[text_block("go")]))
+        await asyncio.wait_for(started.wait(), 10)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        session = ctx.sessions.get(session_id)
+        assert session is not None
+        assert [e["type"] for e in session.events][-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+        assert session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+        assert ctx.session_projections.snapshot(session)["values"]["todos"] == TODOS
+        stored = ctx.session_persistence.read(session_id)
+        assert [e["type"] for e in stored.events][-1] == "turn/end"
+        assert plan_json(log_of(ctx, session_id)) == TODOS
+    finally:
+        ctx.dispose()

@@ -14,7 +14,7 @@ from dsh_todo.adapters import bind_todo
 from dsh_todo.adapters.common import TodoBinding, open_turn, standing_plan, turn_end_reason
 from dsh_todo.runtime import open_runtime
 from tests.adapters.scenario import CANONICAL, RAW, TEXT
-from tests.conftest import todo_writes
+from tests.conftest import plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
 
@@ -31,22 +31,42 @@ def todos() -> Any:
         yield binding
 
 
-async def test_a_call_outside_any_turn_is_one_turn_written_as_the_loop_writes_it(todos: TodoBinding) -> None:
+async def test_calls_outside_any_turn_are_steps_of_the_bindings_standing_turn(todos: TodoBinding) -> None:
     result = await todos.call(RAW["c1"], call_id="c1")
     assert (result.is_error, result.text) == (False, TEXT["c1"])
     assert result.value == {"todos": CANONICAL, "counts": {"pending": 1, "inProgress": 1, "completed": 1}}
-    assert types_of(todos) == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end",
-                               "turn/end"]
+    assert types_of(todos) == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end"]
     assert todos.session.events[2]["data"] == {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
                                                "arguments": RAW["c1"]}
-    assert todos.session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
     assert todos.plan == CANONICAL
-    # The next call's own turn/start clears the plan; being rejected, it writes no new one.
+    # The next call is the next step of the same turn; being rejected, it leaves the plan as it was.
     rejected = await todos.call(RAW["c2"])
     assert (rejected.is_error, rejected.text) == (True, TEXT["c2"])
-    assert todos.plan is None
+    assert types_of(todos)[6:] == ["step/start", "tool/call", "tool/result", "step/end"]
+    assert todos.session.events[7]["data"]["step"] == 2
+    assert todos.plan == CANONICAL
+    # A run's own turn ends the standing one (new work is a new turn, and it clears the plan, as in DSH).
+    with todos.turn() as turn:
+        assert turn == 2
+        assert todos.plan is None
+    ends = [e["data"] for e in todos.session.events if e["type"] == "turn/end"]
+    assert ends == [{"turn": 1, "reason": {"kind": "completed"}}, {"turn": 2, "reason": {"kind": "completed"}}]
     assert todo_writes(todos.session) == [CANONICAL]
-    assert [e["data"]["turn"] for e in todos.session.events if e["type"] == "turn/start"] == [1, 2]
+
+
+def test_closing_the_binding_ends_its_turns() -> None:
+    """The standing turn ends ``completed``; a run's turn still open when the binding goes ends ``aborted``
+    (``disposed``), and its scope then has nothing left to close."""
+    with bind_todo() as todos:
+        todos.call_sync(ONE)
+    assert types_of(todos)[-1] == "turn/end"
+    assert todos.session.events[-1]["data"]["reason"] == {"kind": "completed"}
+    todos = bind_todo()
+    with todos.turn():
+        todos.call_sync(ONE)
+        todos.close()
+    assert types_of(todos).count("turn/end") == 1
+    assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
 
 
 async def test_calls_inside_a_turn_are_its_steps_and_the_plan_stands(todos: TodoBinding) -> None:
@@ -89,16 +109,21 @@ async def test_sync_calls_work_inside_a_running_event_loop(todos: TodoBinding) -
     assert todo_writes(todos.session) == [[{"content": "a", "status": "in_progress"}], []]
 
 
-async def test_concurrent_calls_never_interleave(todos: TodoBinding, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Frameworks run tool calls concurrently; a tool that yields mid-call must still log one call at a time."""
+def delay_tools(todos: TodoBinding, monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Make every call on ``todos`` sleep ``seconds`` inside the tool (0: yield to other tasks once)."""
     registry = todos.ctx.tools
     execute = registry.execute
 
-    async def yielding_execute(*args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(0)
+    async def delayed_execute(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(seconds)
         return await execute(*args, **kwargs)
 
-    monkeypatch.setattr(registry, "execute", yielding_execute)
+    monkeypatch.setattr(registry, "execute", delayed_execute)
+
+
+async def test_concurrent_calls_never_interleave(todos: TodoBinding, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frameworks run tool calls concurrently; a tool that yields mid-call must still log one call at a time."""
+    delay_tools(todos, monkeypatch, 0)
     async with todos.turn():
         bodies = [f'{{"todos":[{{"content":"task {i}","status":"pending"}}]}}' for i in range(5)]
         await asyncio.gather(*(todos.call(body, call_id=f"k{i}") for i, body in enumerate(bodies)))
@@ -211,3 +236,45 @@ def test_the_core_and_the_adapters_package_import_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+# -- the standing plan across calls (issue 12) -------------------------------------------------------------------
+
+
+async def test_a_rejected_call_outside_any_turn_leaves_the_plan_alone(todos: TodoBinding) -> None:
+    """Repro (issue 12): ``todos.call(valid)`` then ``todos.call(rejected)``, no ``turn()`` around them: the plan read
+    ``None`` because each call was a turn of its own and the rejected call's ``turn/start`` cleared it."""
+    assert (await todos.call(RAW["c1"], call_id="c1")).text == TEXT["c1"]
+    for call_id in ("c2", "c3", "c4"):
+        assert (await todos.call(RAW[call_id], call_id=call_id)).text == TEXT[call_id]
+        assert todos.plan == CANONICAL
+    assert todos.call_value_sync([]).is_error
+    assert todos.plan == CANONICAL
+
+
+async def test_a_cancelled_call_outside_any_turn_leaves_the_plan_alone(todos: TodoBinding,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro (issue 12): a valid call, then one the framework cancels while it runs: its own turn cleared the plan."""
+    assert (await todos.call(ONE)).is_error is False
+    delay_tools(todos, monkeypatch, 3600)
+    cancelled = asyncio.ensure_future(todos.call(RAW["c1"], call_id="cut"))
+    await asyncio.sleep(0.01)
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    result = next(e for e in todos.session.events if e["type"] == "tool/result" and
+                  e["data"]["message"]["source"]["callId"] == "cut")
+    assert result["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    assert todos.plan == [{"content": "a", "status": "in_progress"}]
+
+
+def test_a_rejected_call_leaves_the_persisted_plan_alone(tmp_path: Path) -> None:
+    """The same repro on a persisted binding, read back by ``dsh-todo plan --json``."""
+    root = tmp_path / "sessions"
+    with bind_todo(root=root, session="rejected", cwd=str(tmp_path)) as todos:
+        assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]
+        assert todos.call_sync(RAW["c4"]).text == TEXT["c4"]
+        log = todos.ctx.session_persistence.locate("rejected")
+        assert log is not None
+        assert plan_json(log) == CANONICAL  # durable before the answer came back
+    assert plan_json(log) == CANONICAL

@@ -145,3 +145,15 @@ def test_langchain_turns_null_arguments_into_an_empty_object_before_the_tool(tod
     messages = run_loop(model, todo_write_tool(todos))
     (answer,) = [m for m in messages if isinstance(m, ToolMessage)]
     assert answer.content == 'Error: invalid arguments: missing required property "todos"'
+
+
+def test_without_a_turn_a_rejected_call_leaves_the_plan_alone(todos: TodoBinding) -> None:
+    """Repro (issue 12): ``tool.invoke`` outside any turn gave each call a turn of its own, so a rejected call after
+    a valid one left no standing plan. Played twice: single calls, then the whole scripted loop."""
+    tool = todo_write_tool(todos)
+    assert tool.invoke(RAW["c1"]) == TEXT["c1"]
+    assert tool.invoke(RAW["c4"]) == TEXT["c4"]
+    assert todos.plan == CANONICAL
+    messages = run_loop(scripted_model(), tool)
+    assert {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)} == TEXT
+    assert todos.plan == CANONICAL

@@ -64,13 +64,16 @@ async def test_the_model_is_offered_the_native_tool_unchanged(todos: TodoBinding
         assert_native_tool(todos, seen.name, seen.description, seen.params_json_schema)
 
 
-async def test_without_a_turn_each_call_is_a_turn_of_its_own(todos: TodoBinding) -> None:
+async def test_without_a_turn_a_rejected_call_leaves_the_plan_alone(todos: TodoBinding) -> None:
+    """Repro (issue 12): a run not wrapped in ``todos.turn()``, whose valid call is followed by rejected ones: each
+    call was a turn of its own, so the last (rejected) call's ``turn/start`` left no standing plan."""
     model = scripted_model()
     agent = Agent(name="planner", model=model, tools=[todo_write_tool(todos)])
     await Runner.run(agent, "Fix the bug", run_config=NO_TRACING)
     assert outputs_read_by_the_model(model) == TEXT
-    types = [event["type"] for event in todos.session.events]
-    assert types.count("turn/start") == types.count("turn/end") == 4
     assert todo_writes(todos.session) == [CANONICAL]
-    # The last call was rejected, and its own turn/start cleared the plan the first call wrote.
-    assert todos.plan is None
+    assert todos.plan == CANONICAL
+    # A second run without a turn (its only call rejected) changes nothing either.
+    again = ScriptedModel([[function_call("todo_write", RAW["c4"], call_id="c5")], [assistant_message(FINAL_TEXT)]])
+    await Runner.run(Agent(name="planner", model=again, tools=[todo_write_tool(todos)]), "Again", run_config=NO_TRACING)
+    assert todos.plan == CANONICAL

@@ -1,11 +1,12 @@
 """The pydantic-ai adapter, driven by pydantic-ai's own agent run with its ``FunctionModel`` / ``TestModel``.
 
 The capability (``capabilities=[...]``) makes each run one turn; the bare toolset (``toolsets=[...]``) joins a turn
-the caller opened, or gives each call a turn of its own.
+the caller opened, or the binding's own standing turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -112,14 +113,42 @@ async def test_a_run_inside_an_open_turn_joins_it(todos: TodoBinding, kind: str)
     assert_log(todos)
 
 
-async def test_the_bare_toolset_gives_each_call_a_turn_outside_one(todos: TodoBinding) -> None:
+async def test_the_bare_toolset_outside_a_turn_leaves_the_plan_to_accepted_calls(todos: TodoBinding) -> None:
+    """Repro (issue 12): the bare toolset with no turn around the run gave each call a turn of its own, so the
+    rejected calls after the valid one cleared the standing plan."""
     script = Script()
     await Agent(FunctionModel(script), toolsets=[todo_write_toolset(todos)]).run("Fix the bug")
     assert {cid: part.content for cid, part in script.returns.items()} == TEXT
-    types = [event["type"] for event in todos.session.events]
-    assert types.count("turn/start") == types.count("turn/end") == 4
     assert todo_writes(todos.session) == [CANONICAL]
-    assert todos.plan is None  # the rejected last call's own turn/start cleared it
+    assert todos.plan == CANONICAL
+
+
+async def test_a_cancelled_run_closes_its_turn_aborted_and_keeps_the_plan(todos: TodoBinding) -> None:
+    """A run cancelled while its tool call runs: the call still gets its error result, the turn ends ``aborted``, and
+    the plan the run wrote before stands."""
+    started = asyncio.Event()
+    registry = todos.ctx.tools
+    execute = registry.execute
+
+    async def hanging_second_call(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        if arguments == {"todos": []}:
+            started.set()
+            await asyncio.sleep(3600)
+        return await execute(name, arguments, *args, **kwargs)
+
+    registry.execute = hanging_second_call  # type: ignore[method-assign]
+    script = Script([["c1"], ["c5"]], {**RAW, "c5": '{"todos":[]}'})
+    run = asyncio.ensure_future(Agent(FunctionModel(script), capabilities=[todo_write_capability(todos)])
+                                .run("Fix the bug"))
+    await asyncio.wait_for(started.wait(), 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    kinds = [event["type"] for event in todos.session.events]
+    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert todos.plan == CANONICAL
 
 
 async def test_a_failed_run_still_closes_its_turn_with_the_error(todos: TodoBinding) -> None:

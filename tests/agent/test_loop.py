@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from dsh_todo.harness.agent_loop import AgentLoop, derive_messages, parse_argume
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.tools import AbortSignal
 from dsh_todo.jsonutil import dumps, loads
-from tests.conftest import BootFactory, fixtures_dir, read_jsonl, todo_writes
+from tests.conftest import BootFactory, fixtures_dir, hanging_tool, read_jsonl, todo_writes
 
 pytestmark = pytest.mark.anyio
 
@@ -194,3 +195,92 @@ def test_history_skips_results_of_calls_no_model_made() -> None:
     user = {"type": "user/message", "seq": 2, "time": 0, "data": {"content": [{"type": "text", "text": "hi"}],
                                                                   "role": "user"}, "surfaceOp": "append"}
     assert derive_messages([result, user]) == [{"role": "user", "content": "hi"}]
+
+
+# -- rejected and aborted calls keep the standing plan (issue 12) -------------------------------------------------
+
+ACCEPTED = todos_json(("read the code", "in_progress"))
+PLAN = [{"content": "read the code", "status": "in_progress"}]
+REFUSED = [todos_json(("x", "doing")), todos_json(("a", "pending"), ("a ", "pending")), "{\"todos\": ["]
+
+
+async def test_rejected_calls_leave_the_standing_plan_alone(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    agent, _ = await run(ctx, [ModelReply("", [call("c1", ACCEPTED)], "tool_calls"),
+                               ModelReply("", [call(f"r{i}", raw) for i, raw in enumerate(REFUSED)], "tool_calls"),
+                               ModelReply("done")])
+    results = [e["data"]["message"]["content"][0]["isError"] for e in agent.session.events
+               if e["type"] == "tool/result"]
+    assert results == [False, True, True, True]
+    assert ctx.session_projections.snapshot(agent.session)["values"]["todos"] == PLAN
+
+
+async def test_an_abort_after_a_valid_call_leaves_the_standing_plan_alone(make_ctx: BootFactory) -> None:
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    signal = AbortSignal()
+
+    class StopAfterFirstReply(ScriptedModel):
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            reply = await super().complete(request)
+            if len(self.requests) == 2:
+                signal.abort("user")
+            return reply
+
+    model = StopAfterFirstReply([ModelReply("", [call("c1", ACCEPTED)], "tool_calls"),
+                                 ModelReply("", [call("c2", todos_json(("other", "pending")))], "tool_calls")])
+    outcome = await AgentLoop(ctx.tools, model).run_turn(Agent("a", session), "go", signal=signal)
+    assert outcome.reason == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert ctx.session_projections.snapshot(session)["values"]["todos"] == PLAN
+
+
+async def test_a_cancelled_turn_answers_its_call_and_closes_aborted(make_ctx: BootFactory) -> None:
+    """Repro: cancelling the task running a turn (a client that went away) while a tool ran left the call without a
+    ``tool/result`` and the turn open; the call must still be answered and the turn closed ``aborted``."""
+    ctx = make_ctx()
+    started = hanging_tool(ctx)
+    session = ctx.sessions.create("s")
+    model = ScriptedModel([ModelReply("", [call("c1", ACCEPTED)], "tool_calls"),
+                           ModelReply("", [call("c2", "{}", name="slow")], "tool_calls")])
+    running = asyncio.ensure_future(AgentLoop(ctx.tools, model).run_turn(Agent("a", session), "go"))
+    await asyncio.wait_for(started.wait(), 10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    kinds = [e["type"] for e in session.events]
+    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert session.events[-3]["sourceEventSeqs"] == [session.events[-4]["seq"]]
+    assert session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    assert session.events[-3]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "Error: tool call aborted"}]
+    assert session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
+    assert ctx.session_projections.snapshot(session)["values"]["todos"] == PLAN
+
+
+async def test_every_call_is_durable_before_the_model_reads_its_result(tmp_path: Any) -> None:
+    """With persistence, the loop flushes each call before the next model request (an ACP client, too, is shown
+    the result only once it is on disk); ``dsh-todo plan --json`` then reads the plan the model was told about."""
+    from dsh_todo.runtime import open_runtime
+    from tests.conftest import plan_json
+
+    ctx = open_runtime(tmp_path / "sessions")
+    try:
+        session = ctx.sessions.create("durable", cwd=str(tmp_path))
+        seen: list[Any] = []
+
+        class Reader(ScriptedModel):
+            async def complete(self, request: ModelRequest) -> ModelReply:
+                if self.requests:
+                    log = ctx.session_persistence.locate("durable")
+                    seen.append(plan_json(log) if log is not None else "no log")
+                return await super().complete(request)
+
+        model = Reader([ModelReply("", [call("c1", ACCEPTED)], "tool_calls"),
+                        ModelReply("", [call("c2", REFUSED[0])], "tool_calls"), ModelReply("done")])
+        loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)
+        await loop.run_turn(Agent("a", session), "go")
+        assert seen == [PLAN, PLAN]
+        log = ctx.session_persistence.locate("durable")
+        assert log is not None and plan_json(log) == PLAN
+    finally:
+        ctx.dispose()

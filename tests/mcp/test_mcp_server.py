@@ -1,4 +1,5 @@
-"""``dsh-todo mcp``: the MCP tool answers exactly as the native registry does, and logs each call as one turn.
+"""``dsh-todo mcp``: the MCP tool answers exactly as the native registry does; a connection is one turn, each call a
+step of it.
 
 Driven by the real SDK client: in process (both protocol eras: the 2026 per-request path and the handshake path
 over in-memory streams), and against ``dsh-todo mcp`` as a stdio subprocess, whose log is then read back from disk.
@@ -30,12 +31,12 @@ from dsh_todo.harness.tools.registry import ToolResult
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.rules import standing_plan
-from tests.conftest import BootFactory, fixtures_dir, read_jsonl
+from tests.conftest import BootFactory, fixtures_dir, hanging_tool, plan_json, read_jsonl
 
 pytestmark = pytest.mark.anyio
 
-TURN_SHAPE_HEAD = ["turn/start", "step/start", "tool/call"]
-TURN_SHAPE_TAIL = ["tool/result", "step/end", "turn/end"]
+STEP_HEAD = ["step/start", "tool/call"]
+STEP_TAIL = ["tool/result", "step/end"]
 
 
 def direct_vectors(allow_parallel: bool) -> list[dict[str, Any]]:
@@ -77,15 +78,15 @@ async def call(client: Client, arguments: Any) -> types.CallToolResult:
         return await client.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
 
 
-def check_turn(new_events: Sequence[Any], turn: int, arguments: Any, result: ToolResult,
+def check_step(new_events: Sequence[Any], step: int, arguments: Any, result: ToolResult,
                native_events: list[dict[str, Any]]) -> None:
-    """One call's slice of the log: a closed turn around the loop's own call shape, with the native side effects."""
+    """One call's slice of the log: a step of the connection's turn, in the loop's own call shape, with the native
+    side effects."""
     types_ = [e["type"] for e in new_events]
-    assert types_ == TURN_SHAPE_HEAD + [e["type"] for e in native_events] + TURN_SHAPE_TAIL
-    assert brief(new_events[3:3 + len(native_events)]) == native_events
-    assert new_events[0]["data"] == {"turn": turn}
-    assert new_events[-1]["data"] == {"turn": turn, "reason": {"kind": "completed"}}
-    tool_call, tool_result = new_events[2], new_events[-3]
+    assert types_ == STEP_HEAD + [e["type"] for e in native_events] + STEP_TAIL
+    assert brief(new_events[2:2 + len(native_events)]) == native_events
+    assert new_events[0]["data"] == new_events[-1]["data"] == {"turn": 1, "step": step}
+    tool_call, tool_result = new_events[1], new_events[-2]
     assert tool_call["data"]["name"] == "todo_write"
     assert tool_call["data"]["arguments"] == raw_argument_text(arguments)
     assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
@@ -95,6 +96,19 @@ def check_turn(new_events: Sequence[Any], turn: int, arguments: Any, result: Too
     assert plain(block["content"]) == result.content
     assert block["isError"] is result.is_error
     assert plain(tool_result["data"].get("error")) == result.error
+
+
+def check_connection(events: Sequence[Any], calls: Sequence[tuple[Any, ToolResult, list[dict[str, Any]]]]) -> None:
+    """A whole connection's log: one turn, opened by the first call and closed ``completed`` when the client left,
+    holding one step per call in order."""
+    assert events[0]["type"] == "turn/start" and events[0]["data"] == {"turn": 1}
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    position = 1
+    for step, (arguments, want, want_events) in enumerate(calls, start=1):
+        size = len(STEP_HEAD) + len(want_events) + len(STEP_TAIL)
+        check_step(events[position:position + size], step, arguments, want, want_events)
+        position += size
+    assert position == len(events) - 1
 
 
 def check_answer(got: types.CallToolResult, want: ToolResult) -> None:
@@ -128,18 +142,21 @@ async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, 
     assert vectors
     native = Native(make_ctx, allow_parallel)
     session: Session | None = None
+    wanted: list[tuple[Any, ToolResult, list[dict[str, Any]]]] = []
     async with Client(build_server(ctx), mode=mode) as client:
-        for turn, vector in enumerate(vectors, start=1):
+        for step, vector in enumerate(vectors, start=1):
             want, want_events = await native(vector["args"])
             assert want.is_error is vector["isError"], vector["id"]
-            before = session.seq if session is not None else 0
+            before = session.seq if session is not None else 1
             got = await call(client, vector["args"])
             check_answer(got, want)
             assert got.meta is not None
             session = ctx.sessions.get(got.meta[SESSION_META_KEY])
             assert session is not None
-            check_turn(session.events[before:], turn, vector["args"], want, want_events)
-    assert session is not None and session.closed  # the connection ended: its session was let go
+            check_step(session.events[before:], step, vector["args"], want, want_events)
+            wanted.append((vector["args"], want, want_events))
+    assert session is not None and session.closed  # the connection ended: its turn closed, its session let go
+    check_connection(session.events, wanted)
 
 
 async def test_absent_arguments_are_an_empty_object(make_ctx: BootFactory) -> None:
@@ -164,7 +181,7 @@ async def test_unknown_tool_is_a_protocol_error_and_logs_nothing(make_ctx: BootF
     assert ctx.sessions.list() == []
 
 
-async def test_concurrent_calls_never_interleave_their_turns(make_ctx: BootFactory) -> None:
+async def test_concurrent_calls_never_interleave_their_steps(make_ctx: BootFactory) -> None:
     ctx = make_ctx(allow_parallel=True)
     seen: list[str] = []
 
@@ -180,8 +197,8 @@ async def test_concurrent_calls_never_interleave_their_turns(make_ctx: BootFacto
         session = ctx.sessions.get(seen[0])
         assert session is not None and set(seen) == {session.id}
         kinds = [e["type"] for e in session.events]
-        assert kinds == [*TURN_SHAPE_HEAD, "todo/write", *TURN_SHAPE_TAIL] * 8
-        assert [e["data"]["turn"] for e in session.events if e["type"] == "turn/start"] == list(range(1, 9))
+        assert kinds == ["turn/start", *[*STEP_HEAD, "todo/write", *STEP_TAIL] * 8]
+        assert [e["data"]["step"] for e in session.events if e["type"] == "step/start"] == list(range(1, 9))
 
 
 async def test_turns_satisfy_the_session_invariant(make_ctx: BootFactory) -> None:
@@ -258,12 +275,7 @@ async def test_conformance_vectors_over_stdio(make_ctx: BootFactory, tmp_path: P
     assert stored.meta["cwd"] == str(server_cwd)
     events = stored.events
     assert [e["seq"] for e in events] == list(range(len(events)))
-    position = 0
-    for turn, (arguments, want, want_events) in enumerate(wanted, start=1):
-        size = len(TURN_SHAPE_HEAD) + len(want_events) + len(TURN_SHAPE_TAIL)
-        check_turn(events[position:position + size], turn, arguments, want, want_events)
-        position += size
-    assert position == len(events)
+    check_connection(events, wanted)
     # …and ``dsh-todo plan`` reads it like any other DSH log.
     from dsh_todo.cli import main
 
@@ -311,32 +323,87 @@ async def test_streamable_http(tmp_path: Path, server_cwd: Path) -> None:
     assert standing_plan(stored.events) == [{"content": "ship", "status": "in_progress"}]
 
 
-async def test_a_cancelled_call_still_closes_its_turn(make_ctx: BootFactory) -> None:
-    from dsh_todo.harness.tools import define_tool
+# -- the standing plan across calls (issue 12) -------------------------------------------------------------------
 
+ACCEPTED = {"todos": [{"content": "ship", "status": "in_progress"}]}
+PLAN = [{"content": "ship", "status": "in_progress"}]
+REFUSED: list[Any] = [
+    {"todos": [{"content": "ship", "status": "doing"}]},  # the schema refuses it
+    {"todos": [{"content": "a", "status": "pending"}, {"content": "a ", "status": "pending"}]},  # the tool does
+    "not an object",  # the registry does, before either
+]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_rejected_call_leaves_the_standing_plan_alone(make_ctx: BootFactory, mode: str) -> None:
+    """Repro (issue 12): a valid call, then a rejected one; ``dsh-todo plan`` printed ``null`` because the rejected
+    call opened a turn of its own, and its ``turn/start`` cleared the plan it never replaced."""
     ctx = make_ctx(allow_parallel=True)
-    started = anyio.Event()
+    async with Client(build_server(ctx), mode=mode) as client:
+        accepted = await call(client, ACCEPTED)
+        assert not accepted.is_error and accepted.meta is not None
+        session = ctx.sessions.get(accepted.meta[SESSION_META_KEY])
+        assert session is not None
+        for arguments in REFUSED:
+            assert (await call(client, arguments)).is_error
+            assert ctx.session_projections.snapshot(session)["values"]["todos"] == PLAN
+        assert (await client.call_tool("todo_write")).is_error  # no arguments at all
+        assert ctx.session_projections.snapshot(session)["values"]["todos"] == PLAN
+    assert standing_plan(session.events) == PLAN  # and after the client went away
 
-    async def forever(_args: Any, _call: Any) -> None:
-        started.set()
-        await anyio.sleep_forever()
 
-    ctx.tools.register(define_tool(name="slow", description="never returns", parameters={}, execute=forever,
-                                   render=lambda _args, _value: "done"))
+async def test_a_cancelled_call_is_answered_and_leaves_the_turn_and_the_plan_alone(make_ctx: BootFactory) -> None:
+    """Repro (issue 12): a valid call, then a call the client cancels while it runs; the cancelled call's own turn
+    cleared the plan. The client cancelled one request, not the connection: the call gets ``Error: tool call
+    aborted`` and its step closes; the next call is the next step of the same turn, which ends when the client
+    goes away."""
+    ctx = make_ctx(allow_parallel=True)
+    started = hanging_tool(ctx)
     calls = CallSession(ctx)
+    assert not (await calls.call("todo_write", ACCEPTED)).is_error
     async with anyio.create_task_group() as group:
         group.start_soon(calls.call, "slow", {})
         await started.wait()
         group.cancel_scope.cancel()
     session = calls.session
     assert session is not None
-    assert [e["type"] for e in session.events] == ["turn/start", "step/start", "tool/call", "tool/result",
-                                                   "step/end", "turn/end"]
-    result = session.events[3]
-    assert result["sourceEventSeqs"] == [2]
+    assert standing_plan(session.events) == PLAN
+    assert [e["type"] for e in session.events][6:] == ["step/start", "tool/call", "tool/result", "step/end"]
+    result = session.events[8]
+    assert result["sourceEventSeqs"] == [7]
     assert result["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
     assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
-    assert session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
     assert (await calls.call("todo_write", {"todos": []})).text == (
         "Updated todo list: 0 pending, 0 in progress, 0 completed.")
-    assert session.events[-1]["data"]["turn"] == 2
+    assert session.events[-1]["data"] == {"turn": 1, "step": 3}
+    calls.close()
+    assert session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    assert standing_plan(session.events) == []
+
+
+async def test_a_rejected_call_over_stdio_leaves_the_persisted_plan_alone(tmp_path: Path, server_cwd: Path) -> None:
+    """The same repro against ``dsh-todo mcp`` itself: ``dsh-todo plan --json`` on its log, while the client is still
+    connected and after it left."""
+    root = tmp_path / "sessions"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "dsh_todo.cli", "mcp", "--root", str(root)],
+                                   cwd=str(server_cwd), env=command_env())
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            accepted = await call(client, ACCEPTED)
+            assert not accepted.is_error and accepted.meta is not None
+            session_id = accepted.meta[SESSION_META_KEY]
+            for arguments in REFUSED:
+                assert (await call(client, arguments)).is_error
+                # Every call is durable before its answer: the live log already says what the client was told.
+                assert plan_json(session_log(root, session_id)) == PLAN
+    assert plan_json(session_log(root, session_id)) == PLAN
+
+
+def session_log(root: Path, session_id: str) -> Path:
+    ctx: Context = open_runtime(root)
+    try:
+        where = ctx.session_persistence.locate(session_id)
+    finally:
+        ctx.dispose()
+    assert where is not None
+    return Path(where)

@@ -10,16 +10,17 @@ How a framework's calls land in the log
 A framework run has no DSH turns of its own, but ``todo/write`` must sit inside an open turn (SPEC §2.4, §5.3), and
 the standing plan is "the last ``todo/write`` with no later ``turn/start``" (SPEC §5.4). Each call is written as
 the agent loop writes one, ``step/start`` → ``tool/call`` (the raw argument text) → ``todo/write`` →
-``tool/result`` → ``step/end``, and the turn around it is chosen like this:
+``tool/result`` → ``step/end``, by :mod:`dsh_todo.harness.turns`, and the turn around it is chosen like this:
 
 * **One turn per framework run** is the intended shape: one user request is one DSH turn, so the plan stands
-  through every call of the run (a rejected call does not hide it) and the next run's ``turn/start`` clears it, as
-  in DSH. :meth:`TodoBinding.turn` opens that turn around a run (``with todos.turn(): ...``; closed with
-  ``completed``, ``error`` or ``aborted`` by how the block ends). The pydantic-ai capability does it by itself,
-  from pydantic-ai's own ``wrap_run`` hook around each run.
-* **A call that finds no open turn gets a turn of its own** (``turn/start`` … ``turn/end``), as the MCP carrier
-  does. The log never ends mid-turn, whatever the caller does, but each call then clears the plan at its start,
-  so a rejected call leaves no standing plan until the next good one.
+  through every call of the run and the next run's ``turn/start`` clears it, as in DSH. :meth:`TodoBinding.turn`
+  opens that turn around a run (``with todos.turn(): ...``; closed with ``completed``, ``error`` or ``aborted`` by
+  how the block ends). The pydantic-ai capability does it by itself, from pydantic-ai's own ``wrap_run`` hook.
+* **Calls outside any turn share the binding's standing turn**: the first one opens it and it stays open for the
+  ones that follow, until the next ``turn()`` begins (it then ends ``completed``) or the binding is closed. So a
+  rejected or cancelled call never writes a ``turn/start``, and the plan changes only when a call is accepted.
+  The one call that must open a turn is the first after a closed one (a resumed session, a finished ``turn()``):
+  its ``turn/start`` clears the old plan, as every new turn does in DSH, even if that call is then rejected.
 * A call that finds a turn already open (``turn()``, or a host that opened one itself) joins it as the next step.
 
 Calls on one binding are serialised: the tool is ``exclusive`` in DSH (an ordering barrier), and frameworks run
@@ -37,14 +38,13 @@ import uuid
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 from dsh_todo.harness import Agent, Context, Session
-from dsh_todo.harness.agent_loop import next_turn_number, parse_arguments, run_tool_call
 from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
+from dsh_todo.harness.turns import Turns, TurnScope, open_turn, parse_arguments, turn_end_reason
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.description import TOOL_NAME
@@ -61,36 +61,6 @@ def standing_plan(session: Session) -> list[dict[str, Any]] | None:
     return None if plan is None else list(thaw(plan))
 
 
-def open_turn(session: Session) -> tuple[int, int, bool] | None:
-    """The open turn at the end of the log: ``(turn, highest step number in it, whether that step is open)``.
-
-    ``None`` when the last turn event is a ``turn/end`` (or there is none). Reads backwards from the end, so the
-    cost is the length of the current turn, not of the log.
-    """
-    step = 0
-    step_open: bool | None = None
-    for event in reversed(session.events):
-        kind = event["type"]
-        if kind == "turn/end":
-            return None
-        if kind == "turn/start":
-            return int(event["data"]["turn"]), step, bool(step_open)
-        if kind in ("step/start", "step/end"):
-            if step_open is None:
-                step_open = kind == "step/start"
-            step = max(step, int(event["data"].get("step", 0)))
-    return None
-
-
-def turn_end_reason(exc: BaseException | None) -> dict[str, Any]:
-    """The ``turn/end`` reason for a block that ended with ``exc`` (``None``: it completed)."""
-    if exc is None:
-        return {"kind": "completed"}
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
-        return {"kind": "aborted", "reason": {"kind": "user"}}
-    return {"kind": "error", "error": {"name": type(exc).__name__, "message": str(exc)}}
-
-
 def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code, even when this thread is already running an event loop."""
     try:
@@ -99,58 +69,6 @@ def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-todo-call") as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-class TurnScope:
-    """One DSH turn around a framework run; a context manager for both ``with`` and ``async with``.
-
-    Entering appends ``turn/start`` unless the session already has an open turn, in which case the scope joins it
-    and leaves it open on exit. Exiting appends ``turn/end`` with the reason the block earned
-    (:func:`turn_end_reason`). Re-entering a scope that is already open is an error.
-    """
-
-    def __init__(self, binding: TodoBinding) -> None:
-        self.binding = binding
-        self.turn: int | None = None
-        """The turn number this scope opened or joined (``None`` before entering)."""
-        self.opened = False
-        """Whether this scope wrote the ``turn/start`` (and so will write the ``turn/end``)."""
-
-    def open(self) -> int:
-        if self.turn is not None:
-            raise RuntimeError("this turn scope is already open")
-        session = self.binding.session
-        current = open_turn(session)
-        if current is None:
-            self.turn = next_turn_number(session)
-            session.append("turn/start", {"turn": self.turn})
-            self.opened = True
-        else:
-            self.turn = current[0]
-        return self.turn
-
-    def close(self, exc: BaseException | None = None) -> None:
-        if self.turn is None:
-            return
-        if self.opened:
-            self.binding.session.append("turn/end", {"turn": self.turn, "reason": turn_end_reason(exc)})
-            self.binding.flush()
-        self.turn = None
-        self.opened = False
-
-    def __enter__(self) -> int:
-        return self.open()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close(exc)
-
-    async def __aenter__(self) -> int:
-        return self.open()
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        self.close(exc)
 
 
 class TodoBinding:
@@ -166,6 +84,8 @@ class TodoBinding:
         self.ctx = ctx
         self.session = session
         self.agent = Agent(agent_id or session.id, session)
+        self.turns = Turns.of(ctx, self.agent)
+        """The writer of this binding's turns, steps and calls (shared by every scope and call on the binding)."""
         self._owns_context = owns_context
         self._lock = asyncio.Lock()
         self._thread_lock = threading.Lock()
@@ -201,7 +121,7 @@ class TodoBinding:
 
     def turn(self) -> TurnScope:
         """A scope that makes one framework run one DSH turn: ``with todos.turn(): run the agent``."""
-        return TurnScope(self)
+        return TurnScope(self.turns)
 
     # Calls ---------------------------------------------------------------------------------------------------
 
@@ -228,51 +148,21 @@ class TodoBinding:
             raise RuntimeError(f'the todo binding of session "{self.session.id}" is closed')
         call = ToolCallRequest(call_id or f"call_{uuid.uuid4().hex[:24]}", TOOL_NAME, raw)
         async with self._lock:
-            session = self.session
-            current = open_turn(session)
-            own_turn = current is None
-            if current is None:
-                turn, step, own_step = next_turn_number(session), 1, True
-                session.append("turn/start", {"turn": turn})
-            else:
-                turn, last_step, step_open = current
-                own_step = not step_open
-                step = last_step + 1 if own_step else last_step
-            if own_step:
-                session.append("step/start", {"turn": turn, "step": step})
-            failure: BaseException | None = None
-            try:
-                return await run_tool_call(self.ctx.tools, self.agent, turn, step, call, arguments=arguments)
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                # Even a cancelled call leaves its step (and its own turn) closed: the log never ends mid-call.
-                if own_step:
-                    session.append("step/end", {"turn": turn, "step": step})
-                if own_turn:
-                    reason = turn_end_reason(failure)
-                    session.append("turn/end", {"turn": turn, "reason": reason})
-                self.flush()
+            return await self.turns.call_alone(call, arguments=arguments)
 
     # Lifetime ------------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
         """Make everything logged so far durable (a no-op without persistence)."""
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
-            persistence.flush(self.session.id)
+        self.turns.flush()
 
     def close(self) -> None:
-        """Flush, release the session (and the runtime, when :func:`bind_todo` booted it). Idempotent."""
+        """End the standing turn, flush, release the session (and the runtime, when :func:`bind_todo` booted it).
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
-            persistence.flush(self.session.id)
-            persistence.release(self.session.id)
-        self.ctx.sessions.close(self.session.id)
+        self.turns.close()
         if self._owns_context:
             self.ctx.dispose()
 

@@ -1,14 +1,17 @@
 """The ACP agent: ``initialize``, ``session/new``, ``session/prompt``, ``session/cancel`` and ``session/load``.
 
 Every ACP session is one DSH agent session, persisted in DSH's JSONL layout under the configured root (the ACP
-session id is the DSH session id, so ``dsh-todo plan`` reads what an editor saw). A prompt is one turn of the
-:class:`~dsh_todo.harness.agent_loop.AgentLoop`; the updates the client receives are read off the log as it grows
-(:mod:`dsh_todo.carriers.acp.updates`), so ``session/load`` replays a stored session through the very same mapping
-and re-emits its standing plan.
+session id is the DSH session id, so ``dsh-todo plan`` reads what an editor saw). The turn boundary is the user's:
+a ``session/prompt`` is one turn of the :class:`~dsh_todo.harness.agent_loop.AgentLoop`, so the plan stands through
+every call of the prompt (a rejected call changes nothing) and the next prompt's ``turn/start`` clears it, as in
+DSH. The loop flushes each call before it goes on, so an update the client receives (read off the log as it grows,
+:mod:`dsh_todo.carriers.acp.updates`) is already durable; ``session/load`` replays a stored session through the very
+same mapping and re-emits its standing plan.
 
 Cancellation follows the loop's own checkpoints: ``session/cancel`` flips the turn's abort signal, a tool call not
 yet dispatched answers ``Error: tool call aborted before dispatch``, and the turn ends ``aborted`` (stop reason
-``cancelled``). A model request already in flight is awaited first; the loop has no way to interrupt it.
+``cancelled``). A model request already in flight is awaited first; the loop has no way to interrupt it. A prompt
+whose task is cancelled outright (the connection went away) still answers its running call and ends ``aborted``.
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ class TodoAgent:
     def __init__(self, ctx: Context, model: Model, *, system: str | None = DEFAULT_SYSTEM,
                  max_steps: int = 50) -> None:
         self.ctx = ctx
-        self.loop = AgentLoop(ctx.tools, model, system=system, max_steps=max_steps)
+        self.loop = AgentLoop(ctx.tools, model, system=system, max_steps=max_steps,
+                              persistence=ctx.get("session_persistence"))
         self._client: Client | None = None
         self._agents: dict[str, Agent] = {}
         self._feeds: dict[str, UpdateFeed] = {}
@@ -178,7 +182,6 @@ class TodoAgent:
             queue.put_nowait(None)
             await sender
             del self._running[session_id]
-            self._flush(session_id)
         return PromptResponse(stop_reason=stop_reason(outcome, signal))  # type: ignore[arg-type]
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -199,11 +202,6 @@ class TodoAgent:
                 await self._send(session_id, update)
             except Exception:
                 log.warning("session/update to the client failed", exc_info=True)
-
-    def _flush(self, session_id: str) -> None:
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
-            persistence.flush(session_id)
 
 
 def make_model(script: str | None, model: str | None) -> Model:

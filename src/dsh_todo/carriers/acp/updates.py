@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from dsh_todo.harness.agent_loop import parse_arguments
 from dsh_todo.harness.session import Event
 from dsh_todo.harness.tools.registry import ToolRegistry
+from dsh_todo.harness.turns import parse_arguments
 
 PLAN_PRIORITY: Final = "medium"
 

@@ -1,10 +1,17 @@
-"""One MCP connection's agent session: each tool call becomes one turn on its log.
+"""One MCP connection's agent session: the connection is one turn, each tool call one step of it.
 
-An MCP client is somebody else's agent loop, so this side has no model turns of its own. To keep the log in DSH's
-shape (and readable by ``dsh-todo plan``), every call is written as the agent loop would write it, inside a turn
-and a step of its own: ``turn/start`` → ``step/start`` → ``tool/call`` (the raw argument JSON) → ``todo/write`` →
-``tool/result`` → ``step/end`` → ``turn/end``. The standing plan therefore follows DSH's rule too: the next call's
-``turn/start`` clears it until that call writes again.
+An MCP client is somebody else's agent loop, so this side sees no prompts and no model turns, only tool calls. To
+keep the log in DSH's shape (and readable by ``dsh-todo plan``), each call is written as the agent loop writes one,
+in a step of its own: ``step/start`` → ``tool/call`` (the raw argument JSON) → ``todo/write`` → ``tool/result`` →
+``step/end``. The turn around them is the connection's: its first call writes ``turn/start``, and ``turn/end``
+(``completed``) is written when the client goes away; a server that dies instead leaves the turn open, and the next
+load closes it as ``interrupted`` (DSH's crash recovery).
+
+Why one turn and not one per call: DSH's standing plan is the last ``todo/write`` with no later ``turn/start``, so a
+call that opened a turn of its own cleared the plan before it ran, and a rejected call (which writes none) left the
+client's plan blank in ``dsh-todo plan``, ``watch`` and the web page. Within one turn the plan changes only when a
+call is accepted; a cancelled call gets its ``Error: tool call aborted`` result and ends its step, not the turn
+(docs/decisions/0005). The turn and call rules themselves are :mod:`dsh_todo.harness.turns`'.
 
 No MCP import here: the SDK-facing half lives in :mod:`dsh_todo.carriers.mcp.server`.
 """
@@ -17,10 +24,9 @@ import uuid
 from typing import Any
 
 from dsh_todo.harness import Agent, Context, Session
-from dsh_todo.harness.agent_loop import log_tool_result, next_turn_number, run_tool_call
-from dsh_todo.harness.errors import AbortError
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.tools.registry import ToolResult, error_result
+from dsh_todo.harness.tools.registry import ToolResult
+from dsh_todo.harness.turns import Turns
 from dsh_todo.jsonutil import dumps
 
 ABSENT: Any = object()
@@ -35,75 +41,43 @@ def raw_argument_text(arguments: Any) -> str:
 class CallSession:
     """The agent session behind one MCP connection, created on its first call.
 
-    Calls are serialised (one turn at a time, in arrival order) so two concurrent requests can never interleave
+    Calls are serialised (one step at a time, in arrival order) so two concurrent requests can never interleave
     their events. With persistence mounted, every call is flushed before its result is returned, so what a client
-    was told is already durable; :meth:`close` releases the writer lock.
+    was told is already durable; :meth:`close` ends the turn and releases the writer lock.
     """
 
     def __init__(self, ctx: Context, *, cwd: str | None = None, session_id: str | None = None) -> None:
         self.ctx = ctx
         self.cwd = cwd if cwd is not None else os.getcwd()
         self.session_id = session_id or str(uuid.uuid4())
-        self._agent: Agent | None = None
+        self._turns: Turns | None = None
         self._lock = asyncio.Lock()
         self._closed = False
 
     @property
     def session(self) -> Session | None:
         """The live session, or ``None`` before the first call."""
-        return self._agent.session if self._agent is not None else None
+        return self._turns.session if self._turns is not None else None
 
-    def _open(self) -> Agent:
-        if self._agent is None:
+    def _open(self) -> Turns:
+        if self._turns is None:
             session = self.ctx.sessions.create(self.session_id, cwd=self.cwd)
-            self._agent = Agent(self.session_id, session)
-        return self._agent
+            self._turns = Turns.of(self.ctx, Agent(self.session_id, session))
+        return self._turns
 
     async def call(self, name: str, arguments: Any = ABSENT) -> ToolResult:
-        """Run one call as one turn; the result is exactly what the native ``ctx.tools.execute`` answers."""
+        """Run one call as the next step of the connection's turn; the result is exactly what the native
+        ``ctx.tools.execute`` answers."""
         if self._closed:
             raise RuntimeError(f'MCP session "{self.session_id}" is closed')
         async with self._lock:
-            agent = self._open()
-            session = agent.session
-            turn = next_turn_number(session)
-            session.append("turn/start", {"turn": turn})
-            session.append("step/start", {"turn": turn, "step": 1})
-            reason: dict[str, Any] = {"kind": "completed"}
             call = ToolCallRequest(f"call_mcp_{uuid.uuid4().hex[:24]}", name, raw_argument_text(arguments))
-            call_seq = session.seq
-            try:
-                result = await run_tool_call(self.ctx.tools, agent, turn, 1, call,
-                                             arguments={} if arguments is ABSENT else arguments)
-            except Exception as exc:
-                reason = {"kind": "error", "error": {"name": type(exc).__name__, "message": str(exc)}}
-                raise
-            except BaseException:  # the client cancelled the request while the tool ran
-                reason = {"kind": "aborted", "reason": {"kind": "user"}}
-                if session.seq > call_seq and session.events[-1]["type"] != "tool/result":
-                    aborted = error_result("tool call aborted", AbortError("tool call aborted").info())
-                    log_tool_result(session, turn, 1, call.id, aborted, call_seq)
-                raise
-            finally:
-                # Even a cancelled request leaves a closed turn behind: the log never ends mid-turn.
-                session.append("step/end", {"turn": turn, "step": 1})
-                session.append("turn/end", {"turn": turn, "reason": reason})
-                self._flush()
-            return result
-
-    def _flush(self) -> None:
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
-            persistence.flush(self.session_id)
+            return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
 
     def close(self) -> None:
-        """Flush and let go of the session (the client went away). Idempotent."""
+        """The client went away: end the turn, flush and let go of the session. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._agent is None:
-            return
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
-            persistence.release(self.session_id)
-        self.ctx.sessions.close(self.session_id)
+        if self._turns is not None:
+            self._turns.close()

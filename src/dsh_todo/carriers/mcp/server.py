@@ -8,10 +8,11 @@ forbids them, but a client can still send them) reach the registry: a small midd
 the SDK's request validation and hands it to the handler (see :func:`_capture_raw_arguments`).
 
 Each served connection owns one agent session (:class:`~dsh_todo.carriers.mcp.calls.CallSession`), created on the
-first call with a fresh uuid and the server's working directory, and released when the connection ends: over stdio
+first call with a fresh uuid and the server's working directory, and one turn in it: the first call opens it, each
+call is a step of it, and it ends (``completed``) when the connection ends and the session is released: over stdio
 when the client closes stdin. Over streamable HTTP the server's lifetime is the scope instead: each MCP session id
-(``Mcp-Session-Id``, handshake-era clients) gets its own agent session, and clients that speak the session-less
-2026 protocol share one.
+(``Mcp-Session-Id``, handshake-era clients) gets its own agent session and turn, and clients that speak the
+session-less 2026 protocol share one; all of them end when the server stops.
 """
 
 from __future__ import annotations

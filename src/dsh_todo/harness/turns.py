@@ -1,0 +1,374 @@
+"""Turns, steps and tool calls on an agent's log: the one writer every front door goes through.
+
+DSH's log shape (SPEC §4.3, §5.2): a turn is ``turn/start {turn}`` … ``turn/end {turn, reason}``, numbered from 1 per
+session and never nested; a step is ``step/start``/``step/end`` inside it, numbered from 1 per turn; a tool call is
+``tool/call`` (the model's raw argument text) → whatever the tool appends (``todo/write``) → ``tool/result`` pointing
+back at the call (``sourceEventSeqs``, ``surfaceOp: "append"``). The agent loop, the MCP and ACP carriers and the
+framework adapters all write through :class:`Turns`, so these rules, the abort rule and durability live here once.
+
+Where a turn begins and ends is the front door's choice, made with one of two tools (docs/decisions/0005):
+
+- :class:`TurnScope` around a unit of work that has a beginning and an end: the agent loop's prompt, a framework run
+  wrapped in ``todos.turn()`` or pydantic-ai's run hook. It closes the turn with the reason the block earned.
+- :meth:`Turns.call_alone` for a front door that only sees tool calls (an MCP connection, a framework tool called
+  outside any run scope): the call joins the turn open at the end of the log, and when there is none it opens the
+  writer's *standing* turn, which stays open for the calls that follow until :meth:`Turns.close` or the next scope.
+
+Why a standing turn: the standing plan is the last ``todo/write`` with no later ``turn/start`` (SPEC §5.4). A call
+that opened a turn of its own would clear the plan before it ran, so a rejected or aborted call (which writes none)
+would hide the plan a person was reading. Within a standing turn only accepted calls change the plan.
+
+Aborts: a call cancelled while its tool runs (``CancelledError``, ``KeyboardInterrupt``) still gets its error
+``tool/result`` (``Error: tool call aborted``, ``AbortError``/``ABORTED``); a turn whose block is cancelled ends
+``aborted``. A cancelled standing-turn call ends its step only: the connection or binding goes on.
+
+Durability: with persistence (anything with ``flush(session_id)`` and ``release(session_id)``), every call is
+flushed before its result is handed back, and every closed turn is flushed; :meth:`Turns.close` releases the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+
+from dsh_todo.harness.agent import Agent
+from dsh_todo.harness.errors import AbortError
+from dsh_todo.harness.llm.base import ToolCallRequest
+from dsh_todo.harness.session import Event, Session, SessionStore
+from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry, ToolResult, error_result
+from dsh_todo.jsonutil import loads
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.context import Context
+
+__all__ = ["PARSE", "Durable", "OpenTurn", "TurnScope", "Turns", "aborted", "completed", "next_turn_number",
+           "open_turn", "parse_arguments", "turn_end_reason"]
+
+Reason = dict[str, Any]
+
+BOUNDARIES: Final = frozenset({"turn/start", "turn/end", "step/start", "step/end"})
+
+_ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborted").info())
+
+PARSE: Final[Any] = object()
+"""``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
+
+
+def parse_arguments(raw: str) -> Any:
+    """The reference's rule (SPEC §1.4): empty → ``{}``; not JSON → the raw string (validation then refuses it)."""
+    if raw == "":
+        return {}
+    try:
+        return loads(raw)
+    except ValueError:
+        return raw
+
+
+def completed() -> Reason:
+    return {"kind": "completed"}
+
+
+def aborted(kind: str = "user") -> Reason:
+    """``turn/end`` reason for a turn stopped from outside: ``user`` (a cancel), ``disposed`` (its owner went away)."""
+    return {"kind": "aborted", "reason": {"kind": kind}}
+
+
+def turn_end_reason(exc: BaseException | None) -> Reason:
+    """The ``turn/end`` reason for a block that ended with ``exc`` (``None``: it completed)."""
+    if exc is None:
+        return completed()
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+        return aborted()
+    return {"kind": "error", "error": {"name": type(exc).__name__, "message": str(exc)}}
+
+
+class OpenTurn(NamedTuple):
+    """Where the log stands inside an open turn."""
+
+    turn: int
+    step: int
+    """The highest step number in the turn so far (0: none yet)."""
+    step_open: bool
+    """Whether step ``step`` is still open."""
+
+
+def open_turn(session: Session) -> OpenTurn | None:
+    """The open turn at the end of the log, or ``None`` when the last turn event is a ``turn/end`` (or there is none).
+
+    Reads backwards from the end, so the cost is the length of the current turn, not of the log.
+    """
+    step = 0
+    step_open: bool | None = None
+    for event in reversed(session.events):
+        kind = event["type"]
+        if kind == "turn/end":
+            return None
+        if kind == "turn/start":
+            return OpenTurn(int(event["data"]["turn"]), step, bool(step_open))
+        if kind in ("step/start", "step/end"):
+            if step_open is None:
+                step_open = kind == "step/start"
+            step = max(step, int(event["data"].get("step", 0)))
+    return None
+
+
+def next_turn_number(session: Session) -> int:
+    """One more than the highest turn number in the log (turns count from 1 per session)."""
+    turns = 0
+    for event in session.events:
+        if event["type"] == "turn/start":
+            turns = max(turns, int(event["data"].get("turn", 0)))
+    return turns + 1
+
+
+class Durable(Protocol):
+    """What :class:`Turns` needs of session persistence: make one session durable now; flush it and let it go."""
+
+    def flush(self, session_id: str) -> None: ...
+
+    def release(self, session_id: str) -> None: ...
+
+
+class Turns:
+    """One agent's session written as turns: boundaries, tool calls, aborts and durability.
+
+    The writer remembers the turn it opened (it closes only that one) and where the log stands in it; when anything
+    else appended a turn or step boundary since it last looked, it reads the position from the log again, so a host
+    or a second writer on the same session is joined rather than contradicted.
+    """
+
+    def __init__(self, tools: ToolRegistry, agent: Agent, *, persistence: Durable | None = None,
+                 sessions: SessionStore | None = None) -> None:
+        self.tools = tools
+        self.agent = agent
+        self.persistence = persistence
+        self.sessions = sessions
+        self.owned: int | None = None
+        """The turn this writer opened and has not closed."""
+        self.standing = False
+        """Whether :attr:`owned` is the standing turn :meth:`call_alone` opened (closed by the next scope or close)."""
+        self._where: OpenTurn | None = None
+        self._seen = -1
+        self._pending: dict[int, tuple[int, int, str]] = {}
+        """Calls logged but not yet answered: ``tool/call`` seq → (turn, step, call id)."""
+
+    @classmethod
+    def of(cls, ctx: Context, agent: Agent) -> Turns:
+        """A writer for ``agent`` with the context's tools, its persistence (when mounted) and its sessions."""
+        return cls(ctx.tools, agent, persistence=ctx.get("session_persistence"), sessions=ctx.sessions)
+
+    @property
+    def session(self) -> Session:
+        return self.agent.session
+
+    def position(self) -> OpenTurn | None:
+        """The open turn at the end of the log (:func:`open_turn`), remembered while no one else moves it."""
+        events = self.session.events
+        if self._seen < 0 or self._seen > len(events) or any(
+                events[seq]["type"] in BOUNDARIES for seq in range(self._seen, len(events))):
+            self._where = open_turn(self.session)
+        self._seen = len(events)
+        return self._where
+
+    def _mark(self, type: str, data: dict[str, Any], where: OpenTurn | None) -> Event:
+        event = self.session.append(type, data)
+        self._where, self._seen = where, self.session.seq
+        return event
+
+    def _inside(self) -> OpenTurn:
+        where = self.position()
+        if where is None:
+            raise RuntimeError(f'session "{self.session.id}" has no open turn')
+        return where
+
+    # Turns and steps -----------------------------------------------------------------------------------------
+
+    def begin(self) -> int:
+        """Open the next turn (``turn/start``) and own it; a standing turn this writer holds ends ``completed``."""
+        if self.owned is not None:
+            if not self.standing:
+                raise RuntimeError(f"turn {self.owned} is still open")
+            self.end(completed())
+        turn = next_turn_number(self.session)
+        self._mark("turn/start", {"turn": turn}, OpenTurn(turn, 0, False))
+        self.owned = turn
+        return turn
+
+    def end(self, reason: Reason) -> None:
+        """Close the turn this writer opened (its open step first) with ``reason``, and flush.
+
+        A call still running in the turn (a framework that stopped awaiting its tool task when its run was cancelled)
+        is answered ``Error: tool call aborted`` here, so its result stays inside the turn; should its tool finish
+        after all, the log keeps that answer (SPEC §13.5's race: the log and the caller may then disagree).
+        """
+        turn, self.owned, self.standing = self.owned, None, False
+        where = self.position()
+        if turn is None or where is None or where.turn != turn:
+            return  # nothing of ours is open (or someone else already closed it)
+        for call_seq, (call_turn, step, call_id) in list(self._pending.items()):
+            if call_turn == turn:  # still running in a task the block's end left behind: answered now, in the turn
+                del self._pending[call_seq]
+                self._answer(turn, step, call_id, _ABORTED, call_seq)
+        if where.step_open:
+            self.end_step()
+        self._mark("turn/end", {"turn": turn, "reason": reason}, None)
+        self.flush()
+
+    def begin_step(self) -> int:
+        """Open the next step of the open turn."""
+        where = self._inside()
+        step = where.step + 1
+        self._mark("step/start", {"turn": where.turn, "step": step}, OpenTurn(where.turn, step, True))
+        return step
+
+    def end_step(self) -> None:
+        """Close the open step."""
+        where = self._inside()
+        if not where.step_open:
+            raise RuntimeError(f"turn {where.turn} has no open step")
+        self._mark("step/end", {"turn": where.turn, "step": where.step}, where._replace(step_open=False))
+
+    # Calls ---------------------------------------------------------------------------------------------------
+
+    async def call(self, call: ToolCallRequest, *, arguments: Any = PARSE,
+                   signal: AbortSignal | None = None) -> ToolResult:
+        """One call in the open step, as the loop runs it (SPEC §4.3); durable before it returns.
+
+        ``arguments`` is the already-parsed value when the front door received it parsed (an MCP client's JSON
+        object, a framework's dict); by default the raw text is parsed by the reference's rule.
+        """
+        try:
+            return await self._run(call, arguments, signal)
+        finally:
+            self.flush()
+
+    async def call_alone(self, call: ToolCallRequest, *, arguments: Any = PARSE,
+                         signal: AbortSignal | None = None) -> ToolResult:
+        """One call from a front door that has no turns of its own; durable (step closed) before it returns.
+
+        It joins the turn open at the end of the log, or opens this writer's standing turn, kept open for the calls
+        that follow; it runs in a step of its own unless one is open. A rejected or cancelled call therefore never
+        writes a ``turn/start``: the standing plan changes only when a call is accepted.
+        """
+        if self.position() is None:
+            self.begin()
+            self.standing = True
+        where = self._inside()
+        own = None if where.step_open else OpenTurn(where.turn, self.begin_step(), True)
+        try:
+            return await self._run(call, arguments, signal)
+        finally:
+            if own is not None and self.position() == own:  # unless the turn was closed around it meanwhile
+                self.end_step()
+            self.flush()
+
+    async def _run(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult:
+        where = self._inside()
+        if not where.step_open:
+            raise RuntimeError(f"turn {where.turn} has no open step for a tool call")
+        turn, step = where.turn, where.step
+        seq = self.session.append("tool/call", {"turn": turn, "step": step, "callId": call.id, "name": call.name,
+                                                "arguments": call.arguments})["seq"]
+        self._pending[seq] = (turn, step, call.id)
+        parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
+        try:
+            result = await self.tools.execute(call.name, parsed, self.agent, signal=signal, call_id=call.id)
+        except Exception as exc:  # the registry answers tool failures itself; this is the harness failing
+            result = error_result(str(exc))
+            raise
+        except BaseException:  # cancelled while the tool ran: the call is still answered
+            result = _ABORTED
+            raise
+        finally:
+            if self._pending.pop(seq, None) is not None:  # not answered already by the turn's end
+                self._answer(turn, step, call.id, result, seq)
+        return result
+
+    def _answer(self, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
+        """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
+        data: dict[str, Any] = {
+            "turn": turn, "step": step,
+            "message": {"source": {"kind": "tool", "callId": call_id},
+                        "content": [{"type": "tool-result", "toolCallId": call_id, "content": result.content,
+                                     "isError": result.is_error}],
+                        "role": "user", "id": str(uuid.uuid4())},
+        }
+        if result.error is not None:
+            data["error"] = result.error
+        return self.session.append("tool/result", data, surface_op="append", source_event_seqs=[call_seq])
+
+    # Durability and lifetime ---------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make everything logged so far durable (a no-op without persistence)."""
+        if self.persistence is not None:
+            self.persistence.flush(self.session.id)
+
+    def close(self) -> None:
+        """The front door is done with the session: its standing turn ends ``completed`` (a run's turn still open
+        ends ``aborted``/``disposed``), then the log is flushed and released and the live session closed."""
+        if self.owned is not None:
+            self.end(completed() if self.standing else aborted("disposed"))
+        if self.persistence is not None:
+            self.persistence.release(self.session.id)
+        if self.sessions is not None:
+            self.sessions.close(self.session.id)
+
+
+class TurnScope:
+    """One turn around a block of work, for both ``with`` and ``async with``; entering gives the turn number.
+
+    Entering opens a turn (ending the writer's standing turn first: new work is a new turn). With ``join`` (the
+    default), a turn already open that is not the writer's standing one is joined instead, a nested run's or a
+    host's, and left open on exit. Exiting closes the turn this scope opened with :attr:`reason` (``completed``
+    unless the block set another) or, when the block raised, with the reason its exception earned
+    (:func:`turn_end_reason`). Re-entering a scope that is already open is an error.
+    """
+
+    def __init__(self, turns: Turns, *, join: bool = True) -> None:
+        self.turns = turns
+        self.join = join
+        self.turn: int | None = None
+        """The turn number this scope opened or joined (``None`` outside the block)."""
+        self.opened = False
+        """Whether this scope wrote the ``turn/start`` (and so writes the ``turn/end``)."""
+        self.reason: Reason | None = None
+        """The ``turn/end`` reason the block earned, when it is not ``completed`` and the block did not raise."""
+
+    def open(self) -> int:
+        if self.turn is not None:
+            raise RuntimeError("this turn scope is already open")
+        turns = self.turns
+        where = turns.position()
+        standing = where is not None and turns.standing and where.turn == turns.owned
+        if self.join and where is not None and not standing:
+            self.turn = where.turn
+        else:
+            self.turn = turns.begin()
+            self.opened = True
+        return self.turn
+
+    def close(self, exc: BaseException | None = None) -> None:
+        if self.turn is None:
+            return
+        if self.opened:
+            reason = turn_end_reason(exc) if exc is not None else self.reason or completed()
+            self.turns.end(reason)
+        self.turn = None
+        self.opened = False
+
+    def __enter__(self) -> int:
+        return self.open()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close(exc)
+
+    async def __aenter__(self) -> int:
+        return self.open()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close(exc)
