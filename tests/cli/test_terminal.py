@@ -31,7 +31,8 @@ def test_lone_surrogates_and_bidi_controls_are_printed_escaped() -> None:
     """Repro: ``todo_write`` accepts ``"\\ud800"`` (a valid JSON escape, as in the reference), and ``dsh-todo plan``,
     ``watch`` and the demo's view then died with ``UnicodeEncodeError`` writing it to a UTF-8 terminal. Bidi
     overrides would silently reorder what a person reads."""
-    plan = [{"content": "fix \ud800 now", "status": "in_progress"}, {"content": "evil\u202etxt.exe", "status": "pending"}]
+    plan = [{"content": "fix \ud800 now", "status": "in_progress"},
+            {"content": "evil\u202etxt.exe", "status": "pending"}]
     lines = plan_lines(plan)
     assert lines[1:] == ["  [>] fix \\ud800 now", "  [ ] evil\\u202etxt.exe"]
     assert plan_delta(plan) == "plan: 1 in progress · 1 pending | now: fix \\ud800 now"
