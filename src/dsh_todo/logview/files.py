@@ -232,6 +232,8 @@ def find_log(path: str | Path) -> Path:
     if not target.exists():
         raise Refusal("not-found", f"{target} does not exist")
     if target.name not in LOG_NAMES:
+        if target.name.endswith((".jsonl", ".jsonl.zstd")):
+            raise flat_layout(Path(os.path.abspath(target)))
         raise Refusal("not-found", f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
     if target.parent.is_dir():
         session_log(target.parent)  # the other encoding beside it refuses the session
