@@ -39,7 +39,7 @@ def _backend_of(args: argparse.Namespace) -> dict[str, Any]:
     url = args.database or (None if args.root else default_database())
     if url:
         try:
-            return {"backend": open_database(url)}
+            return {"backend": open_database(url, schema=args.schema)}
         except Refusal as exc:
             raise CommandError(exc.reason) from None
     return {"backend": FileBackend(Path(args.root) if args.root else _default_root())}
@@ -243,6 +243,7 @@ def _reading_options(parser: Any) -> None:
                                        "$DSH_TODO_ROOT)")
     parser.add_argument("--database", metavar="URL",
                         help="read session ids from PostgreSQL instead of --root (default $DSH_TODO_DATABASE_URL)")
+    parser.add_argument("--schema", default="public", help="PostgreSQL schema holding the tables (default public)")
 
 
 SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
