@@ -67,3 +67,17 @@ def test_raw_and_zstd_logs_mix_under_the_served_root(web: Web) -> None:
         status, body = web.history(session_id)
         assert status == 200, body
         assert len(body["result"]["value"]["projections"]["values"]["todos"]) == todos
+
+
+def test_a_raw_log_under_the_served_root_is_followed(web: Web) -> None:
+    """Repro: the page's runtime writes zstd; subscribing to a raw session copied under its root
+    (``/api/events.mux?sessionId=<raw>&afterSeq=-1``) closed the stream (the follower's store refused the root)."""
+    raw, _zstd = mixed_encodings(web.root)
+    reader = web.open_stream(f"?sessionId={A_ID}&afterSeq=-1")
+    try:
+        first = reader.frame()["payload"]
+        assert first == {"type": "session/subscribed", "sessionId": A_ID, "lastSeq": 81}
+        replayed = reader.payloads_until(lambda p: p["type"] == "session/event" and p["event"]["seq"] == 81)
+        assert [p["event"]["seq"] for p in replayed if p["type"] == "session/event"] == list(range(82))
+    finally:
+        reader.close()

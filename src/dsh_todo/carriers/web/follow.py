@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.carriers.web.frames import Folder, Subscriber, event_frame, projection_frame
+from dsh_todo.harness.persistence import SessionNotFoundError
 from dsh_todo.harness.persistence.jsonl import JsonlPersistence
-from dsh_todo.harness.persistence.store import unknown_type_refusal
+from dsh_todo.harness.persistence.store import JsonlStore
 from dsh_todo.harness.projections import ProjectionRegistry
+from dsh_todo.logview import FileBackend
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -46,6 +48,9 @@ class Follower:
                  view_of: ViewOf, *, interval: float = 0.1) -> None:
         self.session_id = session_id
         self.persistence = persistence
+        # Read as the page's history is: through the log reader, each file in its own encoding.
+        store = getattr(persistence, "store", None)
+        self.files = FileBackend(store.root) if isinstance(store, JsonlStore) else None
         self.registry = registry
         self.view_of = view_of
         self.interval = interval
@@ -94,24 +99,33 @@ class Follower:
         if self._path is None:
             if self._polls > 1 and self._polls % FIND_EVERY:
                 return
-            self._path = await asyncio.to_thread(self.persistence.store.find, self.session_id)
+            self._path = await asyncio.to_thread(self._find)
             if self._path is None:
                 return
         identity = _identity(self._path)
         if identity is None or identity == self._identity:
             return
         path = self._path
-        session_id = self.session_id
 
         def read() -> list[dict[str, Any]]:
-            stored = self.persistence.store.read_path(path, session_id)
-            unknown_type_refusal(session_id, stored.events, path)
-            return stored.events
+            assert self.files is not None
+            events = self.files.read_path(path).events
+            assert events is not None
+            return events
 
         events = await asyncio.to_thread(read)
         self._identity = identity
         self._warned = False
         self._advance(events)
+
+    def _find(self) -> Path | None:
+        """The log of this session, or ``None`` while it does not exist (refusals propagate: they are logged)."""
+        if self.files is None:
+            return None
+        try:
+            return self.files.locate(self.session_id)
+        except SessionNotFoundError:
+            return None
 
     def _advance(self, events: Sequence[Mapping[str, Any]]) -> None:
         known = len(self.events)
