@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
+from operator import contains, eq, is_
 from typing import Any, Final
 
 from dsh_todo.logview.health import Refusal
@@ -30,28 +31,31 @@ class PlanFacts:
     breaker: str | None = None
     _types: list[Any] = field(default_factory=list, repr=False)
 
-    def see(self, events: Sequence[Mapping[str, Any]]) -> None:
-        """Take the next run of events (in seq order)."""
-        types = list(map(dict.get, events, repeat("type")))  # type: ignore[arg-type]
+    def see(self, events: Sequence[Mapping[str, Any]], types: Sequence[Any] | None = None) -> None:
+        """Take the next run of events (in seq order); ``types`` are their ``type`` values, when already known."""
+        if types is None:
+            types = list(map(dict.get, events, repeat("type")))  # type: ignore[arg-type]
+        reverse = types[::-1]
         for kind in PLAN_EVENT_TYPES:
             if kind in types:
-                index = len(types) - 1 - types[::-1].index(kind)
+                index = len(types) - 1 - reverse.index(kind)
                 if self.last is None or events[index]["seq"] > self.last["seq"]:
                     self.last = events[index]
         if self.breaker is None:
             self._find_breaker(events, types)
 
-    def _find_breaker(self, events: Sequence[Mapping[str, Any]], types: list[Any]) -> None:
+    def _find_breaker(self, events: Sequence[Mapping[str, Any]], types: Sequence[Any]) -> None:
+        # Only the (rare) events that could break the fold are looked at one by one; the filters run in C.
         if None in types:
-            for event in events:
+            for event in compress(events, map(is_, types, repeat(None))):
                 if "type" not in event:
                     self.breaker = f"the event at seq {event.get('seq')} has no type"
                     return
         if "todo/write" in types:
-            for event, kind in zip(events, types, strict=True):
-                if kind == "todo/write" and "data" not in event:
-                    self.breaker = f"the todo/write at seq {event.get('seq')} has no data"
-                    return
+            writes = list(compress(events, map(eq, types, repeat("todo/write"))))
+            if not all(map(contains, writes, repeat("data"))):
+                event = next(event for event in writes if "data" not in event)
+                self.breaker = f"the todo/write at seq {event.get('seq')} has no data"
 
     def plan(self) -> list[Any] | None:
         """The standing plan, or :class:`Refusal` (code ``internal``, as the page's tail read answers it)."""

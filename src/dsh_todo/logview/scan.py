@@ -83,13 +83,14 @@ class _Pass:
         if not events:
             return
         found = self.found
-        if found.unknown is None and not _KNOWN.issuperset(map(dict.get, events, repeat("type"))):
+        types = list(map(dict.get, events, repeat("type")))
+        if found.unknown is None and not _KNOWN.issuperset(types):
             try:
                 unknown_type_refusal(str(found.meta["id"]), events, found.path)
             except SessionLogError as exc:
                 found.unknown = exc  # raised only if the whole pass succeeds, as the store reads, then refuses
-        found.plan.see(events)
-        _follow_turn(found.open_turn, events)
+        found.plan.see(events, types)
+        _follow_turn(found.open_turn, events, types)
         found.count += len(events)
         if found.events is not None:
             found.events.extend(events)
@@ -98,9 +99,8 @@ class _Pass:
         scanner.events = []
 
 
-def _follow_turn(open_turn: list[Event], events: Sequence[Event]) -> None:
+def _follow_turn(open_turn: list[Event], events: Sequence[Event], kinds: list[Any]) -> None:
     """Keep ``open_turn`` = the events from the last ``turn/start`` on, or empty after a ``turn/end``."""
-    kinds = list(map(dict.get, events, repeat("type")))
     start = _last_index(kinds, "turn/start")
     end = _last_index(kinds, "turn/end")
     if start > end:
