@@ -193,3 +193,32 @@ def test_recovery_is_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFi
     assert len(out.splitlines()) == 169
     assert rows(run(capsys, "sessions", str(tmp_path))[1]) == {B_ID: ["empty plan", str(log), note]}
     assert log.stat().st_size == size
+
+
+def test_a_checkpoint_never_vouches_for_a_damaged_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log our runtime wrote, with its projection checkpoint beside it, then damaged before the checkpoint's
+    offset (JSON broken after a good envelope, the size unchanged). The checkpoint read (the old ``plan`` path)
+    still showed the plan from the checkpoint; every reader must refuse the log as the exact read does."""
+    import asyncio
+
+    from dsh_todo.harness import Agent
+    from dsh_todo.harness.persistence.checkpoints import CHECKPOINT_NAME
+    from dsh_todo.runtime import open_runtime
+
+    ctx = open_runtime(tmp_path, compression="none", batch_delay_ms=1)
+    session = ctx.sessions.create("cp", cwd="/w")
+    for turn in (1, 2):
+        session.append("turn/start", {"turn": turn})
+        asyncio.run(ctx.tools.execute("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]},
+                                      agent=Agent("a", session)))
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    ctx.dispose()
+    log = next(tmp_path.glob("*/cp/session.jsonl"))
+    assert (log.parent / CHECKPOINT_NAME).is_file()
+    lines = log.read_bytes().split(b"\n")
+    # The first turn's todo/write, long before the checkpoint's offset; same size, so the offset stays a line start.
+    lines[2] = lines[2][:-1] + b"]"
+    log.write_bytes(b"\n".join(lines))
+    reason = "corrupt session log: unparsable committed event at line 2"
+    assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
+    assert rows(run(capsys, "sessions", str(tmp_path))[1]) == {"cp": ["-", str(log), f"refused: {reason}"]}

@@ -72,7 +72,7 @@ def test_raw_and_zstd_logs_mix_under_the_served_root(web: Web) -> None:
 def test_a_raw_log_under_the_served_root_is_followed(web: Web) -> None:
     """Repro: the page's runtime writes zstd; subscribing to a raw session copied under its root
     (``/api/events.mux?sessionId=<raw>&afterSeq=-1``) closed the stream (the follower's store refused the root)."""
-    raw, _zstd = mixed_encodings(web.root)
+    mixed_encodings(web.root)
     reader = web.open_stream(f"?sessionId={A_ID}&afterSeq=-1")
     try:
         first = reader.frame()["payload"]
