@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label
+from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label, safe
 from dsh_todo.jsonutil import dumps
 
 
@@ -54,7 +54,7 @@ def _note(args: argparse.Namespace, view: Any) -> None:
     if health.refused:
         raise CommandError(health.reason)
     if health.state == "recovered":
-        print(f"dsh-todo {args.command}: {health.reason}", file=sys.stderr)
+        print(f"dsh-todo {args.command}: {safe(health.reason)}", file=sys.stderr)
 
 
 def _view(args: argparse.Namespace, read: Any) -> Any:
@@ -121,7 +121,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not views:
         print(f"no sessions in {backend.location}")
     for view in views:
-        print(f"{view.session_id}\t{plan_label(view)}\t{view.where}\t{view.health.describe()}")
+        print(f"{safe(view.session_id)}\t{plan_label(view)}\t{safe(view.where)}\t{safe(view.health.describe())}")
     return 0
 
 
@@ -232,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         path = ctx.session_persistence.locate(session_id)
     finally:
         ctx.dispose()
-    print(f"session {session_id}: {path}", file=sys.stderr)
+    print(f"session {safe(session_id)}: {safe(path)}", file=sys.stderr)
     if outcome.reason["kind"] != "completed":
         detail = outcome.reason.get("error", {}).get("message", "")
         print(f"turn ended: {outcome.reason['kind']} {detail}".rstrip(), file=sys.stderr)
