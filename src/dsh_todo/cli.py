@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from dsh_todo.harness.tools.wire import function_tool
+    from dsh_todo.harness.llm.wire import function_tool
     from dsh_todo.jsonutil import dumps
     from dsh_todo.tokens import count_tokens
     from dsh_todo.tool_todo import build_tool

@@ -187,15 +187,10 @@ def _default_root() -> Path:
 
 
 def _model(args: argparse.Namespace) -> Any:
-    from dsh_todo.harness.llm import ModelError, ScriptedModel
-    from dsh_todo.harness.llm.scripted import load_script
+    from dsh_todo.harness.llm import ModelError, make_model
 
     try:
-        if args.script:
-            return ScriptedModel(load_script(args.script), model=Path(args.script).name)
-        from dsh_todo.harness.llm.openai_compat import OpenAICompatibleModel
-
-        return OpenAICompatibleModel(args.model)
+        return make_model(args.script, args.model)
     except ModelError as exc:
         raise CommandError(str(exc)) from None
 

@@ -59,8 +59,3 @@ def loads(text: str | bytes) -> Any:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         return json.loads(text, parse_constant=_no_constants)
-
-
-def js_string(text: str) -> str:
-    """``JSON.stringify`` of one string, as it appears inside DSH's error messages."""
-    return dumps(text)

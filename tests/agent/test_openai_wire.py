@@ -14,7 +14,7 @@ import pytest
 from dsh_todo.harness import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm.base import ModelError
-from dsh_todo.harness.tools.wire import function_tool
+from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.jsonutil import dumps, loads
 from tests.conftest import BootFactory, todo_writes
 
@@ -48,7 +48,7 @@ class FakeEndpoint:
         return httpx2.Response(200, json=self.replies.pop(0))
 
 
-def make_model(endpoint: FakeEndpoint) -> OpenAICompatibleModel:
+def model_for(endpoint: FakeEndpoint) -> OpenAICompatibleModel:
     client = openai.AsyncOpenAI(api_key="test-key", base_url="http://fake.invalid/v1", max_retries=0,
                                 http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(endpoint)))
     return OpenAICompatibleModel("deepseek-v4-flash", client=client)
@@ -63,7 +63,7 @@ async def test_wire_request_and_tool_message(make_ctx: BootFactory) -> None:
         completion({"content": "DONE"}, "stop"),
     ])
     session = ctx.sessions.create("s")
-    outcome = await AgentLoop(ctx.tools, make_model(endpoint), system="sys").run_turn(Agent("a", session), "plan it")
+    outcome = await AgentLoop(ctx.tools, model_for(endpoint), system="sys").run_turn(Agent("a", session), "plan it")
     assert outcome.text == "DONE"
     assert endpoint.paths == ["/v1/chat/completions", "/v1/chat/completions"]
     first, second = endpoint.bodies
@@ -92,7 +92,7 @@ async def test_rejected_call_reaches_the_model_as_error_text(make_ctx: BootFacto
         completion({"content": "sorry"}, "stop"),
     ])
     session = ctx.sessions.create("s")
-    await AgentLoop(ctx.tools, make_model(endpoint)).run_turn(Agent("a", session), "go")
+    await AgentLoop(ctx.tools, model_for(endpoint)).run_turn(Agent("a", session), "go")
     assert endpoint.bodies[1]["messages"][-1] == {
         "role": "tool", "tool_call_id": "call_0", "content": 'Error: invalid arguments: "arguments" must be an object'}
     assert todo_writes(session) == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.tools.wire import function_tool
+from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.jsonutil import dumps
 from dsh_todo.tokens import count_tokens
 from dsh_todo.tool_todo import build_tool
@@ -106,7 +106,7 @@ def test_schemas_are_byte_identical_across_calls_and_boots(make_ctx: BootFactory
 
 
 def test_schemas_are_byte_identical_across_processes() -> None:
-    script = ("import sys\nfrom dsh_todo.harness.tools.wire import function_tool\n"
+    script = ("import sys\nfrom dsh_todo.harness.llm.wire import function_tool\n"
               "from dsh_todo.jsonutil import dumps\nfrom dsh_todo.tool_todo import build_tool\n"
               "sys.stdout.write(dumps([function_tool(build_tool(a).schema()) for a in (True, False)]))\n")
     outputs = set()

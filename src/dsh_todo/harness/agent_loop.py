@@ -17,9 +17,9 @@ from typing import Any
 
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelRequest
+from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.harness.session import Event, Session
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
-from dsh_todo.harness.tools.wire import function_tool
 from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments
 
 __all__ = ["DEFAULT_SYSTEM", "AgentLoop", "EventHook", "TurnOutcome", "derive_messages", "parse_arguments"]

@@ -15,6 +15,7 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.frozen import FrozenDict, FrozenList
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
+from dsh_todo.jscompat import js_text
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
 from dsh_todo.tool_todo.projection import TODOS_UNIT
 from dsh_todo.tool_todo.rules import TodoError, TodoItem, canonicalize, render
@@ -24,19 +25,6 @@ inject: Final = ["tools"]
 
 NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
-
-
-def _js_text(value: Any) -> str:
-    """``String(value)`` as JavaScript prints it, for config error messages."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if v is None else _js_text(v) for v in value)
-    if isinstance(value, dict):
-        return "[object Object]"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -50,7 +38,7 @@ class Config:
         if isinstance(raw, Config):
             return raw
         if raw is not None and not isinstance(raw, dict):
-            raise ConfigError(f"invalid config:\n  - $ expected object but got {_js_text(raw)}")
+            raise ConfigError(f"invalid config:\n  - $ expected object but got {js_text(raw)}")
         raw = raw or {}
         value = raw.get("allowParallelInProgress", raw.get("allow_parallel_in_progress"))
         if value is None:
@@ -58,7 +46,7 @@ class Config:
                               "(at allowParallelInProgress)")
         if type(value) is not bool:
             raise ConfigError("invalid config:\n  - $.allowParallelInProgress expected boolean but got "
-                              f"{_js_text(value)} (at allowParallelInProgress)")
+                              f"{js_text(value)} (at allowParallelInProgress)")
         return cls(value)
 
 

@@ -13,8 +13,9 @@ from typing import Any, Final
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.invariants import InvariantViolation
 from dsh_todo.harness.session import Session
+from dsh_todo.jscompat import JS_WHITESPACE
 from dsh_todo.jsonutil import dumps
-from dsh_todo.tool_todo.rules import JS_WHITESPACE, STATUSES
+from dsh_todo.tool_todo.rules import STATUSES
 
 name: Final = "tool-todo-invariant"
 inject: Final = ["invariants"]

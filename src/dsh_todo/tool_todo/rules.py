@@ -8,18 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NoReturn, TypedDict
 
-from dsh_todo.jsonutil import js_string
+from dsh_todo.jscompat import JS_WHITESPACE, js_string
 
 Status = Literal["pending", "in_progress", "completed"]
 STATUSES: Final = ("pending", "in_progress", "completed")
-
-JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-"""What JavaScript's ``String.prototype.trim`` removes. ``str.strip()`` differs (SPEC §13.1): it also strips
-U+001C–U+001F and U+0085, and keeps U+FEFF, so the reference's canonical text can only be reproduced with this set."""
-
 
 class TodoItem(TypedDict):
     content: str
@@ -34,10 +26,6 @@ class Counts(TypedDict):
 
 class TodoError(Exception):
     """A list that passed the schema but breaks a value rule; the message is model-visible."""
-
-
-def js_trim(text: str) -> str:
-    return text.strip(JS_WHITESPACE)
 
 
 EMPTY_CONTENT: Final = "invalid todo: `content` must be a non-empty string"

@@ -22,7 +22,6 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from acp.core import run_agent
@@ -44,7 +43,7 @@ from acp.schema import (
 from dsh_todo.carriers.acp.updates import Update, UpdateFeed
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
-from dsh_todo.harness.llm.base import Model, ModelError
+from dsh_todo.harness.llm import Model, ModelError, make_model
 from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
 
 if TYPE_CHECKING:
@@ -202,18 +201,6 @@ class TodoAgent:
                 await self._send(session_id, update)
             except Exception:
                 log.warning("session/update to the client failed", exc_info=True)
-
-
-def make_model(script: str | None, model: str | None) -> Model:
-    """The scripted model for ``--script``, else the OpenAI-compatible endpoint (needs ``DEEPSEEK_API_KEY``)."""
-    from dsh_todo.harness.llm import ScriptedModel
-    from dsh_todo.harness.llm.scripted import load_script
-
-    if script:
-        return ScriptedModel(load_script(script), model=Path(script).name)
-    from dsh_todo.harness.llm.openai_compat import OpenAICompatibleModel
-
-    return OpenAICompatibleModel(model)
 
 
 async def serve_stdio(ctx: Context, model: Model) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
-from dsh_todo.harness.persistence.jstext import MISSING, js_text
+from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import loads
 
 SESSION_FORMAT_VERSION: Final = 0

@@ -22,7 +22,7 @@ from typing import Any
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
-from dsh_todo.harness.persistence.jstext import MISSING, js_text
+from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import loads
 
 

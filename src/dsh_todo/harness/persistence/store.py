@@ -68,7 +68,8 @@ from dsh_todo.harness.persistence.paths import (
 from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
-from dsh_todo.jsonutil import dumps_bytes, js_string, loads
+from dsh_todo.jscompat import js_string
+from dsh_todo.jsonutil import dumps_bytes, loads
 
 
 class JsonlStore:
