@@ -8,8 +8,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from dsh_todo.harness import Context
 from dsh_todo.runtime import open_runtime
 from tests.web.conftest import build_fixture_session
 
@@ -55,7 +60,8 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
 
 
 def test_demo_web_serves_the_running_demo(tmp_path: Path) -> None:
-    """``dsh-todo demo --web``: the page answers while the scripted turns run, with the live session's plan."""
+    """``dsh-todo demo --web``: the session answers as soon as the URL is printed, and the page shows the live
+    session's plan while the scripted turns run (paced at 0.4 s a reply, the plan stands for five replies)."""
     command = [sys.executable, "-m", "dsh_todo.cli", "demo", "--web", "--pace", "0.4", "--root", str(tmp_path)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                text=True, cwd=tmp_path)
@@ -66,24 +72,54 @@ def test_demo_web_serves_the_running_demo(tmp_path: Path) -> None:
         assert line.startswith("watch it live: http://127.0.0.1:")
         page = line.removeprefix("watch it live: ")
         base, _, query = page.partition("?session=")
-        seen_plans = []
-        deadline = time.monotonic() + 60
-        while process.poll() is None and time.monotonic() < deadline:
+
+        def history() -> dict[str, Any]:
             body = json.dumps({"type": "client-request", "rpcId": "r", "method": "session.history",
                                "payload": {"sessionId": query}}).encode()
             request = urllib.request.Request(base + "api/session.history", data=body,
                                              headers={"content-type": "application/json"})
-            try:
-                with urllib.request.urlopen(request, timeout=10) as response:
-                    value = json.loads(response.read())["result"]
-            except OSError:
-                break  # the demo finished and the server stopped
-            if value.get("ok"):
-                seen_plans.append(value["value"]["projections"]["values"]["todos"])
-            time.sleep(0.2)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                result: dict[str, Any] = json.loads(response.read())["result"]
+                return result
+
+        first = history()  # the printed URL names a session that already exists: no 404, no retry
+        assert first["ok"], first
+        plan = first["value"]["projections"]["values"]["todos"]
+        deadline = time.monotonic() + 60
+        while not plan and time.monotonic() < deadline:
+            time.sleep(0.05)
+            plan = history()["value"]["projections"]["values"]["todos"]
+        assert plan, "the page never showed a standing plan while the demo ran"
         assert process.wait(timeout=60) == 0
-        assert any(plan for plan in seen_plans), "the page never showed a standing plan while the demo ran"
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_demo_web_prints_its_url_only_once_the_session_exists(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order itself, in process: a URL printed before ``sessions.create`` 404s for whoever opens it first."""
+    import dsh_todo.carriers.web as web
+    from dsh_todo.carriers.terminal import PlanPrinter
+    from dsh_todo.cli import main
+
+    served: list[Context] = []
+    listed_at_print: list[list[str]] = []
+
+    def serve(ctx: Context, **_options: Any) -> tuple[str, Callable[[], None]]:
+        served.append(ctx)
+        return "http://127.0.0.1:9/", lambda: None
+
+    say = PlanPrinter.say
+
+    def watching_say(self: PlanPrinter, text: str) -> None:
+        if text.startswith("watch it live: "):
+            listed_at_print.append([session.id for session in served[0].sessions.list()])
+        say(self, text)
+
+    monkeypatch.setattr(web, "serve_in_background", serve)
+    monkeypatch.setattr(PlanPrinter, "say", watching_say)
+    assert main(["demo", "--web", "--pace", "0", "--root", str(tmp_path)]) == 0
+    assert len(listed_at_print) == 1 and len(listed_at_print[0]) == 1
+    assert listed_at_print[0][0].startswith("demo-")
