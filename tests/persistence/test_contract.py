@@ -22,13 +22,13 @@ from dsh_todo.harness.persistence import (
     SessionPersistence,
 )
 from dsh_todo.runtime import composition
-from tests.postgres.conftest import pg_schema, pg_server, pg_url  # noqa: F401  (fixtures)
+from dsh_todo.testing import database_composition
 
 Boot = Callable[..., Context]
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 
 
-@pytest.fixture(params=["none", "zstd", "postgres"])
+@pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres)])
 def booter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Boot]:
     """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards."""
     contexts: list[Context] = []
@@ -37,11 +37,7 @@ def booter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Boot]:
         schema: str = request.getfixturevalue("pg_schema")
 
         def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
-            found = composition(None, database=url, batch_delay_ms=batch_delay_ms)
-            for row in found:
-                if row["id"] == "persistence":
-                    row["config"] = {**row["config"], "schema": schema}
-            return found
+            return database_composition(url, schema=schema, batch_delay_ms=batch_delay_ms)
     else:
         def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
             return composition(tmp_path / "root", compression=request.param, batch_delay_ms=batch_delay_ms)

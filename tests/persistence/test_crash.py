@@ -13,6 +13,7 @@ import pytest
 from tests.persistence.crash_child import run_crashes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("compression", "seed"), [("none", 20260601), ("zstd", 20260602)])
 def test_sigkill_at_random_moments(tmp_path: Path, compression: str, seed: int) -> None:
     report = run_crashes(tmp_path / "root", compression, kills=12, seed=seed)

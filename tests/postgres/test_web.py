@@ -13,8 +13,8 @@ from typing import Any
 from dsh_todo.cli import main as cli
 from dsh_todo.harness import boot
 from dsh_todo.jsonutil import dumps
+from dsh_todo.testing import database_composition
 from tests.conftest import REPO_ROOT
-from tests.postgres.conftest import pg_rows
 from tests.postgres.test_processes import finish, worker
 from tests.web.conftest import SseReader
 
@@ -33,7 +33,7 @@ def history(base: str, session_id: str) -> tuple[int, dict[str, Any]]:
 
 def test_a_page_served_by_one_process_shows_a_plan_another_process_appends(
         pg_url: str, pg_schema: str) -> None:
-    boot(pg_rows(pg_url, pg_schema)).dispose()  # the tables exist before either process starts
+    boot(database_composition(pg_url, schema=pg_schema)).dispose()  # the tables exist before either process starts
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     server = subprocess.Popen([sys.executable, "-m", "tests.postgres.worker", "web", pg_url, pg_schema, "-"],
                               cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -59,7 +59,7 @@ def test_a_page_served_by_one_process_shows_a_plan_another_process_appends(
         server.stdin.close()
         server.wait(20)
 
-    reader_ctx = boot(pg_rows(pg_url, pg_schema))
+    reader_ctx = boot(database_composition(pg_url, schema=pg_schema))
     try:
         stored = reader_ctx.session_persistence.read("remote").events
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 
 from dsh_todo.harness import Context, boot
 from dsh_todo.harness.persistence import SessionLockedError, SessionNotFoundError
-from tests.postgres.conftest import pg_rows
+from dsh_todo.testing import database_composition
 
 
 def plan(tag: str, index: int) -> list[dict[str, str]]:
@@ -98,7 +98,7 @@ def web(ctx: Context) -> int:
 
 def main(argv: list[str]) -> int:
     command, url, schema, session_id, *rest = argv
-    ctx = boot(pg_rows(url, schema, batch_delay_ms=5))
+    ctx = boot(database_composition(url, schema=schema, batch_delay_ms=5))
     try:
         if command == "race":
             return race(ctx, session_id, rest[0], rest[1], int(rest[2]))

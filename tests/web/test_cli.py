@@ -59,6 +59,7 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
     assert "pass --token T" in result.stderr
 
 
+@pytest.mark.slow
 def test_demo_web_serves_the_running_demo(tmp_path: Path) -> None:
     """``dsh-todo demo --web``: the session answers as soon as the URL is printed, and the page shows the live
     session's plan while the scripted turns run (paced at 0.4 s a reply, the plan stands for five replies)."""

@@ -1,11 +1,17 @@
-"""A throwaway local PostgreSQL cluster, for tests, benchmarks and trying the backend out.
+"""A throwaway PostgreSQL cluster, for tests, benchmarks and trying the PostgreSQL backend out.
 
 ``initdb`` into a temporary directory, then ``pg_ctl start`` on a free loopback port with the socket in that directory
 too; :meth:`Cluster.stop` stops it and deletes everything. It starts in about a second. Running as root, the server
-runs as the ``postgres`` user (else ``nobody``), because PostgreSQL refuses to run as root. The binaries are looked
-for on ``$PATH`` and then in Debian's ``/usr/lib/postgresql/<version>/bin``.
+runs as the ``postgres`` user (else ``nobody``), because PostgreSQL refuses to run as root: this is why the rig is
+ours and not pytest-postgresql's, whose executor calls ``pg_ctl`` as the current user (decision 0006). The binaries
+are looked for on ``$PATH`` and then in Debian's ``/usr/lib/postgresql/<version>/bin``.
 
-``durable=False`` turns off ``fsync`` and friends: right for tests, wrong for measuring commit latency.
+``durable=False`` turns off ``fsync`` and friends: right for tests, wrong for measuring commit latency. Only the
+standard library is imported; the caller connects with whatever client it likes (``psycopg``, the ``postgres``
+extra, for ours).
+
+    with start_cluster(durable=False) as cluster:
+        ctx = open_runtime(database=cluster.url)
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+__all__ = ["Cluster", "ClusterUnavailable", "start_cluster"]
 
 
 class ClusterUnavailable(RuntimeError):
