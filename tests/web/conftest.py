@@ -20,12 +20,10 @@ from typing import Any, TypeVar
 import pytest
 
 from dsh_todo.carriers.web.server import BackgroundServer
-from dsh_todo.harness import Agent, Context
-from dsh_todo.harness.agent_loop import AgentLoop
-from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
-from dsh_todo.harness.session import Session
-from dsh_todo.jsonutil import dumps
+from dsh_todo.harness import Context, Session
+from dsh_todo.harness.llm import ModelReply, ToolCallRequest
 from dsh_todo.runtime import open_runtime
+from dsh_todo.testing import reply, scripted_turn, todo_call
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -34,10 +32,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 # -- sessions -----------------------------------------------------------------------------------------------------
-
-
-def todo_call(call_id: str, *items: tuple[str, str]) -> ToolCallRequest:
-    return ToolCallRequest(call_id, "todo_write", dumps({"todos": [{"content": c, "status": s} for c, s in items]}))
 
 
 def raw_call(call_id: str, arguments: str, name: str = "todo_write") -> ToolCallRequest:
@@ -54,14 +48,8 @@ def run_async(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def run_turn(ctx: Context, session: Session, prompt: str, replies: Sequence[ModelReply]) -> None:
-    """One real agent-loop turn with a scripted model (must consume every reply)."""
-    model = ScriptedModel(list(replies))
-    run_async(lambda: AgentLoop(ctx.tools, model).run_turn(Agent("web-test", session), prompt))
-    assert model.remaining == 0
-
-
-def reply(text: str = "", *calls: ToolCallRequest) -> ModelReply:
-    return ModelReply(text, list(calls), "tool_calls" if calls else "stop")
+    """One real agent-loop turn with a scripted model (must consume every reply), off Playwright's loop."""
+    run_async(lambda: scripted_turn(ctx, session, prompt, replies, agent_id="web-test"))
 
 
 PARALLEL_PLAN = (("梳理需求", "completed"), ("实现 fixture 样本", "in_progress"), ("跑后台构建", "in_progress"),
