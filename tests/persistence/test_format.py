@@ -10,10 +10,8 @@ from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
     JsonlStore,
     SessionFormatUnsupportedError,
-    expand_row,
-    pack_chunk_runs,
 )
-from dsh_todo.harness.persistence.chunk_rows import MalformedRowError
+from dsh_todo.harness.persistence.chunk_rows import MalformedRowError, expand_row, pack_chunk_runs
 from dsh_todo.harness.persistence.encode import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.header import check_meta, decode_header, parse_header_record
 from dsh_todo.harness.persistence.scan import LogScanner

@@ -16,6 +16,8 @@ from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
 from dsh_todo.tool_todo.rules import JS_WHITESPACE, STATUSES
 
+__all__ = ["apply", "check_todos", "inject", "name"]
+
 name: Final = "tool-todo-invariant"
 inject: Final = ["invariants"]
 PACKAGE: Final = "@deepseek-ai/dsh-tool-todo"
