@@ -1,5 +1,5 @@
 """``dsh_todo.testing.start_cluster``: says why when no cluster can be started (the real start is what every
-``postgres`` test stands on, through ``tests/postgres/conftest.py``)."""
+``postgres`` test stands on, through the ``pg_url`` fixture in ``tests/conftest.py``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 from dsh_todo.carriers.web.security import CSP, binding_problem, is_loopback
 from dsh_todo.carriers.web.server import BackgroundServer, serve_in_background
 from dsh_todo.runtime import open_runtime
-from tests.web.conftest import Web, _serve
+from tests.carriers.web.conftest import Web, _serve
 
 TOKEN = "s3cret-token-0123456789"
 
@@ -124,7 +124,7 @@ def test_the_printed_url_carries_the_token(tmp_path: Path) -> None:
 def test_a_browser_opened_with_the_printed_url_works_and_forgets_the_token(guarded: Web, new_page: Any) -> None:
     from playwright.sync_api import expect
 
-    from tests.web.conftest import build_fixture_session
+    from tests.carriers.web.conftest import build_fixture_session
 
     build_fixture_session(guarded.ctx)
     page = new_page("en-US")

@@ -20,10 +20,12 @@ from dsh_todo.harness.persistence.postgres import PgStore
 from dsh_todo.jsonutil import dumps
 from tests.conftest import REPO_ROOT
 
+WORKER = "tests.harness.persistence.postgres.worker"
+
 
 def worker(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "tests.postgres.worker", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", WORKER, *args], cwd=REPO_ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

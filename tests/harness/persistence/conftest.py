@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.persistence.fixture_logs import (
+from tests.harness.persistence.fixture_logs import (
     DAMAGED_NAMES,
     FIXTURE_NAMES,
     INTACT_NAMES,

@@ -16,7 +16,7 @@ from dsh_todo.harness.persistence import JsonlStore, PersistenceService, Session
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.session import Session, SessionStore
 from dsh_todo.jsonutil import dumps
-from tests.persistence.fixture_logs import copy_store, load_fixture, standing_plan, zstd_batch_sizes
+from tests.harness.persistence.fixture_logs import copy_store, load_fixture, standing_plan, zstd_batch_sizes
 
 
 class ScriptedClock:

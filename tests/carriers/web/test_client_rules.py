@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.conftest import Web
+from tests.carriers.web.conftest import Web
 
 
 @pytest.fixture

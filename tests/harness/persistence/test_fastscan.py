@@ -22,7 +22,7 @@ from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import dumps_bytes
 from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
 from dsh_todo.tool_todo.projection import TODOS_UNIT
-from tests.persistence.fixture_logs import load_fixture
+from tests.harness.persistence.fixture_logs import load_fixture
 
 WANTED = sorted(PLAN_EVENT_TYPES)
 

@@ -15,7 +15,7 @@ from dsh_todo.harness.persistence import (
     SessionLogError,
 )
 from dsh_todo.jsonutil import dumps
-from tests.persistence.fixture_logs import Fixture, last_todo_write, load_fixture, standing_plan
+from tests.harness.persistence.fixture_logs import Fixture, last_todo_write, load_fixture, standing_plan
 
 ERROR_NAMES = {CorruptSessionLogError: "Error", SessionFormatUnsupportedError: "SessionFormatUnsupportedError"}
 

@@ -16,7 +16,7 @@ from dsh_todo.harness.persistence.postgres import PgStore
 from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import composition
-from tests.persistence.fixture_logs import FIXTURE_NAMES, copy_store, load_fixture
+from tests.harness.persistence.fixture_logs import FIXTURE_NAMES, copy_store, load_fixture
 
 pytestmark = pytest.mark.skipif(not FIXTURE_NAMES, reason="DSH fixture logs (tests/fixtures) are absent")
 

@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.carriers.web.history import page_bounds
 from dsh_todo.jsonutil import dumps, dumps_bytes
-from tests.web.conftest import PARALLEL_PLAN, Web, build_fixture_session, reply, run_turn, todo_call
+from tests.carriers.web.conftest import PARALLEL_PLAN, Web, build_fixture_session, reply, run_turn, todo_call
 
 PLAN = [{"content": c, "status": s} for c, s in PARALLEL_PLAN]
 

@@ -1,4 +1,5 @@
-"""A writer in another process, for the cross-process tests: ``python -m tests.postgres.worker COMMAND …``.
+"""A writer in another process, for the cross-process tests:
+``python -m tests.harness.persistence.postgres.worker COMMAND …``.
 
 - ``race URL SCHEMA ID TAG GO N``: wait for the file GO, then create session ID and write N plans tagged TAG, one
   batch each; prints ``WON`` (exit 0) or ``LOCKED <message>`` (exit 3).

@@ -16,7 +16,7 @@ import pytest
 
 from dsh_todo.harness import Context
 from dsh_todo.runtime import open_runtime
-from tests.web.conftest import build_fixture_session
+from tests.carriers.web.conftest import build_fixture_session
 
 
 def web_command(*args: str) -> list[str]:

@@ -24,8 +24,8 @@ from dsh_todo.harness import Context, Session
 from dsh_todo.harness.llm import ModelReply, ToolCallRequest
 from dsh_todo.runtime import open_runtime
 from dsh_todo.testing import reply, scripted_turn, todo_call
+from tests.conftest import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -182,8 +182,10 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the web tests. Package-scoped, not session-scoped: Playwright's sync API keeps an event loop
+    running on this thread while it is open, so it must close before tests elsewhere call ``asyncio.run``."""
     executable = chromium_path()
     if executable is None:
         pytest.skip("Chromium is not installed (apt-get install -y chromium); browser tests need it")

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from tests.web.conftest import SseReader, Web
+from tests.carriers.web.conftest import SseReader, Web
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 A = [{"content": "a", "status": "in_progress"}]

@@ -16,7 +16,7 @@ from dsh_todo.harness.persistence import (
 )
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.jsonutil import dumps
-from tests.persistence.fixture_logs import copy_store, load_fixture
+from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
 COMPRESSIONS = ["none", "zstd"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.persistence.crash_child import run_crashes
+from tests.harness.persistence.crash_child import run_crashes
 
 
 @pytest.mark.slow

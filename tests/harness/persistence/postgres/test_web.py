@@ -14,9 +14,9 @@ from dsh_todo.cli import main as cli
 from dsh_todo.harness import boot
 from dsh_todo.jsonutil import dumps
 from dsh_todo.testing import database_composition
+from tests.carriers.web.conftest import SseReader
 from tests.conftest import REPO_ROOT
-from tests.postgres.test_processes import finish, worker
-from tests.web.conftest import SseReader
+from tests.harness.persistence.postgres.test_processes import WORKER, finish, worker
 
 
 def history(base: str, session_id: str) -> tuple[int, dict[str, Any]]:
@@ -35,7 +35,7 @@ def test_a_page_served_by_one_process_shows_a_plan_another_process_appends(
         pg_url: str, pg_schema: str) -> None:
     boot(database_composition(pg_url, schema=pg_schema)).dispose()  # the tables exist before either process starts
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    server = subprocess.Popen([sys.executable, "-m", "tests.postgres.worker", "web", pg_url, pg_schema, "-"],
+    server = subprocess.Popen([sys.executable, "-m", WORKER, "web", pg_url, pg_schema, "-"],
                               cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from dsh_todo.harness import Agent
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from tests.web.conftest import Web, build_fixture_session, reply, run_async, run_turn, todo_call
+from tests.carriers.web.conftest import Web, build_fixture_session, reply, run_async, run_turn, todo_call
 
 # SPEC §9.3, byte for byte: U+2002 around the strip's dots, plain spaces in the row's summary, no trailing newline.
 EXPECTED_EN = (

@@ -13,8 +13,8 @@ from typing import Any
 from playwright.sync_api import expect
 
 from dsh_todo.jsonutil import dumps
-from tests.web.conftest import Web, reply, run_turn, todo_call
-from tests.web.test_page import call
+from tests.carriers.web.conftest import Web, reply, run_turn, todo_call
+from tests.carriers.web.test_page import call
 
 MARK = "window.__xss=(window.__xss||0)+1"
 PAYLOADS = [

@@ -27,7 +27,7 @@ from dsh_todo.harness.session import Session
 from dsh_todo.logview import read_plan, read_session
 from dsh_todo.runtime import composition, open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
-from tests.persistence.fixture_logs import copy_store, load_fixture
+from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
 COMPRESSIONS = ["none", "zstd"]
 

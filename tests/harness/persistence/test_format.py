@@ -17,7 +17,7 @@ from dsh_todo.harness.persistence.header import check_meta, decode_header, parse
 from dsh_todo.harness.persistence.scan import LogScanner
 from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import dumps, dumps_bytes, loads
-from tests.persistence.fixture_logs import load_fixture, zstd_batch_sizes
+from tests.harness.persistence.fixture_logs import load_fixture, zstd_batch_sizes
 
 # -- header ---------------------------------------------------------------------------------------------------
 

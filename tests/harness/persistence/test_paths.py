@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.harness.persistence import JsonlStore, encode_segment, project_key
 from dsh_todo.harness.persistence.paths import log_path
-from tests.persistence.fixture_logs import load_fixture
+from tests.harness.persistence.fixture_logs import load_fixture
 
 
 @pytest.mark.parametrize("name", ["c-odd-names/none", "c-odd-names/zstd", "c3-long-cwd/none", "c2-no-cwd/zstd",
