@@ -120,7 +120,6 @@ async def test_prompt_streams_tool_call_plan_result_and_stop_reason(tmp_path: Pa
     assert standing_plan(stored.events) == TODOS
 
 
-@pytest.mark.slow
 async def test_load_replays_the_session_and_its_standing_plan(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(dumps(SCRIPT))
