@@ -28,7 +28,7 @@ SURFACE: dict[str, list[str]] = {
                              "ScriptedModel", "ToolCallRequest", "load_script", "parse_script"],
     "dsh_todo.harness.persistence": [
         "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "JsonlStore", "LoadedLog", "LogBackend",
-        "LogWriter", "PersistenceService", "SessionExistsError", "SessionFormatUnsupportedError",
+        "LogWriter", "PersistenceService", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
         "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionPersistence", "SessionWriteError",
         "StoredLog", "StoredSession", "TornTail", "encode_segment", "interrupted_turn_closers", "project_key"],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgStore", "apply", "inject", "name"],

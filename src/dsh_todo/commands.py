@@ -150,6 +150,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dsh_todo.runtime import open_storage
 
     storage = storage_of(args)
+    if args.session == "":
+        raise CommandError("--session needs a non-empty id")
     model = _model(args)
     ctx = open_storage(storage, allow_parallel=not args.single_active)
     try:
@@ -159,10 +161,11 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         session_id = args.session or str(uuid.uuid4())
         try:
-            session = ctx.session_persistence.load(session_id)
-            printer.say(f"resuming session {session_id} at seq {session.seq}")
-        except SessionNotFoundError:
-            session = ctx.sessions.create(session_id, cwd=os.getcwd())
+            try:
+                session = ctx.session_persistence.load(session_id)
+                printer.say(f"resuming session {session_id} at seq {session.seq}")
+            except SessionNotFoundError:  # another process may be creating it this very moment: same refusal
+                session = ctx.sessions.create(session_id, cwd=os.getcwd())
         except SessionLogError as exc:
             raise CommandError(str(exc)) from None
         loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)  # each call durable as it returns

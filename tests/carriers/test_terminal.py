@@ -25,3 +25,16 @@ def test_escape_sequences_in_todos_are_shown_not_obeyed() -> None:
     assert lines[1] == "  [ ] \\x1b]0;owned\\x07\\x1b[2Jgone\\x0anext\\u2028line"
     assert all("\x1b" not in line and "\n" not in line for line in lines)
     assert safe("plain text · 中文") == "plain text · 中文"
+
+
+def test_lone_surrogates_and_bidi_controls_are_printed_escaped() -> None:
+    """Repro: ``todo_write`` accepts ``"\\ud800"`` (a valid JSON escape, as in the reference), and ``dsh-todo plan``,
+    ``watch`` and the demo's view then died with ``UnicodeEncodeError`` writing it to a UTF-8 terminal. Bidi
+    overrides would silently reorder what a person reads."""
+    plan = [{"content": "fix \ud800 now", "status": "in_progress"},
+            {"content": "evil\u202etxt.exe", "status": "pending"}]
+    lines = plan_lines(plan)
+    assert lines[1:] == ["  [>] fix \\ud800 now", "  [ ] evil\\u202etxt.exe"]
+    assert plan_delta(plan) == "plan: 1 in progress · 1 pending | now: fix \\ud800 now"
+    for line in [*lines, plan_delta(plan)]:
+        line.encode("utf-8")  # never raises

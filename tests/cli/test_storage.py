@@ -159,3 +159,32 @@ def test_acp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
 
     session_id = asyncio.run(asyncio.wait_for(one_prompt(), 60))
     assert plan_of(stored_events(pg_url, session_id)) == PLAN
+
+
+def test_a_session_being_created_elsewhere_is_the_same_one_line_refusal(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: two ``run --session NEW`` at the same moment: the loser found no log yet, went on to create the session,
+    hit the winner's writer lock and died with a traceback instead of the refusal a non-racing second writer gets."""
+    from dsh_todo.runtime import open_runtime
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    winner = open_runtime(tmp_path / "root")
+    try:
+        winner.sessions.create("new", cwd=str(tmp_path))  # holds the lock; nothing written yet
+        code = main(["run", "x", "--script", str(script), "--root", str(tmp_path / "root"), "--session", "new"])
+        err = capsys.readouterr().err
+    finally:
+        winner.dispose()
+    assert code == 2
+    mounted, refusal = err.splitlines()
+    assert mounted.startswith("tools mounted: todo_write")
+    assert refusal.startswith(f'dsh-todo run: session "new" is already open for writing by process {os.getpid()} ')
+    assert refusal.endswith("a session log takes one writer at a time")
+
+
+def test_an_empty_session_id_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``--session ""`` silently started a session with a random id."""
+    assert main(["run", "x", "--script", "s.json", "--root", str(tmp_path), "--session", ""]) == 2
+    assert capsys.readouterr().err == "dsh-todo run: --session needs a non-empty id\n"
+    assert not (tmp_path / "root").exists()

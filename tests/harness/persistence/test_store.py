@@ -12,6 +12,8 @@ from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
     JsonlStore,
     SessionExistsError,
+    SessionIdError,
+    SessionLockedError,
     SessionNotFoundError,
 )
 from dsh_todo.harness.persistence.zstd import scan_frames
@@ -191,3 +193,51 @@ def test_root_must_be_a_directory(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError):
         JsonlStore(tmp_path / "file")
+
+
+def test_an_id_too_long_for_a_file_name_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Repro: an id whose encoded directory name exceeds 255 bytes failed with ``OSError: File name too long`` (and
+    the web history answered 500). SPEC §5's ``encodeSegment`` has no rule for it, so it is refused up front; ids
+    DSH can write (encoded ≤ 255 bytes) stay accepted, and reading such an id simply finds nothing."""
+    store = JsonlStore(tmp_path / "root")
+    longest = "a" * 255
+    writer = store.create({"id": longest, "createdAt": 1})
+    writer.append(some_events()[:1])
+    writer.close()
+    assert store.find(longest) is not None
+    too_long = "é" * 52  # 52 × "~00E9" = 260 bytes
+    with pytest.raises(SessionIdError) as refused:
+        store.create({"id": too_long, "createdAt": 1})
+    assert str(refused.value) == ("session id is too long: its directory name would be 260 bytes, and a file name "
+                                  "holds at most 255")
+    assert store.find(too_long) is None
+    with pytest.raises(SessionNotFoundError):
+        store.read(too_long)
+
+
+def test_one_writer_per_id_whatever_the_working_directory(tmp_path: Path) -> None:
+    """Repro: the same id created from two working directories took two locks (one per project directory), so two
+    writers wrote two logs of one session and ``dsh-todo sessions`` then failed on the duplicate id."""
+    store = JsonlStore(tmp_path / "root")
+    first = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    with pytest.raises(SessionLockedError, match='session "s" is already open for writing'):
+        JsonlStore(tmp_path / "root").create({"id": "s", "createdAt": 1, "cwd": "/b"})
+    first.append(some_events()[:1])
+    first.close()
+    assert [entry.cwd for entry in store.list()] == ["/a"]
+
+
+def test_leftover_temporary_files_are_removed_when_the_session_is_next_opened(tmp_path: Path) -> None:
+    """Repro: a writer killed while replacing ``projections.json`` (or publishing a new log) left
+    ``projections.json.<hex>.tmp`` files that nothing ever removed."""
+    store = JsonlStore(tmp_path / "root")
+    writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    writer.append(some_events()[:1])
+    writer.close()
+    directory = next((tmp_path / "root").glob("*/s"))
+    (directory / "projections.json.0123456789ab.tmp").write_text("{")
+    (directory / "session.jsonl.zstd.ba9876543210.tmp").write_bytes(b"x")
+    (directory / "notes.txt").write_text("keep")
+    _loaded, resumed = store.resume("s")
+    resumed.close()
+    assert sorted(p.name for p in directory.iterdir()) == ["notes.txt", "session.jsonl.zstd"]

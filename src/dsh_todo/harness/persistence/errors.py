@@ -38,6 +38,10 @@ class SessionNotFoundError(SessionLogError, LookupError):
     """No stored log exists for the requested session id."""
 
 
+class SessionIdError(SessionLogError, ValueError):
+    """The session id cannot name a session where it would be stored (too long for a file name, say)."""
+
+
 class SessionExistsError(SessionLogError):
     """A new session would collide with a log already on disk (load or resume it instead)."""
 

@@ -30,6 +30,12 @@ def _holder_pid(fd: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _locked(path: Path, session_id: str, pid: int | None) -> SessionLockedError:
+    holder = f"process {pid}" if pid is not None else "another process"
+    return SessionLockedError(f'session "{session_id}" is already open for writing by {holder} (lock: {path}); '
+                              "a session log takes one writer at a time", holder_pid=pid)
+
+
 class WriterLock:
     """A held single-writer lock; :meth:`release` (or leaving a ``with`` block) lets the next writer in."""
 
@@ -47,10 +53,7 @@ class WriterLock:
             except BlockingIOError:
                 pid = _holder_pid(fd)
                 os.close(fd)
-                holder = f"process {pid}" if pid is not None else "another process"
-                raise SessionLockedError(
-                    f'session "{session_id}" is already open for writing by {holder} (lock: {path}); '
-                    "a session log takes one writer at a time", holder_pid=pid) from None
+                raise _locked(path, session_id, pid) from None
             except BaseException:
                 os.close(fd)
                 raise
@@ -64,6 +67,21 @@ class WriterLock:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
                 return cls(path, fd)
+            os.close(fd)
+
+    @classmethod
+    def probe(cls, path: Path, session_id: str) -> None:
+        """Raise :class:`SessionLockedError` (as :meth:`acquire` would) if a writer holds the lock at ``path``;
+        leave it untouched otherwise."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _locked(path, session_id, _holder_pid(fd)) from None
+        finally:
             os.close(fd)
 
     @property

@@ -14,6 +14,8 @@ from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
 
+NAME_MAX: Final = 255
+"""The longest file name (in bytes) the file systems we run on accept."""
 NO_CWD_DIR: Final = "_no-cwd"
 PROJECT_KEY_LIMIT: Final = 251
 LOG_NAME: Final = "session"
@@ -41,6 +43,21 @@ def encode_segment(raw: str) -> str:
     if raw == "..":
         return "~002E~002E"
     return "".join(char if char in _SAFE else _escape(char) for char in raw)
+
+
+def session_segment(session_id: str) -> str:
+    """:func:`encode_segment` of a session id, refused (:class:`SessionIdError`) when it cannot be a directory
+    name: empty, or longer than :data:`NAME_MAX` bytes once encoded (DSH could not write such a session either)."""
+    from dsh_todo.harness.persistence.errors import SessionIdError
+
+    if not session_id:
+        raise SessionIdError("session id is empty")
+    segment = encode_segment(session_id)
+    size = len(segment.encode("utf-8"))
+    if size > NAME_MAX:
+        raise SessionIdError(f"session id is too long: its directory name would be {size} bytes, and a file name "
+                             f"holds at most {NAME_MAX}")
+    return segment
 
 
 def project_key(cwd: str) -> str:
@@ -86,7 +103,7 @@ def project_dir(root: Path, cwd: str | None) -> Path:
 
 
 def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
-    return project_dir(root, cwd) / encode_segment(session_id)
+    return project_dir(root, cwd) / session_segment(session_id)
 
 
 def log_path(root: Path, cwd: str | None, session_id: str, compression: Compression) -> Path:

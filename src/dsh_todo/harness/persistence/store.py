@@ -19,6 +19,7 @@ session.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -47,6 +48,7 @@ from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
     SessionFormatUnsupportedError,
+    SessionIdError,
     SessionNotFoundError,
     refuse_unknown_types,
 )
@@ -55,12 +57,13 @@ from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.paths import (
     LOCK_NAME,
+    NAME_MAX,
     Compression,
     compression_of,
-    encode_segment,
     log_file_name,
     log_path,
     session_dir,
+    session_segment,
 )
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner
@@ -161,13 +164,17 @@ class JsonlStore:
         return log_path(self.root, cwd, session_id, self.compression)
 
     def find(self, session_id: str) -> Path | None:
-        """The log of ``session_id`` (either encoding) in whichever project directory holds it, or ``None``."""
-        encoded = encode_segment(session_id)
+        """The log of ``session_id`` (either encoding) in whichever project directory holds it, or ``None`` (also
+        for an id no session directory can have)."""
+        try:
+            encoded = session_segment(session_id)
+        except SessionIdError:
+            return None
         matches: builtins.list[Path] = []
         for project in self._project_dirs():
             for suffix in (".jsonl.zstd", ".jsonl"):
                 flat = project / (encoded + suffix)
-                if flat.exists():
+                if len(flat.name.encode()) <= NAME_MAX and flat.exists():  # a longer name cannot exist
                     raise self._flat_layout(flat)
             path = self._log_in(project / encoded)
             if path is not None:
@@ -247,6 +254,7 @@ class JsonlStore:
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
+            clear_leftovers(path.parent)
             stored = self.read_path(path, session_id)
             refuse_unknown_types(session_id, stored.events, path)
             closers = interrupted_turn_closers(stored.events)
@@ -288,10 +296,21 @@ class JsonlStore:
                 break
             except FileNotFoundError:
                 continue  # a writer that never wrote just removed the empty directory; make it again
-        if path.exists():
+        try:
+            if path.exists():
+                raise SessionExistsError(f'session "{session_id}" already has a persisted log on disk; '
+                                         "load/resume it instead of creating")
+            # A session is its id under the root, whatever the working directory: a writer of the same id in another
+            # project directory (its log not written yet) holds that directory's lock. Checked after taking ours, so
+            # of two racing creators at least one sees the other.
+            for project in self._project_dirs():
+                other = project / path.parent.name
+                if other != path.parent and (other / LOCK_NAME).exists():
+                    WriterLock.probe(other / LOCK_NAME, session_id)
+            clear_leftovers(path.parent)
+        except BaseException:
             lock.release()
-            raise SessionExistsError(
-                f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
+            raise
         return JsonlWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
                          pack_chunks=self.pack_chunks, cursor=0, materialized=False)
 
@@ -436,6 +455,16 @@ class JsonlStore:
         return CorruptSessionLogError(
             f"session artifact {js_string(str(path))} uses the unsupported flat-file layout; use a separate root or "
             "move it into a project/session directory before loading")
+
+
+def clear_leftovers(directory: Path) -> None:
+    """Remove the temporary files a killed writer left in a session directory (a half-published log, a checkpoint
+    being replaced). Called with the writer lock held: every such file is written only under it, so any found then
+    belongs to a writer that is gone."""
+    for pattern in ("session.jsonl*.tmp", "projections.json.*.tmp"):
+        for leftover in directory.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def _same_file(a: Path, b: Path) -> bool:
