@@ -5,12 +5,15 @@
    projection unit, the projection checkpoints) and ``Session.append``. The mix is DSH-like: turns of four steps,
    each step a reasoning run, a text run and a tool-call run of deltas (packed into chunk rows), the assistant
    message, a tool call, a ``todo/write`` (one every ~20 events) and the tool result. Its append rate is reported.
-2. **Cold scan to the standing plan** (no checkpoint): ``logview.read_plan`` on the fast path, in events/s; the
-   exact full read (``read_session``) once, for reference.
-3. **Checkpointed cold read**: ``read_plan`` with the checkpoint the runtime wrote at dispose (tail: one record),
-   and with a one-turn-stale checkpoint (tail: the last turn).
-4. **Peak memory of the scan**: tracemalloc peak during the scan, and the peak resident size (VmHWM) of a fresh
-   process before and after the scan, against the log's size.
+2. **Cold read to the standing plan and a verdict**: ``logview.read_plan``, the reader's one pass (every line parsed
+   and checked by the store's own scanner, events not kept), in events/s; the exact full read (``read_session``,
+   every event kept) once, for reference; and the envelope-only fast scan (``fastscan.scan_last_of``), which the
+   reader no longer uses because it cannot prove a verdict, for comparison.
+3. **Checkpointed cold read**: the projection checkpoint the runtime wrote at dispose, read back through the
+   persistence package's ``usable_checkpoint`` + ``scan_last_of(offset=…)`` (the reader does not use it: it trusts
+   the bytes before its offset).
+4. **Peak memory of the reader's pass**: tracemalloc peak during ``read_plan``, and the peak resident size (VmHWM) of
+   a fresh process before and after it, against the log's size.
 5. **Batched durable appends**: ``--append-events`` appends (100,000) through ``Session.append`` + the plugins,
    durable at the end (default window), repeated; plus a variant flushing after every ``turn/end``.
 
@@ -33,7 +36,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
+from dsh_todo.harness.persistence import JsonlStore
+from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, usable_checkpoint
 from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
 from dsh_todo.runtime import open_runtime
@@ -123,8 +127,8 @@ def median_time(fn: Any, repeat: int) -> float:
     return statistics.median(times)
 
 
-def peak_rss(log: Path, compression: str) -> tuple[int, int]:
-    """Peak resident memory (VmHWM, bytes) of a fresh interpreter after importing the scanner, and after scanning.
+def peak_rss(log: Path) -> tuple[int, int]:
+    """Peak resident memory (VmHWM, bytes) of a fresh interpreter after importing the reader, and after its pass.
 
     VmHWM belongs to the process's own address space; ``ru_maxrss`` would not do here, as Linux carries it over
     from the (large) parent across fork and exec.
@@ -135,13 +139,11 @@ def peak_rss(log: Path, compression: str) -> tuple[int, int]:
         "    for line in open('/proc/self/status'):\n"
         "        if line.startswith('VmHWM:'):\n"
         "            return int(line.split()[1]) * 1024\n"
-        "from dsh_todo.harness.persistence.fastscan import scan_last_of\n"
-        "from dsh_todo.logview import PLAN_EVENT_TYPES\n"
+        "from dsh_todo.logview import read_plan\n"
         "before = hwm()\n"
-        "assert scan_last_of(sys.argv[1], sys.argv[2], PLAN_EVENT_TYPES) is not None\n"
+        "assert not read_plan(sys.argv[1]).health.refused\n"
         "print(before, hwm())\n")
-    out = subprocess.run([sys.executable, "-c", code, str(log), compression], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, check=True)
     before, after = map(int, out.stdout.split())
     return before, after
 
@@ -159,77 +161,44 @@ def bench_logs(events: int, repeat: int, workdir: Path) -> None:
         checkpoint.unlink()
         assert read_plan(log).source == "scan"
         scan = median_time(lambda: read_plan(log), repeat)  # noqa: B023
-        print(f"cold scan to the standing plan (read_plan, fast path): median {scan * 1000:.0f} ms "
-              f"= {events / scan / 1e6:.2f} M events/s")
+        print(f"cold read to the standing plan and a verdict (read_plan, one checked pass): median "
+              f"{scan * 1000:.0f} ms = {events / scan / 1e6:.2f} M events/s")
         start = time.perf_counter()
         full = read_session(log)
         full_time = time.perf_counter() - start
-        assert full.plan == read_plan(log).plan
-        print(f"exact full read (read_session, reference, 1 run): {full_time:.2f} s = "
+        assert full.plan == read_plan(log).plan and full.health == read_plan(log).health
+        print(f"exact full read (read_session, every event kept, 1 run): {full_time:.2f} s = "
               f"{events / full_time / 1e6:.2f} M events/s")
         del full
+        envelope = median_time(lambda: scan_last_of(log, compression, PLAN_EVENT_TYPES), repeat)  # noqa: B023
+        print(f"envelope-only fast scan (scan_last_of; not used by the reader, it cannot prove a verdict): median "
+              f"{envelope * 1000:.0f} ms = {events / envelope / 1e6:.2f} M events/s")
 
         tracemalloc.start()
-        found = scan_last_of(log, compression, PLAN_EVENT_TYPES)  # type: ignore[arg-type]
+        view = read_plan(log)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        assert found is not None and found.end_seq == events
-        before, after = peak_rss(log, compression)
-        print(f"scan peak memory: tracemalloc {peak / 1e6:.1f} MB; a fresh process peaks at {before / 1e6:.1f} MB "
-              f"resident after imports and {after / 1e6:.1f} MB after the scan (log: {size / 1e6:.1f} MB on disk, "
+        assert view.as_of_seq == events - 1
+        before, after = peak_rss(log)
+        print(f"read_plan peak memory: tracemalloc {peak / 1e6:.1f} MB; a fresh process peaks at {before / 1e6:.1f} "
+              f"MB resident after imports and {after / 1e6:.1f} MB after the pass (log: {size / 1e6:.1f} MB on disk, "
               f"{events:,} events)")
 
         checkpoint.write_bytes(saved)
-        assert read_plan(log).source == "checkpoint"
-        cold = median_time(lambda: read_plan(log), max(repeat * 6, 30))  # noqa: B023
+        cold = median_time(lambda: checkpoint_plan(log, compression), max(repeat * 6, 30))  # noqa: B023
         row_seq = json.loads(saved)["rows"]["todos"]["seq"]
-        print(f"checkpointed cold read (read_plan, checkpoint at seq {row_seq}, tail 1 record): "
-              f"median {cold * 1000:.2f} ms")
-        stale = _stale_checkpoint(log, saved, events)
-        cold_stale = median_time(lambda: read_plan(log), max(repeat * 6, 30))  # noqa: B023
-        print(f"checkpointed cold read, checkpoint one turn stale (tail {stale} events): "
-              f"median {cold_stale * 1000:.2f} ms")
-        checkpoint.write_bytes(saved)
+        print(f"checkpointed cold read (persistence package: checkpoint at seq {row_seq} + fast tail scan; not used "
+              f"by the reader): median {cold * 1000:.2f} ms")
         shutil.rmtree(root)
 
 
-def _stale_checkpoint(log: Path, saved: bytes, events: int) -> int:
-    """Move the checkpoint back to the last completed turn's ``turn/end``, as a crash right after writing it would
-    leave it: its value there, and the start of a record at or before the one holding it. Returns the tail length.
-    """
-    from dsh_todo.tool_todo.projection import TODOS_UNIT
-
-    record = json.loads(saved)
-    full = read_session(log)
-    stored = full.events[:len(full.events) - full.closers]
-    ends = [event["seq"] for event in stored if event["type"] == "turn/end"]
-    previous = ends[-2] if ends[-1] == events - 1 else ends[-1]
-    record["rows"]["todos"] = {"ver": 2, "seq": previous, "val": TODOS_UNIT.fold(stored[:previous + 1])}
-    record["offset"] = _record_at_or_before(log, previous)
-    (log.parent / CHECKPOINT_NAME).write_text(json.dumps(record))
-    assert read_plan(log).source == "checkpoint" and read_plan(log).plan == full.plan
-    return events - 1 - previous
-
-
-def _record_at_or_before(log: Path, seq: int) -> int:
-    """A record boundary (line or frame start) at or before the record holding ``seq``."""
-    from dsh_todo.harness.persistence.checkpoint_file import _first_seq
-    from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
-
-    data = log.read_bytes()
-    if log.name.endswith(".zstd"):
-        best = 0
-        for start, end in scan_frames(data).frames[1:]:
-            first = _first_seq(decode_frame(data[start:end]))
-            if first is not None and first <= seq:
-                best = start
-        return best
-    at = len(data)
-    while True:
-        at = data.rfind(b"\n", 0, at - 1) + 1
-        first = _first_seq(data[at:data.index(b"\n", at)])
-        if first is not None and first <= seq:
-            return at
+def checkpoint_plan(log: Path, compression: str) -> object:
+    """The checkpoint's plan row and the last plan event of the tail after it (what a checkpoint read costs)."""
+    found = usable_checkpoint(JsonlStore(log.parents[2], compression), log)  # type: ignore[arg-type]
+    assert found is not None
+    tail = scan_last_of(log, compression, PLAN_EVENT_TYPES, offset=found[1].offset)  # type: ignore[arg-type]
+    assert tail is not None
+    return found[1].rows["todos"]["val"] if tail.last is None else tail.last
 
 
 def append_in_memory(count: int) -> float:

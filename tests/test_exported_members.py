@@ -34,6 +34,8 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.harness.persistence.postgres": ["Config", "PgStore", "apply", "inject", "name"],
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
                                "apply", "define_tool", "error_result", "inject", "name"],
+    "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",
+                         "list_sessions", "open_database", "read_plan", "read_session", "resolve"],
     "dsh_todo.testing": ["Cluster", "ClusterUnavailable", "ModelReply", "ScriptedModel", "ToolCallRequest",
                          "database_composition", "memory_composition", "memory_context", "reply", "scripted_turn",
                          "start_cluster", "todo_call"],

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label
+from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label, safe
 from dsh_todo.jsonutil import dumps
 
 
@@ -24,30 +24,54 @@ class CommandError(Exception):
     """A one-line, user-facing failure (exit code 2)."""
 
 
-def _read(path: str) -> Any:
-    from dsh_todo.harness.persistence import SessionLogError
-    from dsh_todo.logview import LogPathError, read_session
+def _reading(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    """How to read ``source``: as a path when one exists there, else as a session id under ``--root``, or in
+    ``--database`` (``$DSH_TODO_DATABASE_URL`` when neither is given; else the default root)."""
+    if os.path.exists(source):
+        return {}
+    return _backend_of(args)
+
+
+def _backend_of(args: argparse.Namespace) -> dict[str, Any]:
+    from dsh_todo.cliargs import open_backend, storage_of
+    from dsh_todo.logview import Refusal
 
     try:
-        return read_session(path)
-    except (LogPathError, SessionLogError, OSError) as exc:
-        raise CommandError(str(exc)) from None
+        return {"backend": open_backend(storage_of(args))}
+    except Refusal as exc:
+        raise CommandError(exc.reason) from None
 
 
-def _read_plan(path: str) -> Any:
-    """The standing plan alone: from the checkpoint and the log's tail when possible (same value as a full read)."""
-    from dsh_todo.harness.persistence import SessionLogError
-    from dsh_todo.logview import LogPathError, read_plan
+def _close(reading: dict[str, Any]) -> None:
+    close = getattr(reading.get("backend"), "close", None)
+    if close is not None:
+        close()
 
+
+def _note(args: argparse.Namespace, view: Any) -> None:
+    """Refuse (exit 2) or, for a recovered log, say what recovery did; both in one line on stderr."""
+    health = view.health
+    if health.refused:
+        raise CommandError(health.reason)
+    if health.state == "recovered":
+        print(f"dsh-todo {args.command}: {safe(health.reason)}", file=sys.stderr)
+
+
+def _view(args: argparse.Namespace, read: Any) -> Any:
+    """``read(session, ...)`` of the session the arguments name, refused or noted as :func:`_note` says."""
+    reading = _reading(args, args.session)
     try:
-        return read_plan(path)
-    except (LogPathError, SessionLogError, OSError) as exc:
-        raise CommandError(str(exc)) from None
+        view = read(args.session, **reading)
+    finally:
+        _close(reading)
+    _note(args, view)
+    return view
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    view = _read_plan(args.path)
-    plan = view.plan
+    from dsh_todo.logview import read_plan
+
+    plan = _view(args, read_plan).plan
     if args.json:
         print(dumps(plan))
     else:
@@ -56,7 +80,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    view = _read(args.path)
+    from dsh_todo.logview import read_session
+
+    view = _view(args, read_session)
     out = sys.stdout
     for event in view.events:
         out.write(dumps(event))
@@ -65,60 +91,93 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def plan_label(view: Any) -> str:
+    if view.health.refused:
+        return "-"
+    plan = view.plan
+    return "no plan" if plan is None else (progress_label(plan) or "empty plan")
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     from dsh_todo.harness.persistence import JsonlStore
-    from dsh_todo.logview import LOG_NAMES
+    from dsh_todo.logview import list_sessions
 
-    root = Path(args.root) if args.root else _default_root()
-    if not root.is_dir():
-        raise CommandError(f"{root} is not a directory")
-    compressions = {LOG_NAMES[p.name] for p in root.glob("*/*/session.jsonl*") if p.name in LOG_NAMES}
-    rows = []
-    for compression in sorted(compressions):
-        for stored in JsonlStore(root, compression).list():
-            try:
-                view = _read_plan(str(stored.path))
-            except CommandError as exc:
-                rows.append((stored.id, "unreadable", str(exc)))
-                continue
-            plan = view.plan
-            label = "no plan" if plan is None else (progress_label(plan) or "empty plan")
-            rows.append((stored.id, label, str(stored.path)))
-    if not rows:
-        print(f"no sessions under {root}")
-    for session_id, label, where in rows:
-        print(f"{session_id}\t{label}\t{where}")
+    if args.root_arg and args.root and args.root_arg != args.root:
+        raise CommandError("give the root once: as an argument or as --root")
+    args.root = args.root or args.root_arg
+    reading = _backend_of(args)
+    backend = reading["backend"]
+    try:
+        if isinstance(backend, JsonlStore) and not backend.root.is_dir():
+            raise CommandError(f"{backend.root} is not a directory")
+        try:
+            views = list_sessions(backend)
+        except CommandError:
+            raise
+        except Exception as exc:  # the listing itself failed (an unreadable root, a lost database)
+            raise CommandError(f"cannot list the sessions: {' '.join(str(exc).split())}") from None
+    finally:
+        _close(reading)
+    if not views:
+        print(f"no sessions in {backend.location}")
+    for view in views:
+        print(f"{safe(view.session_id)}\t{plan_label(view)}\t{safe(view.where)}\t{safe(view.health.describe())}")
     return 0
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from dsh_todo.logview import find_log
+    reading = _reading(args, args.session)
+    try:
+        return _watch(args, reading)
+    finally:
+        _close(reading)
+
+
+def _watch(args: argparse.Namespace, reading: dict[str, Any]) -> int:
+    """Poll the log (its size and mtime; a database is read each time) and print each plan change; a verdict that
+    is not ``ok`` is said once on stderr, and watching goes on (a log being fixed, or written, may read later)."""
+    from dsh_todo.logview import Refusal, read_plan, resolve
 
     try:
-        log = find_log(args.path)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        target = resolve(args.session, **reading)
+    except Refusal as exc:
+        raise CommandError(exc.reason) from None
+    log: Path | None = target.log
     interactive = sys.stdout.isatty()
     last_plan: object = object()
-    last_stamp: tuple[int, int] | None = None
+    last_said = ""
+    last_stamp: object = object()
     deadline = time.monotonic() + args.seconds if args.seconds else None
     try:
         while deadline is None or time.monotonic() < deadline:
-            stat = log.stat()
-            stamp = (stat.st_size, stat.st_mtime_ns)
+            stamp: object = _stamp(log) if log is not None else time.monotonic()  # a database: every poll
             if stamp != last_stamp:
                 last_stamp = stamp
-                plan = _read_plan(str(log)).plan
-                if plan != last_plan:
-                    last_plan = plan
+                view = read_plan(args.session, **reading)
+                said = "" if view.health.ok else view.health.reason
+                if said and said != last_said:
+                    print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
+                last_said = said
+                if view.health.refused:
+                    last_plan = object()  # show the plan again once the log reads
+                elif view.plan != last_plan:
+                    last_plan = view.plan
                     if interactive:
-                        print("\x1b[2J\x1b[H" + f"{log}\n" + "\n".join(plan_lines(plan)), flush=True)
+                        print("\x1b[2J\x1b[H" + f"{view.where}\n" + "\n".join(plan_lines(view.plan)), flush=True)
                     else:
-                        print(plan_delta(plan), flush=True)
+                        print(plan_delta(view.plan), flush=True)
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _stamp(log: Path) -> tuple[int, int] | None:
+    try:
+        stat = log.stat()
+    except OSError:
+        return None
+    return (stat.st_size, stat.st_mtime_ns)
 
 
 def _default_root() -> Path:
@@ -173,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         path = ctx.session_persistence.locate(session_id)
     finally:
         ctx.dispose()
-    print(f"session {session_id}: {path}", file=sys.stderr)
+    print(f"session {safe(session_id)}: {safe(path)}", file=sys.stderr)
     if outcome.reason["kind"] != "completed":
         detail = outcome.reason.get("error", {}).get("message", "")
         print(f"turn ended: {outcome.reason['kind']} {detail}".rstrip(), file=sys.stderr)
@@ -181,26 +240,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
+
+
 def add_parsers(sub: Any) -> None:
     from dsh_todo.cliargs import add_storage_options
 
     plan = sub.add_parser("plan", help="the standing plan of a session log (after load and recovery)")
-    plan.add_argument("path", help="a session directory or its session.jsonl[.zstd]")
+    plan.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     plan.add_argument("--json", action="store_true", help="print the projection value (null when none)")
+    add_storage_options(plan, writes=False)
     plan.set_defaults(run=cmd_plan)
 
     events = sub.add_parser("events", help="a session's events, one compact JSON object per line")
-    events.add_argument("path", help="a session directory or its session.jsonl[.zstd]")
+    events.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    add_storage_options(events, writes=False)
     events.set_defaults(run=cmd_events)
 
-    sessions = sub.add_parser("sessions", help="the sessions under a root, with their standing-plan counts")
-    sessions.add_argument("root", nargs="?", help="a persistence root (default ./.dsh-todo/sessions)")
+    sessions = sub.add_parser("sessions", help="the sessions under a root, with their standing plans and verdicts")
+    sessions.add_argument("root_arg", nargs="?", metavar="ROOT",
+                          help="a persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(sessions, writes=False)
     sessions.set_defaults(run=cmd_sessions)
 
     watch = sub.add_parser("watch", help="follow a session's plan while another process writes it")
-    watch.add_argument("path", help="a session directory or its session.jsonl[.zstd]")
+    watch.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     watch.add_argument("--interval", type=float, default=0.2, help="seconds between polls (default 0.2)")
     watch.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl-C)")
+    add_storage_options(watch, writes=False)
     watch.set_defaults(run=cmd_watch)
 
     run = sub.add_parser("run", help="one turn of the agent loop with todo_write mounted")

@@ -39,10 +39,12 @@ class Storage:
     root: Path | None = None
     database: str | None = None
     compression: Compression = "zstd"
+    schema: str = "public"
+    """The PostgreSQL schema holding the tables (a database only)."""
 
     @classmethod
     def resolve(cls, root: str | Path | None = None, database: str | None = None,
-                compression: Compression | None = None) -> Storage:
+                compression: Compression | None = None, schema: str = "public") -> Storage:
         """An explicit ``root`` or ``database`` wins over the environment; with neither,
         ``$DSH_TODO_DATABASE_URL`` if set, else ``$DSH_TODO_ROOT``, else ``./.dsh-todo/sessions``."""
         if root is not None and database is not None:
@@ -52,7 +54,7 @@ class Storage:
         if database is not None:
             if compression is not None:
                 raise StorageError("--compression is for JSONL roots; a database stores events as text")
-            return cls(database=database)
+            return cls(database=database, schema=schema)
         return cls(root=Path(root) if root is not None else default_root(), compression=compression or "zstd")
 
     def describe(self) -> str:
@@ -65,12 +67,12 @@ class Storage:
 
     def options(self) -> dict[str, Any]:
         """The :func:`composition` keywords that persist here."""
-        return {"database": self.database, "compression": self.compression}
+        return {"database": self.database, "compression": self.compression, "schema": self.schema}
 
 
 def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str = "zstd",
                 invariants: bool = False, batch_delay_ms: int = 200,
-                database: str | None = None) -> list[dict[str, Any]]:
+                database: str | None = None, schema: str = "public") -> list[dict[str, Any]]:
     """The rows to boot. With ``database`` (a PostgreSQL URL), sessions persist there instead of under ``root``."""
     rows: list[dict[str, Any]] = [
         {"id": "tools", "name": "@deepseek-ai/dsh-tools"},
@@ -78,8 +80,11 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
         {"id": "projections", "name": "@deepseek-ai/dsh-session-projection"},
     ]
     if database is not None:
+        config: dict[str, Any] = {"url": database, "writeBatchMaxDelayMs": batch_delay_ms}
+        if schema != "public":
+            config["schema"] = schema
         rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-postgres",
-                     "config": {"url": database, "writeBatchMaxDelayMs": batch_delay_ms}})
+                     "config": config})
     elif root is not None:
         rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-jsonl",
                      "config": {"root": str(root), "compression": compression,

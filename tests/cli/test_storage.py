@@ -188,3 +188,21 @@ def test_an_empty_session_id_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["run", "x", "--script", "s.json", "--root", str(tmp_path), "--session", ""]) == 2
     assert capsys.readouterr().err == "dsh-todo run: --session needs a non-empty id\n"
     assert not (tmp_path / "root").exists()
+
+
+def test_ids_with_control_or_bidi_characters_are_listed_escaped(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``dsh-todo sessions`` printed ids as they are, so an id holding an escape sequence or a bidi override
+    rewrote the terminal (or the line) a person was reading."""
+    from dsh_todo.runtime import open_runtime
+
+    ctx = open_runtime(tmp_path / "root")
+    try:
+        session = ctx.sessions.create("evil\x1b[2J\u202eid", cwd="/w")
+        session.append("turn/start", {"turn": 1})
+    finally:
+        ctx.dispose()
+    assert main(["sessions", "--root", str(tmp_path / "root")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("evil\\x1b[2J\\u202eid\t")
+    assert "\x1b" not in out and "\u202e" not in out

@@ -114,7 +114,7 @@ def run_crashes(root: Path, compression: str, kills: int, seed: int, *, max_dela
     the previous crash's recovery.
     """
     from dsh_todo.harness.persistence import JsonlStore, interrupted_turn_closers
-    from dsh_todo.logview import read_plan, read_session
+    from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 
     rng = random.Random(seed)
     store = JsonlStore(root, compression)  # type: ignore[arg-type]

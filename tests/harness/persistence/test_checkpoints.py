@@ -24,9 +24,9 @@ from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, Checkp
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
-from dsh_todo.logview import read_plan, read_session
 from dsh_todo.runtime import composition, open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
+from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
 COMPRESSIONS = ["none", "zstd"]

@@ -20,8 +20,8 @@ from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import dumps_bytes
-from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
 from dsh_todo.tool_todo.projection import TODOS_UNIT
+from tests.harness.persistence.checkpoint_plan import PLAN_EVENT_TYPES, read_plan, read_session
 from tests.harness.persistence.fixture_logs import load_fixture
 
 WANTED = sorted(PLAN_EVENT_TYPES)

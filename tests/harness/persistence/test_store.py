@@ -136,8 +136,11 @@ def test_a_session_directory_holding_both_encodings_is_refused(tmp_path: Path) -
     writer.close()
     log = next((tmp_path / "root").glob("*/*/session.jsonl"))
     (log.parent / "session.jsonl.zstd").write_bytes(b"")
+    store = JsonlStore(tmp_path / "root", "zstd")
     with pytest.raises(CorruptSessionLogError, match=r"holds both session\.jsonl and session\.jsonl\.zstd"):
-        JsonlStore(tmp_path / "root", "zstd").list()
+        store.read("s")
+    [entry] = store.list()  # listed with its problem: one such session never hides the others
+    assert entry.id == "s" and isinstance(entry.problem, CorruptSessionLogError)
 
 
 def test_flat_layout_is_refused(tmp_path: Path) -> None:
@@ -155,7 +158,8 @@ def test_a_log_in_the_wrong_directory_is_refused(tmp_path: Path) -> None:
     writer.close()
     moved = tmp_path / "root" / "--b--"
     (tmp_path / "root" / "--a--").rename(moved)
-    with pytest.raises(CorruptSessionLogError, match='header id "s" and cwd identify'):
+    with pytest.raises(CorruptSessionLogError, match='is not where its header puts it: the header names session "s" '
+                                                     r'\(cwd "/a"\), whose log belongs at .*/--a--/s/session\.jsonl'):
         store.read("s")
 
 

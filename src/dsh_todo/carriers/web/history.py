@@ -14,6 +14,12 @@ step markers that open it). ``hasMore`` says whether earlier events exist. Only 
 Projections are folded here from an immutable copy of the log rather than read from the registry's live cells: the
 agent may be appending on another thread, and the registry's cells are not meant to be shared across threads. The
 fold gives the same values (SPEC §6.2: ``snapshot`` and ``restore`` agree by construction).
+
+Stored sessions are read through the one log reader (:mod:`dsh_todo.logview`), so the page gives a log the verdict
+the command line gives it: a refused log is an error answer with the reader's reason (and a row with an ``error``
+in the session list, never a failed list); a log whose standing plan cannot be shown fails only the tail read, with
+``internal`` (SPEC §13.10). Pages show the events as stored: recovery's closers exist only in memory, and a cold
+session's history is its stored events (SPEC §6.3), which is also what a follower of the file delivers after it.
 """
 
 from __future__ import annotations
@@ -26,14 +32,10 @@ from typing import Any
 from dsh_todo.carriers.web.protocol import RpcError
 from dsh_todo.harness.agent_loop import parse_arguments
 from dsh_todo.harness.context import Context
-from dsh_todo.harness.persistence.errors import (
-    CorruptSessionLogError,
-    SessionFormatUnsupportedError,
-    SessionLogError,
-    SessionNotFoundError,
-)
+from dsh_todo.harness.persistence import LogBackend
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, Session
+from dsh_todo.logview import Health, list_sessions, read_session
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -45,6 +47,8 @@ class SessionLog:
     session_id: str
     events: Sequence[Event]
     live: bool
+    tail_error: RpcError | None = None
+    """Why the tail page (the one carrying projections) cannot be served, though the events could be read."""
 
 
 class Sessions:
@@ -52,6 +56,12 @@ class Sessions:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+
+    @property
+    def backend(self) -> LogBackend | None:
+        """The composed persistence's backend, which the reader reads through (``None`` without persistence)."""
+        persistence = self.ctx.get("session_persistence")
+        return None if persistence is None else persistence.backend
 
     @property
     def registry(self) -> ProjectionRegistry | None:
@@ -71,20 +81,16 @@ class Sessions:
         if session is not None:
             # One C-level slice of the list: an atomic copy even while an agent thread appends.
             return SessionLog(session_id, session.events[:], True)
-        persistence = self.ctx.get("session_persistence")
-        if persistence is None:
+        backend = self.backend
+        if backend is None:
             raise not_found(session_id)
-        try:
-            stored = persistence.read(session_id)
-        except SessionNotFoundError:
-            raise not_found(session_id) from None
-        except SessionFormatUnsupportedError as exc:
-            raise RpcError("unsupported-log", str(exc), status=422) from None
-        except CorruptSessionLogError as exc:
-            raise RpcError("corrupt-log", str(exc), status=422) from None
-        except (SessionLogError, OSError) as exc:
-            raise RpcError("internal", f"could not read session {session_id!r}: {exc}", status=500) from None
-        return SessionLog(session_id, stored.events, False)
+        view = read_session(session_id, backend=backend)
+        health = view.health
+        if not health.refused:
+            return SessionLog(session_id, view.stored, False)
+        if health.code == "internal" and view.meta is not None:  # read, but its standing plan cannot be shown
+            return SessionLog(session_id, view.stored, False, RpcError("internal", health.reason, status=500))
+        raise refusal(session_id, health)
 
     def list_rows(self) -> list[dict[str, Any]]:
         """One row per session, live first where an id is both live and stored; newest first."""
@@ -105,22 +111,27 @@ class Sessions:
                 if block is not None and block["values"]:
                     row["projections"] = block
                 rows[session.id] = row
-        persistence = self.ctx.get("session_persistence")
-        if persistence is not None:
+        backend = self.backend
+        if backend is not None:
             try:
-                stored = persistence.list()
-            except (SessionLogError, OSError) as exc:
-                raise RpcError("internal", f"could not list the session root: {exc}", status=500) from None
-            for entry in stored:
-                if entry.id in rows:
+                views = list_sessions(backend)
+            except Exception as exc:  # the listing itself failed: an unreadable root, a lost database
+                raise RpcError("internal", f"could not list the stored sessions: {exc}", status=500) from None
+            for view in views:
+                if view.session_id is None or view.session_id in rows:
                     continue
-                row = {"sessionId": entry.id, "live": False}
-                if entry.cwd is not None:
-                    row["cwd"] = entry.cwd
-                created = entry.meta.get("createdAt")
+                row = {"sessionId": view.session_id, "live": False}
+                meta = view.meta or {}
+                if isinstance(meta.get("cwd"), str):
+                    row["cwd"] = meta["cwd"]
+                created = meta.get("createdAt")
                 if type(created) is int:
                     row["createdAt"] = created
-                rows[entry.id] = row
+                if view.health.refused:
+                    row["error"] = {"code": view.health.code, "message": view.health.reason}
+                elif view.health.state == "recovered":
+                    row["recovered"] = view.health.reason
+                rows[view.session_id] = row
         return sorted(rows.values(), key=lambda r: (-int(r.get("createdAt", 0)), r["sessionId"]))
 
     def projections(self, events: Sequence[Event]) -> dict[str, Any] | None:
@@ -158,6 +169,14 @@ class Sessions:
         if view is not None:
             item["view"] = view
         return item
+
+
+def refusal(session_id: str, health: Health) -> RpcError:
+    """The error answer for a log the reader refused: its code, with the reader's reason as the message."""
+    if health.code == "not-found":
+        return not_found(session_id)
+    status = 500 if health.code == "internal" else 422
+    return RpcError(health.code or "internal", health.reason, status=status)
 
 
 def not_found(session_id: str) -> RpcError:
@@ -198,6 +217,8 @@ def history_page(sessions: Sessions, log_: SessionLog, *, before: int | None, ma
     start, end = page_bounds(events, before, max_messages)
     value: dict[str, Any] = {"events": [sessions.entry(event) for event in events[start:end]], "hasMore": start > 0}
     if before is None:
+        if log_.tail_error is not None:
+            raise log_.tail_error
         try:
             block = sessions.projections(events)
         except Exception as exc:

@@ -91,13 +91,18 @@ class LoadedLog:
 
 @dataclass(frozen=True, slots=True)
 class StoredSession:
-    """One entry of a backend's ``list()``: read from the header alone, so listing never parses whole logs."""
+    """One entry of a backend's ``list()``: read from the header alone, so listing never parses whole logs.
+
+    ``meta`` is ``None`` when the header cannot be read; ``problem`` refuses the session before any read (it is
+    stored in a way no reader may interpret, e.g. one id in two places), without hiding the others.
+    """
 
     id: str
     cwd: str | None
-    meta: Meta
+    meta: Meta | None
     location: str
     path: Path | None = None
+    problem: Exception | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +173,17 @@ class LogBackend(Protocol):
     pushes: bool
     """Whether :meth:`follow` delivers what other processes commit; a caller polls :meth:`read` otherwise."""
 
+    location: str
+    """Where the sessions are, for people: a root directory, or a database and schema (never a password)."""
+
     def locate(self, session_id: str) -> str | None:
         """Where the log of ``session_id`` is, for people (a path or a database), or ``None`` when none is stored."""
 
     def list(self) -> list[StoredSession]:
-        """Every stored session, from headers only."""
+        """Every stored session, from headers only; one that cannot be read carries its ``problem``."""
+
+    def writer_alive(self, session_id: str) -> bool:
+        """Whether a writer (in any process) holds the session now: its open turn is running, not interrupted."""
 
     def read_stored(self, session_id: str) -> StoredLog:
         """Header, good prefix and torn tail; refuses corruption, repairs nothing, takes no lock."""

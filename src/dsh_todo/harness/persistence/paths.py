@@ -45,6 +45,27 @@ def encode_segment(raw: str) -> str:
     return "".join(char if char in _SAFE else _escape(char) for char in raw)
 
 
+def decode_segment(name: str) -> str:
+    """The id an encoded directory name stands for (the inverse of :func:`encode_segment`), or the name itself when
+    :func:`encode_segment` would not have written it."""
+    units: list[int] = []
+    index = 0
+    while index < len(name):
+        if name[index] == "~":
+            digits = name[index + 1:index + 5]
+            if len(digits) != 4 or digits.strip("0123456789ABCDEF"):
+                return name
+            units.append(int(digits, 16))
+            index += 5
+        elif ord(name[index]) < 0x80:
+            units.append(ord(name[index]))
+            index += 1
+        else:
+            return name
+    decoded = b"".join(unit.to_bytes(2, "little") for unit in units).decode("utf-16-le", "surrogatepass")
+    return decoded if decoded and encode_segment(decoded) == name else name
+
+
 def session_segment(session_id: str) -> str:
     """:func:`encode_segment` of a session id, refused (:class:`SessionIdError`) when it cannot be a directory
     name: empty, or longer than :data:`NAME_MAX` bytes once encoded (DSH could not write such a session either)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,13 +37,11 @@ from dsh_todo.harness.persistence.contract import (
     Batch,
     Callback,
     Checkpointed,
-    Event,
     LoadedLog,
     Rows,
     StoredLog,
     StoredSession,
     Subscription,
-    TornTail,
 )
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
@@ -60,73 +59,16 @@ from dsh_todo.harness.persistence.paths import (
     NAME_MAX,
     Compression,
     compression_of,
+    decode_segment,
     log_file_name,
     log_path,
     session_dir,
     session_segment,
 )
+from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.scan import LogScanner
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, js_string, loads
-
-_Read = tuple[Meta, list[Event], TornTail | None, int | None]
-
-
-def _read_raw(buffer: bytes) -> _Read:
-    header_end = buffer.find(b"\n")
-    if header_end < 0:
-        raise CorruptSessionLogError("empty or header-less session log")
-    scanner = LogScanner(buffer[:header_end + 1])
-    scanner.feed(buffer[header_end + 1:])
-    committed = scanner.committed_bytes
-    torn = TornTail(committed) if committed < len(buffer) else None
-    last_record = buffer.rfind(b"\n", 0, committed - 1) + 1 if scanner.events else None
-    return scanner.meta, scanner.events, torn, last_record
-
-
-def _frame_plaintext(buffer: bytes, start: int, end: int) -> bytes:
-    try:
-        return decode_frame(buffer[start:end])
-    except FrameError as exc:
-        raise CorruptSessionLogError(
-            f"corrupt Zstandard session log: frame at byte {start} failed validation") from exc
-
-
-def _header_frame(plaintext: bytes) -> bytes:
-    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
-        raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
-    return plaintext
-
-
-def _read_zstd(buffer: bytes) -> _Read:
-    scan = scan_frames(buffer)
-    if not scan.frames:
-        raise CorruptSessionLogError("empty or header-less Zstandard session log")
-    (first_start, first_end), *rest = scan.frames
-    scanner = LogScanner(_header_frame(_frame_plaintext(buffer, first_start, first_end)))
-    for start, end in rest:
-        scanner.feed(_frame_plaintext(buffer, start, end))
-    if not scanner.clean:
-        raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
-    if scan.torn_start is None:
-        return scanner.meta, scanner.events, None, rest[-1][0] if rest and scanner.events else None
-    complete = len(scanner.events)
-    scanner.feed(decode_prefix(buffer[scan.torn_start:]))
-    return scanner.meta, scanner.events, TornTail(scan.torn_start, scanner.events[complete:]), None
-
-
-def _file_identity(stat: os.stat_result) -> tuple[int, ...]:
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-
-
-def read_stable(path: Path) -> bytes:
-    """The file's bytes, re-read while a concurrent append changes it between the stat before and after."""
-    while True:
-        before = _file_identity(os.stat(path))
-        data = path.read_bytes()
-        if _file_identity(os.stat(path)) == before:
-            return data
 
 
 class JsonlStore:
@@ -144,6 +86,7 @@ class JsonlStore:
             raise ValueError(f'compression must be "zstd" or "none", not {compression!r}')
         # Absolute once, so a later chdir cannot split one store across two roots.
         self.root = Path(os.path.abspath(root))
+        self.location = str(self.root)
         self.compression: Compression = compression
         self.pack_chunks = pack_chunks
         self._root_checked = False
@@ -175,13 +118,12 @@ class JsonlStore:
             for suffix in (".jsonl.zstd", ".jsonl"):
                 flat = project / (encoded + suffix)
                 if len(flat.name.encode()) <= NAME_MAX and flat.exists():  # a longer name cannot exist
-                    raise self._flat_layout(flat)
-            path = self._log_in(project / encoded)
+                    raise self.flat_layout(flat)
+            path = self.log_in(project / encoded)
             if path is not None:
                 matches.append(path)
         if len(matches) > 1:
-            raise CorruptSessionLogError(
-                f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+            raise _duplicate(session_id)
         return matches[0] if matches else None
 
     def locate(self, session_id: str) -> str | None:
@@ -189,23 +131,46 @@ class JsonlStore:
         return None if path is None else str(path)
 
     def list(self) -> list[StoredSession]:
-        """Every stored session, read from its header only; files without a readable header are skipped."""
+        """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
+        layout, a directory holding both encodings, one id in two project directories) is listed with its
+        ``problem``: it never hides the others. Whether a listed log reads cleanly is for a read to say."""
         found: list[StoredSession] = []
-        seen: set[str] = set()
         for project in self._project_dirs():
-            for directory in self._session_dirs(project):
-                path = self._log_in(directory)
-                if path is None or not path.is_file():
-                    continue
-                meta = self._read_header_only(path)
-                if meta is None:
-                    continue
-                self._check_identity(path, meta, None)
-                if meta["id"] in seen:
-                    raise CorruptSessionLogError(
-                        f'duplicate JSONL session id "{meta["id"]}" appears in multiple project directories')
-                seen.add(meta["id"])
-                found.append(StoredSession(meta["id"], meta.get("cwd"), meta, str(path), path))
+            for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
+                path = Path(entry.path)
+                if entry.is_file() and entry.name.endswith((".jsonl", ".jsonl.zstd")):
+                    name = entry.name.removesuffix(".zstd").removesuffix(".jsonl")
+                    found.append(StoredSession(decode_segment(name), None, None, str(path), path,
+                                               self.flat_layout(path)))
+                elif entry.is_dir():
+                    try:
+                        log = self.log_in(path)
+                    except CorruptSessionLogError as problem:
+                        found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path, problem))
+                        continue
+                    if log is None:
+                        continue
+                    meta = self._read_header_only(log)
+                    cwd = meta.get("cwd") if meta is not None else None
+                    found.append(StoredSession(decode_segment(entry.name), cwd if isinstance(cwd, str) else None,
+                                               meta, str(log), log))
+        counts: dict[str, int] = {}
+        for item in found:
+            counts[item.id] = counts.get(item.id, 0) + 1
+        return [dataclasses.replace(item, problem=_duplicate(item.id))
+                if counts[item.id] > 1 and item.problem is None else item for item in found]
+
+    def writer_alive(self, session_id: str) -> bool:
+        """Whether a live process holds the session's writer lock now (its lock file names a running pid)."""
+        path = self.find(session_id)
+        return path is not None and writer_alive(path.parent / LOCK_NAME)
+
+    def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None) -> Scanned:
+        """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
+        not where its header says, or its id stored twice under this root."""
+        found = scan_log(path, keep=keep, observe=observe)
+        self._check_identity(path, found.meta, None)
+        self.find(str(found.meta["id"]))  # refuses an id stored in two project directories
         return found
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -221,17 +186,12 @@ class JsonlStore:
         return stored
 
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
-        """Read the log at ``path`` (checked to be where its own header says it belongs under this root)."""
-        buffer = read_stable(path)
-        try:
-            meta, events, torn, last_record = (_read_zstd(buffer) if compression_of(path) == "zstd"
-                                               else _read_raw(buffer))
-        except SessionFormatUnsupportedError as exc:
-            if exc.location is None:
-                raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
-            raise
-        self._check_identity(path, meta, session_id)
-        return StoredLog(str(path), meta, events, torn, path, last_record)
+        """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
+        event types are not refused here (that is :meth:`read`'s level)."""
+        found = scan_log(path, keep=True, refuse_unknown=False)
+        self._check_identity(path, found.meta, session_id)
+        assert found.events is not None
+        return StoredLog(str(path), found.meta, found.events, found.torn, path, found.last_record)
 
     def read_header(self, path: Path) -> Meta | None:
         """The header of the log at ``path`` alone (its first line or first frame); ``None`` when unreadable."""
@@ -394,7 +354,7 @@ class JsonlStore:
         dirs: builtins.list[Path] = []
         for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
             if entry.is_file() and (entry.name.endswith(".jsonl") or entry.name.endswith(".jsonl.zstd")):
-                raise self._flat_layout(Path(entry.path))
+                raise self.flat_layout(Path(entry.path))
             if entry.is_dir():
                 dirs.append(Path(entry.path))
         return dirs
@@ -409,8 +369,12 @@ class JsonlStore:
             raise CorruptSessionLogError(
                 f'corrupt session log "{path}": header id cannot name a storage path') from exc
         if path != expected and not _same_file(path, expected):
+            cwd = meta.get("cwd")
+            where = f"cwd {js_string(cwd)}" if isinstance(cwd, str) else "no cwd"
             raise CorruptSessionLogError(
-                f'corrupt session log "{path}": header id "{meta["id"]}" and cwd identify "{expected}"')
+                f"{path} is not where its header puts it: the header names session {js_string(meta['id'])} "
+                f"({where}), whose log belongs at {expected}; a copied log keeps its original id, so move it to that "
+                "place (under this root or another) to read it")
 
     def _read_header_only(self, path: Path) -> Meta | None:
         """The header of a log without reading the rest: the first line, or the first zstd frame."""
@@ -431,7 +395,7 @@ class JsonlStore:
                     if scan.frames:
                         start, end = scan.frames[0]
                         try:
-                            record = _header_frame(decode_frame(content[start:end]))
+                            record = header_frame(decode_frame(content[start:end]))
                         except FrameError as exc:
                             raise CorruptSessionLogError(
                                 "corrupt Zstandard session log: header frame failed validation") from exc
@@ -441,20 +405,41 @@ class JsonlStore:
         except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
             return None
 
-    def _log_in(self, directory: Path) -> Path | None:
+    def log_in(self, directory: Path) -> Path | None:
         """The log in a session directory, whichever its encoding; a directory holding both is refused."""
         found = [directory / log_file_name(c) for c in ("zstd", "none") if (directory / log_file_name(c)).exists()]
         if len(found) > 1:
             raise CorruptSessionLogError(
-                f"session directory {js_string(str(directory))} holds both session.jsonl and session.jsonl.zstd; "
-                "a session has one log: move one of them out before loading")
+                f"session directory {directory} holds both session.jsonl and session.jsonl.zstd; a session is "
+                "stored in one encoding: keep the one you want and move the other away")
         return found[0] if found else None
 
     @staticmethod
-    def _flat_layout(path: Path) -> CorruptSessionLogError:
+    def flat_layout(path: Path) -> CorruptSessionLogError:
         return CorruptSessionLogError(
             f"session artifact {js_string(str(path))} uses the unsupported flat-file layout; use a separate root or "
             "move it into a project/session directory before loading")
+
+
+def _duplicate(session_id: str) -> CorruptSessionLogError:
+    return CorruptSessionLogError(f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+
+
+def writer_alive(lock: Path) -> bool:
+    """Whether the lock file at ``lock`` names a running process (the holder writes its pid there)."""
+    try:
+        pid = int(lock.read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def clear_leftovers(directory: Path) -> None:

@@ -212,6 +212,13 @@ class PgStore:
         """Where the log of ``session_id`` is (a description, not a path), or ``None`` when it was never written."""
         return self.location if self.next_seq(session_id) is not None else None
 
+    def writer_alive(self, session_id: str) -> bool:
+        """Whether a writer holds the session's advisory lock now (in any process, on any machine)."""
+        if not storable(session_id):
+            return False
+        key = lock_key(self.tables.schema, session_id)
+        return self.run(lambda conn: find_holder(conn, self.tables, session_id, key)) is not None
+
     def next_seq(self, session_id: str, conn: Conn | None = None) -> int | None:
         """The stored log length of ``session_id`` (``None``: no log)."""
         if not storable(session_id):

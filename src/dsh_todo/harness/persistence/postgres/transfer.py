@@ -39,8 +39,9 @@ from dsh_todo.harness.persistence.errors import SessionNotFoundError, refuse_unk
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.postgres.store import PgStore, release
+from dsh_todo.harness.persistence.reading import read_stable
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.store import JsonlStore, read_stable
+from dsh_todo.harness.persistence.store import JsonlStore
 from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
 

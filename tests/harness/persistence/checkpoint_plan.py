@@ -1,13 +1,11 @@
-"""Reading one session log from the outside, as ``plan``, ``events``, ``sessions`` and ``watch`` do.
+"""The cold plan read that trusts a projection checkpoint: what ``dsh_todo.logview.read_plan`` did before the reader
+gave every read a verdict, kept here to test the checkpoint and fast-scan machinery of the persistence package.
 
-A reader never writes: it does the non-mutating read and, when no writer holds the log, appends the interrupted-turn
-closers in memory, so what it shows is exactly what a ``load`` would produce without touching the file. While a
-writer is alive (its lock file names a running process) the open turn is genuinely in progress and is shown as is.
-
-The standing plan alone (:func:`read_plan`) is read far more cheaply than the whole log, and always to the same
-value: from the projection checkpoint beside the log plus the tail after it when the checkpoint is usable, else by
-the streaming fast scan, else by the exact full read. The closers never matter to it: none of them is a
-``todo/write`` or a ``turn/start``.
+The reader no longer uses it: a checkpoint vouches for the bytes before its offset without reading them, and the
+envelope-only fast scan does not parse what follows a line's envelope, so neither can prove the verdict the exact
+read gives (see ``dsh_todo.logview.reader``). The checkpoints and the scan are still the persistence package's
+features, and these tests still hold them to "the same plan as the exact read" on the logs they are meant for.
+``read_session`` here is the exact read that raises on a refused log, as that code did.
 """
 
 from __future__ import annotations

@@ -1,0 +1,230 @@
+"""The one pass that reads a JSONL log file, raw or zstd: the store's reads and every reader go through it.
+
+Every line goes through :class:`~dsh_todo.harness.persistence.scan.LogScanner` (JSON parse, packed-row expansion,
+seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
+once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the store's
+``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
+holds one piece (4 MiB of text, or one zstd frame) and the open turn, never the log.
+
+The pass notes what readers and writers need: the header, the event count, the torn tail (where it starts, and how
+many events a cut zstd frame still gave), where the record holding the last event starts (a writer continues from
+there), and the events of the open turn, from which the interrupted-turn closers are computed exactly as from the
+whole log (a ``turn/start`` or ``turn/end`` resets everything the closers depend on).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+from dsh_todo.harness.persistence.contract import Event, TornTail
+from dsh_todo.harness.persistence.errors import (
+    CorruptSessionLogError,
+    SessionFormatUnsupportedError,
+    SessionLogError,
+    refuse_unknown_types,
+)
+from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.paths import compression_of
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
+from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+
+Observer = Callable[[list[Event], list[Any]], object]
+"""Sees each run of events a pass reads, with their ``type`` values."""
+
+CHUNK_SIZE: Final = 4 << 20
+"""Bytes of a raw log fed to the scanner at a time."""
+
+_KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
+
+
+@dataclass
+class Scanned:
+    """What one pass found. ``events`` holds every stored event only when they were kept."""
+
+    meta: Meta
+    path: Path
+    count: int = 0
+    events: list[Event] | None = None
+    torn_at: int | None = None
+    cut_frame_events: int = 0
+    last_record: int | None = None
+    """Where the record holding the last event starts, when that record is whole on disk."""
+    open_turn: list[Event] = field(default_factory=list)
+    unknown: SessionLogError | None = None
+
+    @property
+    def torn(self) -> TornTail | None:
+        """The torn tail as recovery needs it (requires the kept events for a cut zstd frame)."""
+        if self.torn_at is None:
+            return None
+        recovered = (self.events or [])[self.count - self.cut_frame_events:] if self.cut_frame_events else []
+        return TornTail(self.torn_at, recovered)
+
+    def closers(self) -> list[Event]:
+        """The interrupted-turn closers a load would append (computed from the open turn alone)."""
+        return interrupted_turn_closers(self.open_turn) if self.open_turn else []
+
+
+class _Pass:
+    """Feeds a :class:`LogScanner` and takes its events off it piece by piece."""
+
+    def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None) -> None:
+        self.scanner = scanner
+        self.found = Scanned(scanner.meta, path, events=[] if keep else None)
+        self.observe = observe
+
+    def feed(self, data: bytes) -> None:
+        self.scanner.feed(data)
+        self.take()
+
+    def take(self) -> None:
+        scanner = self.scanner
+        events = scanner.events
+        if not events:
+            return
+        found = self.found
+        types = list(map(dict.get, events, repeat("type")))
+        if found.unknown is None and not _KNOWN.issuperset(types):
+            try:
+                refuse_unknown_types(str(found.meta["id"]), events, found.path)
+            except SessionLogError as exc:
+                found.unknown = exc  # raised only if the whole pass succeeds, as the store reads, then refuses
+        if self.observe is not None:
+            self.observe(events, types)
+        _follow_turn(found.open_turn, events, types)
+        found.count += len(events)
+        if found.events is not None:
+            found.events.extend(events)
+        # The scanner counts seqs from ``base + len(events)``: move the base past what it hands over.
+        scanner.base += len(events)
+        scanner.events = []
+
+
+def _follow_turn(open_turn: list[Event], events: Sequence[Event], kinds: list[Any]) -> None:
+    """Keep ``open_turn`` = the events from the last ``turn/start`` on, or empty after a ``turn/end``."""
+    start = _last_index(kinds, "turn/start")
+    end = _last_index(kinds, "turn/end")
+    if start > end:
+        open_turn[:] = events[start:]
+    elif end >= 0:
+        open_turn.clear()
+    elif open_turn:
+        open_turn.extend(events)
+
+
+def _last_index(items: list[Any], value: str) -> int:
+    try:
+        return len(items) - 1 - items[::-1].index(value)
+    except ValueError:
+        return -1
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def read_stable(path: Path) -> bytes:
+    """The file's bytes, re-read while a concurrent append changes it between the stat before and after."""
+    while True:
+        before = _identity(path)
+        data = path.read_bytes()
+        if _identity(path) == before:
+            return data
+
+
+def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
+             refuse_unknown: bool = True) -> Scanned:
+    """Read the log at ``path`` once, in the encoding its name says; raises the store's errors for a log it refuses
+    (with ``refuse_unknown=False``, an unknown event type is not one of them: the store's raw read level).
+    ``observe(events, types)`` sees every run of events in order. A log that changes while it is read (a writer
+    appending) is read again."""
+    read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
+    while True:
+        before = _identity(path)
+        try:
+            with paused_gc():
+                found = read(path, keep, observe)
+        except SessionFormatUnsupportedError as exc:
+            if exc.location is None:
+                raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
+            raise
+        if _identity(path) == before:
+            if found.unknown is not None and refuse_unknown:
+                raise found.unknown
+            return found
+
+
+def _scan_raw(path: Path, keep: bool, observe: Observer | None) -> Scanned:
+    with path.open("rb") as file:
+        header = file.readline()
+        if not header.endswith(b"\n"):
+            raise CorruptSessionLogError("empty or header-less session log")
+        one = _Pass(LogScanner(header), path, keep, observe)
+        while chunk := file.read(CHUNK_SIZE):
+            one.feed(chunk)
+        scanner = one.scanner
+        committed = scanner.committed_bytes
+        if committed < scanner.input_bytes:
+            one.found.torn_at = committed
+        if one.found.count:
+            one.found.last_record = _line_start(file, committed)
+    return one.found
+
+
+def _line_start(file: BinaryIO, end: int) -> int:
+    """Where the line ending at byte ``end`` (just after its newline) starts."""
+    at = end - 1
+    while at > 0:
+        start = max(0, at - 65536)
+        file.seek(start)
+        found = file.read(at - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        at = start
+    return 0
+
+
+def _plaintext(buffer: bytes, start: int, end: int) -> bytes:
+    try:
+        return decode_frame(buffer[start:end])
+    except FrameError as exc:
+        raise CorruptSessionLogError(
+            f"corrupt Zstandard session log: frame at byte {start} failed validation") from exc
+
+
+def header_frame(plaintext: bytes) -> bytes:
+    """A zstd log's first frame, which must be exactly the header line."""
+    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
+        raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
+    return plaintext
+
+
+def _scan_zstd(path: Path, keep: bool, observe: Observer | None) -> Scanned:
+    buffer = read_stable(path)
+    frames = scan_frames(buffer)
+    if not frames.frames:
+        raise CorruptSessionLogError("empty or header-less Zstandard session log")
+    (first_start, first_end), *rest = frames.frames
+    header = header_frame(_plaintext(buffer, first_start, first_end))
+    one = _Pass(LogScanner(header), path, keep, observe)
+    for start, end in rest:
+        one.feed(_plaintext(buffer, start, end))
+    if not one.scanner.clean:
+        raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    if rest and one.found.count:
+        one.found.last_record = rest[-1][0]
+    if frames.torn_start is not None:
+        one.found.last_record = None
+        complete = one.found.count
+        one.feed(decode_prefix(buffer[frames.torn_start:]))
+        one.found.torn_at = frames.torn_start
+        one.found.cut_frame_events = one.found.count - complete
+    return one.found

@@ -1,0 +1,41 @@
+"""A log named by its path: the session directory or its ``session.jsonl[.zstd]``, and the root it lives under.
+
+Reading itself is the store's (:class:`~dsh_todo.harness.persistence.store.JsonlStore`): each file in its own
+encoding, with DSH's refusals (both encodings in one directory, the flat layout, a copy that is not where its header
+says, one id in two project directories).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dsh_todo.harness.persistence.paths import LOG_NAMES
+from dsh_todo.harness.persistence.store import JsonlStore
+from dsh_todo.logview.health import Refusal
+
+
+def find_log(path: str | Path) -> Path:
+    """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
+    target = Path(path)
+    if target.is_dir():
+        store = JsonlStore(root_of(target / "session.jsonl"))
+        log = store.log_in(target)
+        if log is None:
+            raise Refusal("not-found", f"{target} holds no session.jsonl or session.jsonl.zstd")
+        return log
+    if not target.exists():
+        raise Refusal("not-found", f"{target} does not exist")
+    if target.name not in LOG_NAMES:
+        if target.name.endswith((".jsonl", ".jsonl.zstd")):
+            raise JsonlStore.flat_layout(Path(os.path.abspath(target)))
+        raise Refusal("not-found", f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
+    if target.parent.is_dir():
+        JsonlStore(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
+    return target
+
+
+def root_of(log: Path) -> Path:
+    """The root a log lives under (``<root>/<project>/<session>/<file>``)."""
+    absolute = Path(os.path.abspath(log))
+    return absolute.parents[2] if len(absolute.parents) > 2 else absolute.parent

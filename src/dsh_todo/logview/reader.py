@@ -1,0 +1,239 @@
+"""The one reader of session logs: a source in, the events, the standing plan and a verdict out.
+
+A *source* is a log path (a session directory or its ``session.jsonl[.zstd]``), or a session id read through a
+*backend* (:class:`~dsh_todo.harness.persistence.LogBackend`: a root of files, or PostgreSQL).
+Every front door (``plan``, ``events``, ``sessions``, ``watch``, the web page) reads through here, so the same log
+gets the same verdict everywhere:
+
+- **refused** (with a code and a one-line reason) when the log cannot be interpreted: it does not exist, it breaks
+  the format in its committed part, it was written by a newer harness, it is not where its header says (a copy), a
+  session is split across encodings or stored twice, or its standing plan cannot be shown (a hand-written
+  ``todo/write`` the view schema refuses; SPEC §13.10);
+- **recovered** when crash recovery changed what is shown, in memory only (the file is never touched): a torn tail
+  was left out, and/or the closers of an interrupted turn were appended (never while a writer is alive: then the
+  turn is genuinely running);
+- **ok** otherwise.
+
+:func:`read_session` keeps every event; :func:`read_plan` runs the very same pass but keeps only what the plan and
+the verdict need, so it costs a parse of every line and no more memory than one piece of the file. There is no
+shortcut that trusts part of a log without reading it: projection checkpoints are not used here, because nothing
+proves the bytes before a checkpoint are still the bytes it was computed from.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from dsh_todo.harness.persistence import (
+    JsonlStore,
+    LogBackend,
+    SessionLogError,
+    SessionNotFoundError,
+    interrupted_turn_closers,
+)
+from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.paths import decode_segment
+from dsh_todo.logview.files import find_log, root_of
+from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
+from dsh_todo.logview.plan import PlanFacts
+
+Event = dict[str, Any]
+Backend = LogBackend
+PlanSource = Literal["scan", "full"]
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """A session as a reader shows it.
+
+    ``events`` are the stored events followed by the ``closers`` (a count) that recovery appends in memory;
+    :attr:`stored` are the events as stored, which is what the web page pages through (SPEC §6.3 reads stored
+    events for a cold session). After a refusal ``events`` is empty, except when only the plan was refused: the
+    events were read and stay available. ``plan`` is ``None`` when no plan stands, or when the log was refused.
+    """
+
+    where: str
+    path: Path | None
+    session_id: str | None
+    meta: Meta | None
+    events: list[Event]
+    closers: int
+    live: bool
+    health: Health
+    plan: list[Any] | None = None
+
+    @property
+    def stored(self) -> list[Event]:
+        return self.events[:len(self.events) - self.closers]
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A session's standing plan as of ``as_of_seq`` (its last stored event), with the same verdict
+    :func:`read_session` gives."""
+
+    where: str
+    path: Path | None
+    session_id: str | None
+    meta: Meta | None
+    plan: list[Any] | None
+    as_of_seq: int
+    live: bool
+    health: Health
+    source: PlanSource = "scan"
+
+
+@dataclass(frozen=True)
+class _Target:
+    backend: Backend
+    session_id: str | None
+    log: Path | None
+
+    @property
+    def where(self) -> str:
+        if self.log is not None:
+            return str(self.log)
+        return self.backend.location
+
+
+@dataclass
+class _Read:
+    meta: Meta
+    events: list[Event] | None
+    count: int
+    torn_at: int | None
+    cut_frame_events: int
+    facts: PlanFacts
+    closers: list[Event] = field(default_factory=list)
+    live: bool = False
+
+
+def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
+            backend: Backend | None = None) -> _Target:
+    """Where ``source`` is read from (raises :class:`Refusal` when it names nothing): with a ``backend`` it is a
+    session id; without one, a path when one exists there, else a session id under ``root``."""
+    text = os.fspath(source)
+    if backend is not None and not isinstance(backend, JsonlStore):
+        return _Target(backend, text, None)
+    if backend is None and os.path.exists(text):
+        log = find_log(text)
+        return _Target(JsonlStore(root_of(log)), None, Path(os.path.abspath(log)))
+    files = backend if backend is not None else JsonlStore(root) if root is not None else None
+    if files is None:
+        raise Refusal("not-found", f"{text} does not exist")
+    found = files.find(text)
+    if found is None:
+        raise Refusal("not-found", f"{text} does not exist, and no session of that id is stored under {files.root}")
+    return _Target(files, text, found)
+
+
+def _read(target: _Target, *, keep: bool) -> _Read:
+    backend = target.backend
+    if isinstance(backend, JsonlStore):
+        log = target.log if target.log is not None else backend.find(str(target.session_id))
+        if log is None:
+            raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
+        facts = PlanFacts()
+        found = backend.scan(log, keep=keep, observe=facts.see)
+        live = backend.writer_alive(str(found.meta["id"]))
+        return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, facts,
+                     [] if live else found.closers(), live)
+    session_id = str(target.session_id)
+    stored = backend.read(session_id)
+    events: list[Event] = list(stored.events)
+    facts = PlanFacts()
+    facts.see(events)
+    torn = getattr(stored, "torn", None)
+    live = backend.writer_alive(session_id)
+    return _Read(dict(stored.meta), events, len(events), None if torn is None else torn.truncate_to,
+                 0 if torn is None else len(torn.recovered), facts,
+                 [] if live else interrupted_turn_closers(events), live)
+
+
+def _guarded(target: _Target, keep: bool) -> _Read | Health:
+    """The read, or the refusal it ended in; a store's own errors (a database going away) are refusals too."""
+    try:
+        return _read(target, keep=keep)
+    except (Refusal, SessionLogError, OSError) as exc:
+        return refusal_of(exc)
+    except Exception as exc:
+        if isinstance(target.backend, JsonlStore):
+            raise
+        return refusal_of(Refusal("internal", f"cannot read {target.where}: {' '.join(str(exc).split())}"))
+
+
+def _session_id(target: _Target, meta: Meta | None) -> str | None:
+    if target.session_id is not None:
+        return target.session_id
+    if meta is not None:
+        return str(meta["id"])
+    return decode_segment(target.log.parent.name) if target.log is not None else None
+
+
+def _verdict(read: _Read) -> tuple[Health, list[Any] | None]:
+    try:
+        plan = read.facts.plan()
+    except Refusal as exc:
+        return refusal_of(exc), None
+    return recovered(read.torn_at, read.cut_frame_events, read.closers), plan
+
+
+def read_session(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
+                 backend: Backend | None = None) -> SessionView:
+    """Every event of a session (with the in-memory recovery applied), its standing plan and its verdict."""
+    try:
+        target = resolve(source, root=root, backend=backend)
+    except (Refusal, SessionLogError, OSError) as exc:
+        return SessionView(os.fspath(source), None, None, None, [], 0, False, refusal_of(exc))
+    return _session_view(target)
+
+
+def _session_view(target: _Target) -> SessionView:
+    read = _guarded(target, keep=True)
+    if isinstance(read, Health):
+        return SessionView(target.where, target.log, _session_id(target, None), None, [], 0, False, read)
+    health, plan = _verdict(read)
+    events = (read.events or []) + read.closers
+    return SessionView(target.where, target.log, _session_id(target, read.meta), read.meta, events,
+                       len(read.closers), read.live, health, plan)
+
+
+def read_plan(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
+              backend: Backend | None = None) -> PlanView:
+    """The standing plan and the verdict of :func:`read_session`, without keeping the events of a file."""
+    try:
+        target = resolve(source, root=root, backend=backend)
+    except (Refusal, SessionLogError, OSError) as exc:
+        return PlanView(os.fspath(source), None, None, None, None, -1, False, refusal_of(exc))
+    return _plan_view(target)
+
+
+def _plan_view(target: _Target) -> PlanView:
+    read = _guarded(target, keep=False)
+    if isinstance(read, Health):
+        return PlanView(target.where, target.log, _session_id(target, None), None, None, -1, False, read)
+    health, plan = _verdict(read)
+    source: PlanSource = "full" if read.events is not None else "scan"
+    return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.count - 1,
+                    read.live, health, source)
+
+
+def list_sessions(backend: Backend) -> list[PlanView]:
+    """Every session of a backend with its plan and verdict; one that cannot be read is a refused row, never a
+    reason to hide the others. Raises only when the listing itself fails (an unreadable root, a lost database)."""
+    views: list[PlanView] = []
+    for entry in backend.list():
+        if entry.problem is not None:
+            views.append(PlanView(entry.location, entry.path, entry.id, entry.meta, None, -1, False,
+                                  refusal_of(entry.problem)))
+            continue
+        target = _Target(backend, entry.id, entry.path)
+        view = _plan_view(target)
+        if view.meta is None and entry.meta is not None:  # refused: the header still says who and where
+            view = PlanView(view.where, view.path, view.session_id, entry.meta, None, -1, False, view.health)
+        views.append(view)
+    return views
+
