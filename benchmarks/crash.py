@@ -1,13 +1,13 @@
 """The large crash run: a writing child process SIGKILLed at random moments, 200 times per encoding by default.
 
-The child (``tests/persistence/crash_child.py``) appends turns with ``todo/write`` events through the standard
+The child (``tests/harness/persistence/crash_child.py``) appends turns with ``todo/write`` events through the standard
 persistence and projection-checkpoint plugins, flushing after every ``todo/write``, ``step/end`` and ``turn/end`` and
 reporting each acknowledged range of seqs with a digest. After every kill the log must load (recovery committed on
 every other run, left to the next child's load on the others), hold every acknowledged event byte for byte, have its
 open turn closed as interrupted, and give the same standing plan through its checkpoint as through a full read.
 
 Run: ``uv run python benchmarks/crash.py [--kills 200] [--seed N]``; the test suite runs the same driver 12 times
-per encoding (``tests/persistence/test_crash.py``).
+per encoding (``tests/harness/persistence/test_crash.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.persistence
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for tests.harness.persistence
 
-from tests.persistence.crash_child import run_crashes
+from tests.harness.persistence.crash_child import run_crashes
 
 
 def main() -> int:

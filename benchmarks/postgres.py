@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh_todo.harness import Context, boot
-from dsh_todo.runtime import composition
+from dsh_todo.testing import database_composition, start_cluster
 
 PLAN = [{"content": "read the failing test and the code it covers", "status": "completed"},
         {"content": "write the fix", "status": "in_progress"},
@@ -40,10 +40,8 @@ PLAN = [{"content": "read the failing test and the code it covers", "status": "c
 
 
 def rows(url: str, schema: str, delay_ms: int = 200) -> list[dict[str, Any]]:
-    out = composition(None)
-    out.insert(3, {"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-postgres",
-                   "config": {"url": url, "schema": schema, "writeBatchMaxDelayMs": delay_ms}})
-    return out
+    """The standard runtime on ``url``, in the benchmark's scratch schema."""
+    return database_composition(url, schema=schema, batch_delay_ms=delay_ms)
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -185,8 +183,6 @@ def main() -> int:
         return writer(url, schema, int(count), 0.02)
 
     import psycopg
-
-    from dsh_todo.harness.persistence.postgres.cluster import start_cluster
 
     cluster = None if args.database else start_cluster(durable=True)
     url = args.database or (cluster.url if cluster else "")

@@ -1,6 +1,13 @@
-"""Shared test helpers: the anyio backend, a booted-context factory, and the fixture data in ``tests/fixtures``.
+"""Shared test helpers: the anyio backend, a booted-context factory, a PostgreSQL server, the fixture data in
+``tests/fixtures``, and the markers that let a run leave out what this machine cannot do.
 
-Kept generic on purpose: every test package (harness, tool_todo, persistence, ...) builds on these.
+Kept generic on purpose: every test package (harness, tool_todo, persistence, ...) builds on these. What a user's
+tests would need too (the standard runtime in memory, the scripted model, a throwaway cluster) is
+:mod:`dsh_todo.testing`; what stays here are the knobs only the harness's own tests turn.
+
+Markers (registered in ``pyproject.toml``): ``browser`` and ``postgres`` are put on a test by what it uses (the
+``browser`` fixture, the ``pg_url`` fixture), so a new test cannot forget them; ``slow`` is written on the test.
+A test that asks for the database only at run time (``request.getfixturevalue``) marks its parameter itself.
 """
 
 from __future__ import annotations
@@ -8,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +24,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness import Context, boot
+from dsh_todo.testing import ClusterUnavailable, memory_composition, start_cluster
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -47,9 +57,13 @@ def composition(*, allow_parallel: bool | None = True, tool: bool = True, projec
                 todo_invariant: bool = False) -> list[Row]:
     """Rows for :func:`dsh_todo.harness.boot`, in dependency order.
 
-    ``allow_parallel=None`` mounts the tool with no config at all; ``invariants`` (a config mapping) mounts the
-    invariant registry, which the two companions need.
+    With no knob turned it is :func:`dsh_todo.testing.memory_composition`, what users boot. The knobs are for the
+    harness's own tests: ``allow_parallel=None`` mounts the tool with no config at all, ``tool``/``projections``
+    leave plugins out, and ``invariants`` (a config mapping) mounts the invariant registry, which the two companions
+    need.
     """
+    if tool and projections and invariants is None and allow_parallel is not None:
+        return memory_composition(allow_parallel=allow_parallel)
     rows: list[Row] = [{"id": "tools", "name": TOOLS}, {"id": "session", "name": SESSION}]
     if projections:
         rows.append({"id": "session-projection", "name": PROJECTIONS})
@@ -89,6 +103,56 @@ def make_ctx() -> Iterator[BootFactory]:
     for ctx in reversed(booted):
         ctx.dispose()
 
+
+# -- PostgreSQL ---------------------------------------------------------------------------------------------------
+
+TEST_DATABASE_ENV = "DSH_TODO_TEST_DATABASE_URL"
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL server for the whole run: the one ``$DSH_TODO_TEST_DATABASE_URL`` names, else a throwaway cluster
+    (:func:`dsh_todo.testing.start_cluster`, no fsync) started by the first test that needs it and deleted at the
+    end. Without the server binaries (Debian's ``postgresql`` package) those tests skip, saying so."""
+    url = os.environ.get(TEST_DATABASE_ENV)
+    if url:
+        yield url
+        return
+    try:
+        cluster = start_cluster(durable=False)
+    except ClusterUnavailable as exc:
+        pytest.skip(f"{exc}, and ${TEST_DATABASE_ENV} is not set")
+    with cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+def pg_schema(pg_url: str) -> Iterator[str]:
+    """A fresh schema name for one test (its tables appear on first use); dropped afterwards, so tests sharing the
+    server never see each other's sessions."""
+    import psycopg
+
+    schema = f"t_{secrets.token_hex(6)}"
+    yield schema
+    with contextlib.suppress(psycopg.Error), psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# -- markers ------------------------------------------------------------------------------------------------------
+
+_MARK_BY_FIXTURE = {"browser": "browser", "pg_url": "postgres"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by ``-m``
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, mark in _MARK_BY_FIXTURE.items():
+            if fixture in used:
+                item.add_marker(mark)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
 
 
 def events_of(session: Any, event_type: str) -> list[Any]:

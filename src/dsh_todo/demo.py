@@ -93,13 +93,14 @@ def run_demo(args: argparse.Namespace) -> int:
     stop_web = None
     try:
         pause = 0.0
+        # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
+        session = ctx.sessions.create(session_id, cwd=os.getcwd())
         if args.web:
             from dsh_todo.carriers.web import serve_in_background
 
             url, stop_web = serve_in_background(ctx, port=args.port)
             printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
             pause = args.pace
-        session = ctx.sessions.create(session_id, cwd=os.getcwd())
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()

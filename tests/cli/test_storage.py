@@ -16,7 +16,6 @@ import pytest
 from dsh_todo.cli import main
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import Storage, StorageError
-from tests.postgres.conftest import pg_server, pg_url  # noqa: F401  (fixtures)
 
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 SCRIPT = [{"tool_calls": [{"name": "todo_write", "arguments": dumps({"todos": PLAN})}]}, {"text": "DONE"}]
@@ -102,8 +101,7 @@ def plan_of(events: list[dict[str, Any]]) -> Any:
     return standing_plan(events)
 
 
-@pytest.mark.usefixtures("pg_server")
-def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     session_id = f"run-{uuid.uuid4()}"
@@ -117,8 +115,7 @@ def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:  # n
     assert [e["type"] for e in stored_events(pg_url, demo_id)][-1] == "turn/end"
 
 
-@pytest.mark.usefixtures("pg_server")
-def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
     pytest.importorskip("mcp")
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
@@ -137,8 +134,7 @@ def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F81
     assert plan_of(stored_events(pg_url, session_id)) == PLAN
 
 
-@pytest.mark.usefixtures("pg_server")
-def test_acp_takes_a_database(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+def test_acp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
     pytest.importorskip("acp")
     from acp.helpers import text_block
     from acp.stdio import spawn_agent_process

@@ -107,7 +107,7 @@ def _id(vector: Mapping[str, Any]) -> str:
     return str(vector["id"])
 
 
-# The 13 loop-path vectors (raw argument strings) run through the real agent loop in tests/agent/test_loop.py.
+# The 13 loop-path vectors (raw argument strings) run through the real agent loop in tests/harness/test_agent_loop.py.
 @pytest.mark.parametrize("vector", [v for v in EXEC_VECTORS if v["path"] == "direct"], ids=_id)
 async def test_exec_vector(vector: dict[str, Any]) -> None:
     rows = [*composition(tool=False), {"id": "tool-todo", "name": TOOL_TODO, "config": vector["config"]}]

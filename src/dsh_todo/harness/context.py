@@ -51,11 +51,17 @@ class Disposer:
 
 
 class Plugin(Protocol):
-    """What ``ctx.plugin`` accepts (a module satisfies it structurally)."""
+    """What ``ctx.plugin`` mounts: a module or object with a string ``name`` and a callable ``apply(ctx)`` or
+    ``apply(ctx, config)``. ``inject`` (service names) and ``Config`` (with ``parse``) are optional, so they are read
+    with ``getattr`` and not part of the type. Both members are read-only, so a plugin module whose ``name`` is
+    ``Final`` satisfies it structurally; :func:`~dsh_todo.harness.loader.check_plugin_shape` checks the same at run
+    time for callers that are not type-checked."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
-    def apply(self, ctx: Context, config: Any) -> Any: ...
+    @property
+    def apply(self) -> Callable[..., object]: ...
 
 
 class _Scoped:
@@ -279,15 +285,15 @@ class Context:
                 raise
         return scope
 
-    def plugin(self, plugin: object, config: Any = None) -> PluginHandle:
+    def plugin(self, plugin: Plugin, config: Any = None) -> PluginHandle:
         """Mount a plugin: validate its config, then run ``apply`` as soon as its ``inject`` services exist."""
         from dsh_todo.harness.loader import accepts_config, check_plugin_shape, parse_config
 
         check_plugin_shape(plugin)
         parsed = parse_config(plugin, config)
-        name = str(getattr(plugin, "name", "<anonymous>"))
+        name = plugin.name
         needs = tuple(getattr(plugin, "inject", ()) or ())
-        apply = plugin.apply  # type: ignore[attr-defined]
+        apply = plugin.apply
         takes_config = accepts_config(apply)
 
         def start(ctx: Context) -> Any:

@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
-from dsh_todo.harness.context import Context
+from dsh_todo.harness.context import Context, Plugin
 from dsh_todo.harness.errors import BootError, ConfigError
 
 ENTRY_POINT_GROUP = "dsh_todo.plugins"
@@ -44,8 +44,9 @@ _CompositionLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|T
                                          list("tTfF"))
 
 
-def check_plugin_shape(plugin: object) -> None:
-    """Refuse anything that is not a namespace plugin: a bare callable, or a module with a ``default`` export."""
+def check_plugin_shape(plugin: object) -> Plugin:
+    """Refuse anything that is not a namespace plugin (a bare callable, a module with a ``default`` export); return
+    what passed, typed as the :class:`~dsh_todo.harness.context.Plugin` it is."""
     if hasattr(plugin, "default"):
         raise BootError(
             f"plugin {getattr(plugin, 'name', plugin)!r} exports 'default' next to its name/inject/apply; a loader "
@@ -57,7 +58,9 @@ def check_plugin_shape(plugin: object) -> None:
         raise BootError(f"{plugin!r} is not a plugin: it has no string 'name'")
     needs = getattr(plugin, "inject", [])
     if not isinstance(needs, (list, tuple)) or not all(isinstance(n, str) for n in needs):
-        raise BootError(f"plugin {plugin.name!r} has an 'inject' that is not a list of service names")  # type: ignore[attr-defined]
+        raise BootError(f"plugin {getattr(plugin, 'name', plugin)!r} has an 'inject' that is not a list of service "
+                        "names")
+    return cast(Plugin, plugin)
 
 
 def parse_config(plugin: object, config: Any) -> Any:
@@ -125,7 +128,7 @@ def boot(composition: str | Path | Sequence[Row], ctx: Context | None = None) ->
             if row.get("disabled"):
                 continue
             try:
-                plugin = resolve(row["name"])
+                plugin = check_plugin_shape(resolve(row["name"]))
                 handles.append(root.plugin(plugin, row.get("config")))
             except BootError as exc:
                 raise BootError(f"{where}: {exc}") from exc

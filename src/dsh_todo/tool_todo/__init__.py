@@ -3,7 +3,8 @@
 The model sends its whole task list on every call; the list is validated, canonicalised and appended as one
 ``todo/write`` event to the calling agent's own session log, and the ``todos`` projection shows the standing plan.
 This module is the plugin face (``name``, ``inject``, ``Config``, ``apply``) and deliberately has no ``default``
-export: a loader that unwraps ``default`` would drop ``inject`` (DSH postmortem 0001).
+export: a loader that unwraps ``default`` would drop ``inject`` (DSH postmortem 0001). Beside the plugin face it
+exports ``build_tool`` (the definition for one policy, for a registry of your own) and ``TodoItem``.
 """
 
 from __future__ import annotations

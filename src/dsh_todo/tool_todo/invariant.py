@@ -17,6 +17,8 @@ from dsh_todo.jscompat import JS_WHITESPACE
 from dsh_todo.jsonutil import dumps
 from dsh_todo.tool_todo.rules import STATUSES
 
+__all__ = ["apply", "check_todos", "inject", "name"]
+
 name: Final = "tool-todo-invariant"
 inject: Final = ["invariants"]
 PACKAGE: Final = "@deepseek-ai/dsh-tool-todo"

@@ -8,9 +8,12 @@ The JSONL pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.h
 appends), :mod:`.checkpoint_file` (``projections.json``), :mod:`.store` (the backend) and :mod:`.jsonl` (the plugin).
 Shared by every backend: :mod:`.batching` (write-behind), :mod:`.service` and :mod:`.checkpoints` (projection
 checkpoints, a plugin of its own); beside them, :mod:`.fastscan` (the streaming plan scan).
+
+Exported here: the contract a backend implements and a front door uses, the errors a read or a write can raise, the
+JSONL backend and the service, where a log lives (``project_key``, ``encode_segment``), and the recovery rule every
+backend shares (``interrupted_turn_closers``). The byte-level pieces stay in their modules.
 """
 
-from dsh_todo.harness.persistence.chunk_rows import expand_row, pack_chunk_runs
 from dsh_todo.harness.persistence.contract import (
     Batch,
     LoadedLog,
@@ -32,7 +35,6 @@ from dsh_todo.harness.persistence.errors import (
     SessionWriteError,
 )
 from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
-from dsh_todo.harness.persistence.logfile import JsonlWriter
 from dsh_todo.harness.persistence.paths import encode_segment, project_key
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.service import PersistenceService
@@ -43,7 +45,6 @@ __all__ = [
     "Batch",
     "CorruptSessionLogError",
     "JsonlStore",
-    "JsonlWriter",
     "LoadedLog",
     "LogBackend",
     "LogWriter",
@@ -60,8 +61,6 @@ __all__ = [
     "StoredSession",
     "TornTail",
     "encode_segment",
-    "expand_row",
     "interrupted_turn_closers",
-    "pack_chunk_runs",
     "project_key",
 ]

@@ -17,8 +17,7 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.postgres.feed import EventFeed
-from dsh_todo.harness.persistence.postgres.store import PgStore, PgWriter
+from dsh_todo.harness.persistence.postgres.store import PgStore
 from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, backend_config, install, text_field
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
@@ -27,7 +26,7 @@ inject = ["sessions"]
 _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _KEYS: Final = frozenset({"url", "schema", "pollIntervalMs"})
 
-__all__ = ["Config", "EventFeed", "PgStore", "PgWriter", "apply", "inject", "name"]
+__all__ = ["Config", "PgStore", "apply", "inject", "name"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,48 @@
+"""The standard runtime as a test boots it: in memory, or persisted in one PostgreSQL schema.
+
+Both are the rows every front door boots (:func:`dsh_todo.runtime.composition`), so a test sees the tool, its
+validation, the ``todos`` projection and (on a database) the persistence plugins exactly as a deployment does. In
+memory there is no directory to clean up; on a database, a schema per test keeps tests apart on one server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dsh_todo.harness import Context, boot
+from dsh_todo.runtime import composition
+
+__all__ = ["database_composition", "memory_composition", "memory_context"]
+
+_POSTGRES = "@deepseek-ai/dsh-session-persistence-postgres"
+
+
+def memory_composition(*, allow_parallel: bool = True, invariants: bool = False) -> list[dict[str, Any]]:
+    """The standard composition's rows with nothing persisted; ``invariants`` adds the invariant companions."""
+    return composition(None, allow_parallel=allow_parallel, invariants=invariants)
+
+
+@contextmanager
+def memory_context(*, allow_parallel: bool = True, invariants: bool = False) -> Iterator[Context]:
+    """Boot :func:`memory_composition` and dispose it on exit (every plugin's registrations are taken back)."""
+    ctx = boot(memory_composition(allow_parallel=allow_parallel, invariants=invariants))
+    try:
+        yield ctx
+    finally:
+        ctx.dispose()
+
+
+def database_composition(url: str, *, schema: str = "public", batch_delay_ms: int = 200, poll_ms: int = 5000,
+                         allow_parallel: bool = True) -> list[dict[str, Any]]:
+    """The standard composition persisted to PostgreSQL at ``url`` in ``schema`` (its tables appear on first use).
+
+    ``batch_delay_ms`` is the write-behind window and ``poll_ms`` the followers' safety poll behind ``NOTIFY``;
+    tests shorten both to keep cross-process tests quick.
+    """
+    rows = composition(None, allow_parallel=allow_parallel, database=url)
+    persistence = next(row for row in rows if row["name"] == _POSTGRES)
+    persistence["config"] = {"url": url, "schema": schema, "writeBatchMaxDelayMs": batch_delay_ms,
+                             "pollIntervalMs": poll_ms}
+    return rows

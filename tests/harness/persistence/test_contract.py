@@ -1,0 +1,183 @@
+"""The persistence contract, once per backend (raw JSONL, zstd JSONL, PostgreSQL), through ``ctx.session_persistence``.
+
+Every test here talks only to :class:`~dsh_todo.harness.persistence.SessionPersistence` and the standard runtime, so
+a backend that drifts from the others fails the same test the others pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness import Context, boot
+from dsh_todo.harness.persistence import (
+    SessionExistsError,
+    SessionFormatUnsupportedError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionPersistence,
+)
+from dsh_todo.runtime import composition
+from dsh_todo.testing import database_composition
+
+Boot = Callable[..., Context]
+PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
+
+
+@pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres)])
+def booter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Boot]:
+    """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards."""
+    contexts: list[Context] = []
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        schema: str = request.getfixturevalue("pg_schema")
+
+        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
+            return database_composition(url, schema=schema, batch_delay_ms=batch_delay_ms)
+    else:
+        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
+            return composition(tmp_path / "root", compression=request.param, batch_delay_ms=batch_delay_ms)
+
+    def make(batch_delay_ms: int = 200) -> Context:
+        ctx = boot(rows(batch_delay_ms))
+        contexts.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in reversed(contexts):
+        with contextlib.suppress(Exception):
+            ctx.dispose()
+
+
+def persistence(ctx: Context) -> SessionPersistence:
+    return ctx.session_persistence
+
+
+def one_turn(ctx: Context, session_id: str, *, close: bool = True, turn: int = 1) -> None:
+    session = ctx.sessions.get(session_id) or ctx.sessions.create(session_id, cwd="/w")
+    session.append("turn/start", {"turn": turn})
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("todo/write", {"todos": PLAN})
+    session.append("step/end", {"turn": turn, "step": 1})
+    if close:
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def test_appends_are_durable_after_flush_and_read_back_exactly(booter: Boot) -> None:
+    writer = booter(batch_delay_ms=60_000)
+    one_turn(writer, "s")
+    persistence(writer).flush()
+    reader = booter()
+    stored = persistence(reader).read("s")
+    assert [event["type"] for event in stored.events] == ["turn/start", "step/start", "todo/write", "step/end",
+                                                         "turn/end"]
+    assert stored.events == list(writer.sessions.get("s").events)  # type: ignore[union-attr]
+    assert stored.torn is None and stored.session_id == "s" and stored.meta["cwd"] == "/w"
+    assert persistence(reader).locate("s") is not None and persistence(reader).locate("nope") is None
+    assert [entry.id for entry in persistence(reader).list()] == ["s"]
+
+
+def test_one_writer_per_session_and_closing_releases_it(booter: Boot) -> None:
+    first, second = booter(), booter()
+    one_turn(first, "s", close=False)
+    persistence(first).flush()
+    with pytest.raises(SessionLockedError):
+        second.sessions.create("s", cwd="/w")
+    assert second.sessions.get("s") is None
+    with pytest.raises(SessionLockedError):
+        persistence(second).load("s")
+    first.sessions.close("s")  # flushes and unlocks
+    loaded = persistence(second).load("s")
+    assert loaded.seq == 6  # four events, the interrupted turn's end, the end of the seed
+
+
+def test_load_closes_an_interrupted_turn_and_marks_the_end_of_the_seed(booter: Boot) -> None:
+    writer = booter()
+    one_turn(writer, "s", close=False)
+    writer.dispose()  # the turn is still open, as a crash leaves it
+    loaded = persistence(booter()).load("s")
+    kinds = [event["type"] for event in loaded.events]
+    assert kinds[4:] == ["turn/end", "session/end-seed"]
+    assert loaded.events[4]["data"]["reason"] == {"kind": "interrupted"}
+    assert booter().session_projections.snapshot(loaded)["values"]["todos"] == PLAN
+
+
+def test_a_second_load_changes_nothing(booter: Boot) -> None:
+    writer = booter()
+    one_turn(writer, "s")
+    writer.dispose()
+    first = booter()
+    seq = persistence(first).load("s").seq
+    first.dispose()
+    again = booter()
+    assert persistence(again).load("s").seq == seq
+    assert len(persistence(again).read("s").events) == seq
+
+
+def test_loaded_sessions_keep_being_persisted(booter: Boot) -> None:
+    writer = booter()
+    one_turn(writer, "s")
+    writer.dispose()
+    ctx = booter()
+    session = persistence(ctx).load("s")
+    one_turn(ctx, "s", turn=2)
+    ctx.dispose()
+    stored = persistence(booter()).read("s").events
+    assert [event["seq"] for event in stored] == list(range(session.seq))
+    assert stored[-1]["type"] == "turn/end" and stored[-1]["data"]["turn"] == 2
+
+
+def test_missing_and_existing_sessions(booter: Boot) -> None:
+    ctx = booter()
+    with pytest.raises(SessionNotFoundError):
+        persistence(ctx).load("missing")
+    with pytest.raises(SessionNotFoundError):
+        persistence(ctx).read("missing")
+    one_turn(ctx, "s")
+    ctx.sessions.close("s")
+    other = booter()
+    with pytest.raises(SessionExistsError):
+        other.sessions.create("s", cwd="/w")
+
+
+def test_unknown_event_types_are_refused_unless_ignorable(booter: Boot) -> None:
+    writer = booter()
+    session = writer.sessions.create("s", cwd="/w")
+    session.append("turn/start", {"turn": 1})
+    session.append("future/widget", {"x": 1})
+    writer.dispose()
+    reader = booter()
+    with pytest.raises(SessionFormatUnsupportedError, match='event type "future/widget" \\(seq 1\\) unknown'):
+        persistence(reader).read("s")
+    with pytest.raises(SessionFormatUnsupportedError):
+        persistence(reader).load("s")
+
+
+def test_checkpoints_restore_cold_projections_from_the_tail(booter: Boot) -> None:
+    ctx = booter(batch_delay_ms=60_000)
+    one_turn(ctx, "s")
+    session = ctx.sessions.get("s")
+    assert session is not None
+    session.append("turn/start", {"turn": 2})
+    session.append("todo/write", {"todos": []})
+    ctx.sessions.close("s")  # closing checkpoints the last event
+    found = persistence(ctx).backend.read_checkpointed("s")
+    assert found is not None
+    assert found.rows == {"todos": {"ver": 2, "seq": 6, "val": []}}
+    assert found.base <= 7 and all(event["seq"] >= found.base for event in found.tail)
+    cold = booter()
+    restored = cold.get("session_projection_cache").restore("s")
+    assert restored.snapshot == {"asOfSeq": 6, "values": {"todos": []}}
+
+
+def test_written_batches_are_announced_with_their_seqs(booter: Boot) -> None:
+    ctx = booter(batch_delay_ms=60_000)
+    heard: list[tuple[str, int, int]] = []
+    persistence(ctx).on_written(lambda sid, batch: heard.append((sid, batch.first_seq, batch.last_seq)))
+    one_turn(ctx, "s")
+    persistence(ctx).flush()
+    assert heard[-1] == ("s", 0, 4)

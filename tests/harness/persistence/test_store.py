@@ -1,0 +1,247 @@
+"""The store: logs we write read back identically, files appear lazily, and misplaced artifacts are refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness.persistence import (
+    CorruptSessionLogError,
+    JsonlStore,
+    SessionExistsError,
+    SessionIdError,
+    SessionLockedError,
+    SessionNotFoundError,
+)
+from dsh_todo.harness.persistence.zstd import scan_frames
+from dsh_todo.jsonutil import dumps
+from tests.harness.persistence.fixture_logs import copy_store, load_fixture
+
+COMPRESSIONS = ["none", "zstd"]
+
+
+def chunk_events(start: int, count: int, *, index: int = 0) -> list[dict[str, Any]]:
+    return [{"type": "assistant/chunk", "seq": start + i, "time": 100 + i // 2,
+             "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": f"t{i} é🚀"}}}
+            for i in range(count)]
+
+
+def some_events() -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [{"type": "turn/start", "seq": 0, "time": 99, "data": {"turn": 1}}]
+    events += chunk_events(1, 7)
+    events += [
+        {"type": "todo/write", "seq": 8, "time": 101,
+         "data": {"todos": [{"content": "ünï \u2028 \"q\"", "status": "in_progress"}]}},
+        {"type": "future/thing", "seq": 9, "time": 101, "data": None, "ignorable": True},
+        {"type": "turn/end", "seq": 10, "time": 102, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+    return events
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_round_trip(tmp_path: Path, compression: Any) -> None:
+    store = JsonlStore(tmp_path / "root", compression)
+    events = some_events()
+    writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x"})
+    writer.append(events[:3])
+    writer.append(events[3:])
+    writer.close()
+    stored = store.read("s1")
+    assert dumps(stored.events) == dumps(events)
+    assert stored.meta == {"version": 0, "id": "s1", "createdAt": 5, "cwd": "/home/x", "delegationDepth": 0}
+    assert stored.torn is None
+    loaded = store.load("s1")
+    assert loaded.rewrote is False and dumps(loaded.events) == dumps(events)
+    if compression == "zstd":
+        assert len(scan_frames(stored.path.read_bytes()).frames) == 3  # header + one frame per batch
+    else:
+        # header; batch 1: turn/start and a 2-delta run (too short to pack); batch 2: the rest of the run packs
+        # into one row, then todo/write, the ignorable event and turn/end. Runs pack per batch, as in DSH.
+        assert stored.path.read_bytes().count(b"\n") == 1 + 3 + 4
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_log_appears_only_with_the_first_batch(tmp_path: Path, compression: Any) -> None:
+    root = tmp_path / "root"
+    store = JsonlStore(root, compression)
+    writer = store.create({"id": "s", "createdAt": 1})
+    assert not writer.path.exists()
+    assert store.list() == []
+    with pytest.raises(SessionNotFoundError):
+        store.read("s")
+    writer.close()
+    assert not writer.path.parent.exists(), "an unused session leaves no directory"
+    writer = store.create({"id": "s", "createdAt": 1})
+    writer.append(some_events()[:1])
+    assert writer.path.exists()
+    assert sorted(os.listdir(writer.path.parent)) == sorted(["session.lock", writer.path.name])
+    writer.close()
+    assert sorted(os.listdir(writer.path.parent)) == [writer.path.name]
+
+
+def test_create_refuses_an_existing_log_anywhere(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "none")
+    writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    writer.append(some_events()[:1])
+    writer.close()
+    with pytest.raises(SessionExistsError, match='session "s" already has a persisted log on disk'):
+        store.create({"id": "s", "createdAt": 1, "cwd": "/elsewhere"})
+
+
+def test_appends_must_continue_the_seq(tmp_path: Path) -> None:
+    writer = JsonlStore(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
+    writer.append(some_events()[:2])
+    with pytest.raises(ValueError, match=r'append seq mismatch for "s": expected 2 at index 0, got 3'):
+        writer.append(some_events()[3:4])
+    writer.close()
+
+
+def test_list_reads_headers_of_both_layout_kinds(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "zstd")
+    for session_id, cwd in [("a", "/p"), ("b", None), ("c", "/p")]:
+        writer = store.create({"id": session_id, "createdAt": 1, **({"cwd": cwd} if cwd else {})})
+        writer.append(some_events()[:1])
+        writer.close()
+    listed = {(entry.id, entry.cwd) for entry in store.list()}
+    assert listed == {("a", "/p"), ("b", None), ("c", "/p")}
+
+
+def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path) -> None:
+    """Each log is read in its own encoding; the root's compression is only that of new logs. Repro before: a zstd
+    root holding one raw log refused every read with "select the matching compression mode", although neither
+    ``run`` nor ``web`` had such an option."""
+    raw = JsonlStore(tmp_path / "root", "none")
+    writer = raw.create({"id": "raw", "createdAt": 1})
+    writer.append(some_events()[:1])
+    writer.close()
+    store = JsonlStore(tmp_path / "root", "zstd")
+    writer = store.create({"id": "packed", "createdAt": 1})
+    writer.append(some_events()[:2])
+    writer.close()
+    assert sorted(entry.id for entry in store.list()) == ["packed", "raw"]
+    assert len(store.read("raw").events) == 1 and len(raw.read("packed").events) == 2
+    loaded, resumed = store.resume("raw")  # an existing log keeps its encoding when written again
+    resumed.close()
+    assert sorted(path.name for path in (tmp_path / "root").glob("*/*/session.jsonl*")) == [
+        "session.jsonl", "session.jsonl.zstd"]
+    assert len(raw.read("raw").events) == len(loaded.events)
+
+
+def test_a_session_directory_holding_both_encodings_is_refused(tmp_path: Path) -> None:
+    writer = JsonlStore(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
+    writer.append(some_events()[:1])
+    writer.close()
+    log = next((tmp_path / "root").glob("*/*/session.jsonl"))
+    (log.parent / "session.jsonl.zstd").write_bytes(b"")
+    store = JsonlStore(tmp_path / "root", "zstd")
+    with pytest.raises(CorruptSessionLogError, match=r"holds both session\.jsonl and session\.jsonl\.zstd"):
+        store.read("s")
+    [entry] = store.list()  # listed with its problem: one such session never hides the others
+    assert entry.id == "s" and isinstance(entry.problem, CorruptSessionLogError)
+
+
+def test_flat_layout_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "root" / "--p--"
+    project.mkdir(parents=True)
+    (project / "s.jsonl").write_text("{}\n")
+    with pytest.raises(CorruptSessionLogError, match="uses the unsupported flat-file layout"):
+        JsonlStore(tmp_path / "root", "none").find("s")
+
+
+def test_a_log_in_the_wrong_directory_is_refused(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "none")
+    writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    writer.append(some_events()[:1])
+    writer.close()
+    moved = tmp_path / "root" / "--b--"
+    (tmp_path / "root" / "--a--").rename(moved)
+    with pytest.raises(CorruptSessionLogError, match='is not where its header puts it: the header names session "s" '
+                                                     r'\(cwd "/a"\), whose log belongs at .*/--a--/s/session\.jsonl'):
+        store.read("s")
+
+
+def test_resume_continues_after_zstd_recovery(tmp_path: Path) -> None:
+    """After rewriting what a cut frame yielded plus closers, new appends continue at the right seq."""
+    fixture = load_fixture("damaged/zstd-truncated-last-frame-recoverable")
+    root = copy_store(fixture, tmp_path / "store")
+    store = JsonlStore(root, "zstd")
+    loaded, writer = store.resume(fixture.session_id)
+    assert writer.cursor == len(loaded.events) == 301
+    last = loaded.events[-1]["time"]
+    writer.append([{"type": "turn/start", "seq": 301, "time": last, "data": {"turn": 3}}])
+    writer.close()
+    again = store.load(fixture.session_id)
+    assert len(again.events) == 303 and again.closers[-1]["type"] == "turn/end"
+    assert dumps(again.events[:301]) == dumps(loaded.events)
+
+
+def test_continue_live_accepts_only_a_matching_prefix(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path / "root", "none")
+    events = some_events()
+    writer = store.create({"id": "s", "createdAt": 1})
+    writer.append(events[:4])
+    writer.close()
+    writer = store.continue_live("s", events)
+    assert writer.cursor == 4
+    writer.append(events[4:])
+    writer.close()
+    assert dumps(store.read("s").events) == dumps(events)
+    with pytest.raises(SessionExistsError):
+        store.continue_live("s", [{**events[0], "time": 1}, *events[1:]])
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError):
+        JsonlStore(tmp_path / "file")
+
+
+def test_an_id_too_long_for_a_file_name_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Repro: an id whose encoded directory name exceeds 255 bytes failed with ``OSError: File name too long`` (and
+    the web history answered 500). SPEC §5's ``encodeSegment`` has no rule for it, so it is refused up front; ids
+    DSH can write (encoded ≤ 255 bytes) stay accepted, and reading such an id simply finds nothing."""
+    store = JsonlStore(tmp_path / "root")
+    longest = "a" * 255
+    writer = store.create({"id": longest, "createdAt": 1})
+    writer.append(some_events()[:1])
+    writer.close()
+    assert store.find(longest) is not None
+    too_long = "é" * 52  # 52 × "~00E9" = 260 bytes
+    with pytest.raises(SessionIdError) as refused:
+        store.create({"id": too_long, "createdAt": 1})
+    assert str(refused.value) == ("session id is too long: its directory name would be 260 bytes, and a file name "
+                                  "holds at most 255")
+    assert store.find(too_long) is None
+    with pytest.raises(SessionNotFoundError):
+        store.read(too_long)
+
+
+def test_one_writer_per_id_whatever_the_working_directory(tmp_path: Path) -> None:
+    """Repro: the same id created from two working directories took two locks (one per project directory), so two
+    writers wrote two logs of one session and ``dsh-todo sessions`` then failed on the duplicate id."""
+    store = JsonlStore(tmp_path / "root")
+    first = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    with pytest.raises(SessionLockedError, match='session "s" is already open for writing'):
+        JsonlStore(tmp_path / "root").create({"id": "s", "createdAt": 1, "cwd": "/b"})
+    first.append(some_events()[:1])
+    first.close()
+    assert [entry.cwd for entry in store.list()] == ["/a"]
+
+
+def test_leftover_temporary_files_are_removed_when_the_session_is_next_opened(tmp_path: Path) -> None:
+    """Repro: a writer killed while replacing ``projections.json`` (or publishing a new log) left
+    ``projections.json.<hex>.tmp`` files that nothing ever removed."""
+    store = JsonlStore(tmp_path / "root")
+    writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
+    writer.append(some_events()[:1])
+    writer.close()
+    directory = next((tmp_path / "root").glob("*/s"))
+    (directory / "projections.json.0123456789ab.tmp").write_text("{")
+    (directory / "session.jsonl.zstd.ba9876543210.tmp").write_bytes(b"x")
+    (directory / "notes.txt").write_text("keep")
+    _loaded, resumed = store.resume("s")
+    resumed.close()
+    assert sorted(p.name for p in directory.iterdir()) == ["notes.txt", "session.jsonl.zstd"]

@@ -1,0 +1,89 @@
+"""The public surface, pinned: each package's ``__all__`` names exactly these, and each name exists.
+
+A change to what a package exports is a change to this file too, made on purpose (as httpx's
+``tests/test_exported_members.py`` does for its surface). Everything else is reachable by its module path but is
+not promised to users.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import dsh_todo
+
+SURFACE: dict[str, list[str]] = {
+    "dsh_todo": ["__version__"],
+    "dsh_todo.adapters": ["TodoBinding", "TurnScope", "bind_todo", "standing_plan"],
+    "dsh_todo.carriers": [],
+    "dsh_todo.carriers.acp": [],
+    "dsh_todo.carriers.mcp": [],
+    "dsh_todo.carriers.web": ["BackgroundServer", "WebApp", "run_web", "serve_in_background"],
+    "dsh_todo.harness": ["Agent", "BootError", "ConfigError", "Context", "Disposer", "Plugin", "PluginHandle",
+                         "Session", "SessionStore", "boot"],
+    "dsh_todo.harness.llm": ["Model", "ModelError", "ModelReply", "ModelRequest", "OpenAICompatibleModel",
+                             "ScriptedModel", "ToolCallRequest", "load_script", "make_model", "parse_script"],
+    "dsh_todo.harness.persistence": [
+        "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "JsonlStore", "LoadedLog", "LogBackend",
+        "LogWriter", "PersistenceService", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
+        "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionPersistence", "SessionWriteError",
+        "StoredLog", "StoredSession", "TornTail", "encode_segment", "interrupted_turn_closers", "project_key"],
+    "dsh_todo.harness.persistence.postgres": ["Config", "PgStore", "apply", "inject", "name"],
+    "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
+                               "apply", "define_tool", "error_result", "inject", "name"],
+    "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",
+                         "list_sessions", "open_database", "read_plan", "read_session", "resolve"],
+    "dsh_todo.testing": ["Cluster", "ClusterUnavailable", "ModelReply", "ScriptedModel", "ToolCallRequest",
+                         "database_composition", "memory_composition", "memory_context", "reply", "scripted_turn",
+                         "start_cluster", "todo_call"],
+    "dsh_todo.tool_todo": ["Config", "TodoItem", "apply", "build_tool", "inject", "name"],
+    # A module, not a package: pinned because DESIGN names its plugin face.
+    "dsh_todo.tool_todo.invariant": ["apply", "check_todos", "inject", "name"],
+}
+
+
+def packages() -> list[str]:
+    """Every package under ``dsh_todo`` (importing one imports no optional SDK)."""
+    found = ["dsh_todo"]
+    for info in pkgutil.walk_packages(dsh_todo.__path__, "dsh_todo."):
+        if info.ispkg:
+            found.append(info.name)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", sorted(SURFACE))
+def test_the_exported_names_are_the_expected_ones_and_exist(name: str) -> None:
+    module: ModuleType = importlib.import_module(name)
+    exported = list(module.__all__)
+    assert sorted(exported) == sorted(SURFACE[name])
+    assert len(exported) == len(set(exported)), "a name is exported twice"
+    missing = [member for member in exported if not hasattr(module, member)]
+    assert missing == []
+
+
+def test_every_package_declares_its_surface() -> None:
+    """A new package cannot slip in with an implicit surface: it needs ``__all__`` and a line above."""
+    assert [name for name in packages() if name not in SURFACE] == []
+    assert [name for name in packages() if not hasattr(importlib.import_module(name), "__all__")] == []
+
+
+def test_the_plugin_faces_design_relies_on() -> None:
+    tool_todo = importlib.import_module("dsh_todo.tool_todo")
+    invariant = importlib.import_module("dsh_todo.tool_todo.invariant")
+    for member in ("name", "inject", "Config", "apply"):
+        assert hasattr(tool_todo, member)
+    assert not hasattr(tool_todo, "default")  # a loader that unwraps `default` would drop `inject` (postmortem 0001)
+    for member in ("name", "inject", "apply"):
+        assert hasattr(invariant, member)
+    assert not hasattr(invariant, "default")
+
+
+def test_the_version_is_the_installed_distribution() -> None:
+    from importlib import metadata
+
+    assert dsh_todo.__version__ == metadata.version("dsh-todo")
+    with pytest.raises(AttributeError):
+        _ = dsh_todo.no_such_name  # type: ignore[attr-defined]
