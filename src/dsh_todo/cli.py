@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -149,15 +150,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+FILTERS: Final = frozenset({"events", "plan", "sessions", "watch", "schema"})
+"""Subcommands that only read and print, so a person pipes them into ``head``: they die of SIGPIPE quietly, like
+any Unix filter. Everything else keeps Python's default (SIGPIPE ignored, ``EPIPE`` raised and handled): a server
+(``web``, ``mcp``, ``acp``, ``demo --web``) writes to sockets and pipes whose reader may hang up at any moment, and
+with the default action the first client that did so mid-stream killed the whole server."""
+
+
+def _restore_sigpipe(command: str) -> None:
     import signal
 
+    if command in FILTERS and hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     from dsh_todo.commands import CommandError
     from dsh_todo.runtime import StorageError
 
-    if hasattr(signal, "SIGPIPE"):  # `dsh-todo events … | head` should stop quietly, like any Unix filter
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    _restore_sigpipe(args.command)
     try:
         code: int = args.run(args)
     except (CommandError, StorageError) as exc:
