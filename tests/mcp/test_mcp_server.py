@@ -135,6 +135,20 @@ async def test_tool_listing_is_our_description_and_schema(make_ctx: BootFactory,
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tool_listing_says_the_call_is_safe_to_repeat(make_ctx: BootFactory, mode: str) -> None:
+    """Repro (issue 13 item 7): ``tools/list`` had no ``title`` and no ``annotations``, so a client that honours the
+    hints took the defaults (destructive, open world) and asked for confirmation on every call. The call replaces
+    our own plan and nothing else: not read-only, not destructive, idempotent, closed world."""
+    ctx = make_ctx(allow_parallel=True)
+    async with Client(build_server(ctx), mode=mode) as client:
+        [tool] = (await client.list_tools()).tools
+    assert tool.title == "Update todo list"
+    assert tool.annotations is not None
+    assert tool.annotations.model_dump(by_alias=True, exclude_none=True) == {
+        "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("allow_parallel", [True, False], ids=["parallel", "single-active"])
 async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, allow_parallel: bool) -> None:
     ctx = make_ctx(allow_parallel=allow_parallel)

@@ -36,6 +36,8 @@ from mcp.shared.exceptions import MCPError
 from dsh_todo.carriers.mcp.calls import ABSENT, CallSession
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps, loads
+from dsh_todo.tool_todo import CALL_TITLE
+from dsh_todo.tool_todo.description import TOOL_NAME
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
@@ -117,15 +119,27 @@ def _plain(value: Any) -> Any:
     return loads(dumps(value))
 
 
+TOOL_PRESENTATION: Final[Mapping[str, tuple[str, types.ToolAnnotations]]] = {
+    TOOL_NAME: (CALL_TITLE, types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                                  open_world_hint=False)),
+}
+"""``title`` and behaviour hints per tool. Without them a client assumes the worst (destructive, open world) and may
+ask a person to confirm every call. ``todo_write`` replaces the session's own plan and nothing else: it writes (not
+read-only), destroys nothing a person made (the previous list is still in the log), the same list twice leaves the
+same plan (idempotent), and it touches nothing outside the session (closed world)."""
+
+
 def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]:
     """A low-level MCP server exposing every tool on ``ctx.tools`` (the composition mounts ``todo_write``)."""
     listing = []
     for schema in ctx.tools.schemas():
         definition = ctx.tools.get(schema["name"])
         output = definition.output_schema if definition is not None else None
-        listing.append(types.Tool(name=schema["name"], description=schema["description"],
+        title, hints = TOOL_PRESENTATION.get(schema["name"], (None, None))
+        listing.append(types.Tool(name=schema["name"], title=title, description=schema["description"],
                                   input_schema=_plain(schema["parameters"]),
-                                  output_schema=_plain(output) if output is not None else None))
+                                  output_schema=_plain(output) if output is not None else None,
+                                  annotations=hints))
 
     @asynccontextmanager
     async def lifespan(_server: Server[Connections]) -> AsyncIterator[Connections]:
