@@ -421,3 +421,28 @@ def session_log(root: Path, session_id: str) -> Path:
         ctx.dispose()
     assert where is not None
     return Path(where)
+
+
+async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFactory,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro (issue 13 item 2): a call on which the harness itself raised (it was a RecursionError in the lossless
+    walk) reached the SDK, which answered JSON-RPC error code 0 with the exception's text and printed a traceback.
+    The client gets one tool result, the ``Error: …`` the log holds, and the step is closed."""
+    ctx = make_ctx(allow_parallel=True)
+
+    async def broken(*_args: Any, **_kwargs: Any) -> ToolResult:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(ctx.tools, "execute", broken)
+    async with Client(build_server(ctx)) as client:
+        got = await client.call_tool("todo_write", {"todos": []})
+        assert got.meta is not None
+        session = ctx.sessions.get(got.meta[SESSION_META_KEY])
+        assert session is not None
+        assert [e["type"] for e in session.events] == ["turn/start", *STEP_HEAD, *STEP_TAIL]
+    assert got.is_error
+    assert [block.model_dump(exclude_none=True) for block in got.content] == [
+        {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
+    assert session.events[3]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
+    assert session.events[-1]["type"] == "turn/end"

@@ -175,11 +175,14 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
 
 
 async def serve_stdio(ctx: Context, *, cwd: str | None = None) -> None:
-    """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then."""
-    from mcp.server.stdio import stdio_server
+    """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then.
+
+    The transport is ours (:mod:`dsh_todo.carriers.mcp.wire`), not the SDK's: it answers every request, including
+    lines the SDK's reader would drop unanswered."""
+    from dsh_todo.carriers.mcp.wire import stdio_transport
 
     server = build_server(ctx, cwd=cwd)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_transport() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
