@@ -34,7 +34,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from dsh_todo.cliargs import storage_of
 
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
-                     port=args.port)
+                     port=args.port, idle_timeout=args.idle_timeout)
 
 
 def _cmd_acp(args: argparse.Namespace) -> int:
@@ -103,6 +103,19 @@ def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
         cmd.set_defaults(run=_cmd_export if direction == "export" else _cmd_import)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports the error in one line)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.cliargs import add_storage_options
 
@@ -125,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
+    mcp.add_argument("--idle-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+                     help="with --http: release a client's session after this long without a request (default 600)")
     mcp.set_defaults(run=_cmd_mcp)
 
     acp = sub.add_parser("acp", help="the agent loop as an ACP agent over stdio (plans show in the editor)")
