@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -33,7 +34,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from dsh_todo.cliargs import storage_of
 
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
-                     port=args.port)
+                     port=args.port, idle_timeout=args.idle_timeout)
 
 
 def _cmd_acp(args: argparse.Namespace) -> int:
@@ -102,6 +103,19 @@ def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
         cmd.set_defaults(run=_cmd_export if direction == "export" else _cmd_import)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports the error in one line)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.cliargs import add_storage_options
 
@@ -124,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
+    mcp.add_argument("--idle-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+                     help="with --http: release a client's session after this long without a request (default 600)")
     mcp.set_defaults(run=_cmd_mcp)
 
     acp = sub.add_parser("acp", help="the agent loop as an ACP agent over stdio (plans show in the editor)")
@@ -149,15 +165,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+FILTERS: Final = frozenset({"events", "plan", "sessions", "watch", "schema"})
+"""Subcommands that only read and print, so a person pipes them into ``head``: they die of SIGPIPE quietly, like
+any Unix filter. Everything else keeps Python's default (SIGPIPE ignored, ``EPIPE`` raised and handled): a server
+(``web``, ``mcp``, ``acp``, ``demo --web``) writes to sockets and pipes whose reader may hang up at any moment, and
+with the default action the first client that did so mid-stream killed the whole server."""
+
+
+def _restore_sigpipe(command: str) -> None:
     import signal
 
+    if command in FILTERS and hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     from dsh_todo.commands import CommandError
     from dsh_todo.runtime import StorageError
 
-    if hasattr(signal, "SIGPIPE"):  # `dsh-todo events … | head` should stop quietly, like any Unix filter
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    _restore_sigpipe(args.command)
     try:
         code: int = args.run(args)
     except (CommandError, StorageError) as exc:

@@ -209,3 +209,23 @@ def test_tools_service_through_the_context() -> None:
     assert isinstance(ctx.tools, ToolRegistry)
     handle.dispose()
     assert not ctx.has("tools")
+
+
+@pytest.mark.anyio
+async def test_arguments_nested_past_the_recursion_limit_are_answered(make_ctx: BootFactory) -> None:
+    """Repro (issue 13 item 2): ``arguments`` nested about 330 levels made the lossless walk raise RecursionError, so
+    the registry raised instead of answering (an MCP client got error code 0 and a traceback on stderr)."""
+    from dsh_todo.harness import Agent
+
+    ctx = make_ctx(allow_parallel=True)
+    agent = Agent("deep", ctx.sessions.create("deep"))
+    deep: Any = 1
+    for _ in range(2000):
+        deep = {"a": [deep]}
+    result = await ctx.tools.execute("todo_write", {"todos": [], "x": deep}, agent)
+    assert result.text == "Updated todo list: 0 pending, 0 in progress, 0 completed."
+    bad: Any = float("inf")
+    for _ in range(2000):
+        bad = [bad]
+    result = await ctx.tools.execute("todo_write", {"todos": [], "x": bad}, agent)
+    assert result.text == "Error: tool execution arguments must be losslessly JSON-serializable"

@@ -103,17 +103,30 @@ def snapshot(value: Any, path: str = "") -> Any:
 
 
 def is_lossless(value: Any) -> bool:
-    """Whether ``value`` is JSON that round-trips unchanged (no copy is made)."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is dict or kind is FrozenDict:
-        return all(type(k) is str and is_lossless(v) for k, v in value.items())
-    if kind is list or kind is FrozenList:
-        return all(is_lossless(v) for v in value)
-    if kind is float:
-        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)
-    return False
+    """Whether ``value`` is JSON that round-trips unchanged (no copy is made).
+
+    Iterative, not recursive: a client's arguments may nest hundreds of levels, and a recursive walk (two frames a
+    level) hit Python's recursion limit near 330, so the registry raised instead of answering.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict or kind is FrozenDict:
+            for key, child in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(child)
+        elif kind is list or kind is FrozenList:
+            stack.extend(item)
+        elif kind is float:
+            if not math.isfinite(item) or (item == 0.0 and math.copysign(1.0, item) < 0):
+                return False
+        else:
+            return False
+    return True
 
 
 def _explain(value: Any, path: str) -> Any:

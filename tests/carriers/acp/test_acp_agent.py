@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,7 @@ SCRIPT = [{"tool_calls": [{"id": "call_plan", "name": "todo_write", "arguments":
 
 def tool_call(call_id: str = "call_plan") -> dict[str, Any]:
     return {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "Update todo list", "kind": "other",
-            "status": "in_progress", "rawInput": RAW_TODOS}
+            "status": "in_progress", "rawInput": {"todos": RAW_TODOS}}
 
 
 def tool_call_update(text: str = RESULT_TEXT, status: str = "completed", call_id: str = "call_plan") -> dict[str, Any]:
@@ -258,18 +262,23 @@ def test_update_feed_is_the_retired_dsh_mapping(make_ctx: BootFactory) -> None:
                      "isError": False}], "role": "user", "id": "x"}}}
     assert dumps(feed.feed(call)) == dumps([{"sessionUpdate": "tool_call", "toolCallId": "c1",
                                              "title": "Update todo list", "kind": "other", "status": "in_progress",
-                                             "rawInput": RAW_TODOS}])
+                                             "rawInput": {"todos": RAW_TODOS}}])
     assert dumps(feed.feed(write)) == dumps([PLAN])
     assert feed.feed(result) == [tool_call_update(call_id="c1")]
     assert feed.feed({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}) == []
     assert feed.feed({"type": "turn/start", "data": {"turn": 2}}) == [{"sessionUpdate": "plan", "entries": []}]
     assert feed.feed({"type": "turn/start", "data": {"turn": 3}}) == []  # nothing standing, nothing to clear
     assert feed.feed({"type": "todo/write", "data": {"todos": []}}) == [{"sessionUpdate": "plan", "entries": []}]
-    # Arguments that do not validate get the generic card, named after the tool, with the raw value.
+    # Arguments that do not validate get the generic card, named after the tool, with the raw value: an object as
+    # sent, anything else (text that is not JSON, a list) as the raw argument text under "arguments".
     bad = {"type": "tool/call", "data": {"turn": 3, "step": 1, "callId": "c2", "name": "todo_write",
                                          "arguments": "{\"todos\": ["}}
     assert feed.feed(bad) == [{"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "todo_write",
-                               "kind": "other", "status": "in_progress", "rawInput": "{\"todos\": ["}]
+                               "kind": "other", "status": "in_progress", "rawInput": {"arguments": "{\"todos\": ["}}]
+    listed = {"type": "tool/call", "data": {**bad["data"], "arguments": "[1]"}}
+    assert feed.feed(listed)[0]["rawInput"] == {"arguments": "[1]"}
+    wrong = {"type": "tool/call", "data": {**bad["data"], "arguments": '{"todos":[{"content":"a","status":"x"}]}'}}
+    assert feed.feed(wrong)[0]["rawInput"] == {"todos": [{"content": "a", "status": "x"}]}
     user = {"type": "user/message", "data": {"content": [{"type": "text", "text": "hi"}]}}
     assert feed.feed(user) == []
     assert UpdateFeed(ctx.tools, history=True).feed(user) == [chunk("user_message_chunk", "hi")]
@@ -365,3 +374,54 @@ async def test_a_prompt_cancelled_while_a_tool_runs_is_answered_closed_and_durab
         assert plan_json(log_of(ctx, session_id)) == TODOS
     finally:
         ctx.dispose()
+
+
+# -- any stdio: files, /dev/null, ttys (issue 13 item 6) ------------------------------------------------------------
+
+
+def test_raw_input_is_an_object_for_clients_before_sdk_0_13(make_ctx: BootFactory) -> None:
+    """Repro (issue 13 item 6): ``tool_call.rawInput`` was the bare todos array; Zed's
+    ``@zed-industries/agent-client-protocol`` 0.4.x accepts only an object there and dropped the whole notification.
+    It is ``{"todos": [...]}`` with the model's raw, untrimmed items."""
+    ctx = make_ctx(allow_parallel=True)
+    call = {"type": "tool/call", "data": {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
+                                          "arguments": dumps({"todos": RAW_TODOS, "note": "extra keys are ignored"})}}
+    [update] = UpdateFeed(ctx.tools).feed(call)
+    assert update["rawInput"] == {"todos": RAW_TODOS}
+    assert update["rawInput"]["todos"][0]["content"] == "  read the code"
+
+
+def run_acp(tmp_path: Path, stdin: Any, stdout: Any) -> subprocess.CompletedProcess[bytes]:
+    script = tmp_path / "script.json"
+    script.write_text(dumps(SCRIPT))
+    return subprocess.run([sys.executable, *agent_argv(script, tmp_path / "sessions")], stdin=stdin, stdout=stdout,
+                          stderr=subprocess.PIPE, cwd=tmp_path, timeout=30)
+
+
+def test_stdin_from_dev_null_exits_at_once(tmp_path: Path) -> None:
+    """Repro (issue 13 item 6): ``dsh-todo acp </dev/null`` printed a traceback (asyncio cannot watch /dev/null) and
+    hung. Stdin that ends is a client that left: exit 0, promptly, without a word on stderr beyond the banner."""
+    started = time.monotonic()
+    with open(os.devnull, "rb") as null_in:
+        result = run_acp(tmp_path, null_in, subprocess.PIPE)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 20
+    assert b"Traceback" not in result.stderr
+    assert result.stderr.decode().splitlines()[1:] == []  # the banner only
+    assert result.stdout == b""
+
+
+def test_requests_from_a_file_answered_into_a_file(tmp_path: Path) -> None:
+    """Repro (issue 13 item 6): with stdout redirected to a file the agent failed with "Pipe transport is only for
+    pipes". Stdin a file holding an ``initialize`` request, stdout a file: the answer is in the file."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"protocolVersion": 1}}) + "\n")
+    answers = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        result = run_acp(tmp_path, stdin, stdout)
+    assert result.returncode == 0, result.stderr
+    assert b"Traceback" not in result.stderr
+    [line] = answers.read_text().splitlines()
+    answer = json.loads(line)
+    assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "dsh-todo"

@@ -135,6 +135,20 @@ async def test_tool_listing_is_our_description_and_schema(make_ctx: BootFactory,
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tool_listing_says_the_call_is_safe_to_repeat(make_ctx: BootFactory, mode: str) -> None:
+    """Repro (issue 13 item 7): ``tools/list`` had no ``title`` and no ``annotations``, so a client that honours the
+    hints took the defaults (destructive, open world) and asked for confirmation on every call. The call replaces
+    our own plan and nothing else: not read-only, not destructive, idempotent, closed world."""
+    ctx = make_ctx(allow_parallel=True)
+    async with Client(build_server(ctx), mode=mode) as client:
+        [tool] = (await client.list_tools()).tools
+    assert tool.title == "Update todo list"
+    assert tool.annotations is not None
+    assert tool.annotations.model_dump(by_alias=True, exclude_none=True) == {
+        "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("allow_parallel", [True, False], ids=["parallel", "single-active"])
 async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, allow_parallel: bool) -> None:
     ctx = make_ctx(allow_parallel=allow_parallel)
@@ -407,3 +421,28 @@ def session_log(root: Path, session_id: str) -> Path:
         ctx.dispose()
     assert where is not None
     return Path(where)
+
+
+async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFactory,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro (issue 13 item 2): a call on which the harness itself raised (it was a RecursionError in the lossless
+    walk) reached the SDK, which answered JSON-RPC error code 0 with the exception's text and printed a traceback.
+    The client gets one tool result, the ``Error: …`` the log holds, and the step is closed."""
+    ctx = make_ctx(allow_parallel=True)
+
+    async def broken(*_args: Any, **_kwargs: Any) -> ToolResult:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(ctx.tools, "execute", broken)
+    async with Client(build_server(ctx)) as client:
+        got = await client.call_tool("todo_write", {"todos": []})
+        assert got.meta is not None
+        session = ctx.sessions.get(got.meta[SESSION_META_KEY])
+        assert session is not None
+        assert [e["type"] for e in session.events] == ["turn/start", *STEP_HEAD, *STEP_TAIL]
+    assert got.is_error
+    assert [block.model_dump(exclude_none=True) for block in got.content] == [
+        {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
+    assert session.events[3]["data"]["message"]["content"][0]["content"] == [
+        {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
+    assert session.events[-1]["type"] == "turn/end"

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from acp.core import run_agent
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES, run_agent
 from acp.exceptions import RequestError
 from acp.interfaces import Agent as AcpAgent
 from acp.interfaces import Client
@@ -204,10 +204,14 @@ class TodoAgent:
 
 
 async def serve_stdio(ctx: Context, model: Model) -> None:
-    """Serve one ACP client over stdin/stdout until it closes stdin."""
-    # TodoAgent implements the methods it supports; the SDK's router answers "method not found" for the rest.
-    await run_agent(cast(AcpAgent, TodoAgent(ctx, model)))
+    """Serve one ACP client over stdin/stdout until stdin ends, whatever they are (pipes, ttys, files, /dev/null:
+    :mod:`dsh_todo.carriers.acp.stdio`)."""
+    from dsh_todo.carriers.acp.stdio import stdio_streams
 
+    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    # TodoAgent implements the methods it supports; the SDK's router answers "method not found" for the rest. The
+    # SDK names the streams from the client's side: its input is what we write.
+    await run_agent(cast(AcpAgent, TodoAgent(ctx, model)), input_stream=writer, output_stream=reader)
 
 
 def main(*, storage: Storage, script: str | None = None, model: str | None = None,

@@ -7,7 +7,11 @@ exactly what the live one showed:
   (DSH's three statuses are ACP's ``PlanEntryStatus``) and the priority the constant ``"medium"`` (ACP requires
   one; DSH has none);
 - ``tool/call`` → ``tool_call`` from the tool's ``presentCall`` intent (``Update todo list``, kind ``other``, the
-  model's raw todos), or a generic card named after the tool when the arguments do not validate;
+  model's raw todos as ``rawInput: {"todos": [...]}``), or a generic card named after the tool when the arguments do
+  not validate (``rawInput`` the model's object as sent, or ``{"arguments": <raw text>}`` when it sent no object).
+  ``rawInput`` is always an object, unlike the bridge's bare array: ACP clients built on the TypeScript SDK before
+  0.13 (Zed's ``@zed-industries/agent-client-protocol`` 0.4.x) accept only an object there and drop the whole
+  notification otherwise;
 - ``tool/result`` → ``tool_call_update`` carrying the result text, ``completed`` (``failed`` for an error result);
 - ``assistant/message`` → ``agent_message_chunk`` for its text; ``user/message`` → ``user_message_chunk``, on replay
   only (live, the client already shows its own prompt);
@@ -25,6 +29,7 @@ from typing import Any, Final
 from dsh_todo.harness.session import Event
 from dsh_todo.harness.tools.registry import ToolRegistry
 from dsh_todo.harness.turns import parse_arguments
+from dsh_todo.tool_todo.description import TOOL_NAME
 
 PLAN_PRIORITY: Final = "medium"
 
@@ -50,6 +55,13 @@ def text_of(blocks: Any) -> str:
 
 def _text_chunk(kind: str, text: str) -> Update:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def _object_input(value: Any, call: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``rawInput`` as an object: the value itself when it is one, else the call's raw argument text."""
+    if isinstance(value, Mapping):
+        return value
+    return {"arguments": call.get("arguments", "")}
 
 
 class UpdateFeed:
@@ -90,10 +102,13 @@ class UpdateFeed:
         arguments = parse_arguments(data.get("arguments", ""))
         tool = self.tools.get(name)
         view = tool.present(arguments) if tool is not None else None
+        raw_input: Mapping[str, Any]
         if isinstance(view, Mapping):
-            title, kind, raw_input = view.get("title", name), view.get("kind", "other"), view.get("rawInput")
+            title, kind = view.get("title", name), view.get("kind", "other")
+            raw_input = {"todos": view.get("rawInput")} if name == TOOL_NAME else _object_input(view.get("rawInput"),
+                                                                                                 data)
         else:
-            title, kind, raw_input = name, "other", arguments
+            title, kind, raw_input = name, "other", _object_input(arguments, data)
         return {"sessionUpdate": "tool_call", "toolCallId": data["callId"], "title": title, "kind": kind,
                 "status": "in_progress", "rawInput": raw_input}
 

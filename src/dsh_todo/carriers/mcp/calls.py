@@ -19,23 +19,30 @@ No MCP import here: the SDK-facing half lives in :mod:`dsh_todo.carriers.mcp.ser
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
 from typing import Any
 
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.tools.registry import ToolResult
+from dsh_todo.harness.tools.registry import ToolResult, error_result
 from dsh_todo.harness.turns import Turns
-from dsh_todo.jsonutil import dumps
+
+log = logging.getLogger("dsh_todo.mcp")
 
 ABSENT: Any = object()
 """``arguments`` that the client left out (or sent as ``null``): logged as ``""`` and executed as ``{}``."""
 
 
 def raw_argument_text(arguments: Any) -> str:
-    """The argument string ``tool/call`` records: the client's JSON value, compact, or ``""`` when absent."""
-    return "" if arguments is ABSENT else dumps(arguments)
+    """The argument string ``tool/call`` records: the client's JSON value, compact, or ``""`` when absent. Numbers
+    JSON cannot carry losslessly are written as the client sent them (``1e400``), never as ``null``."""
+    if arguments is ABSENT:
+        return ""
+    from dsh_todo.carriers.mcp.wire import raw_json
+
+    return raw_json(arguments)
 
 
 class CallSession:
@@ -72,7 +79,13 @@ class CallSession:
             raise RuntimeError(f'MCP session "{self.session_id}" is closed')
         async with self._lock:
             call = ToolCallRequest(f"call_mcp_{uuid.uuid4().hex[:24]}", name, raw_argument_text(arguments))
-            return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
+            try:
+                return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
+            except Exception as exc:  # the harness failed (not the tool: the registry answers those itself)
+                # The client still gets one answer, the one the log holds (``Turns`` logged ``Error: <exc>`` and
+                # closed the step), rather than a JSON-RPC error with code 0 and the exception's text.
+                log.warning("MCP call %s failed: %s: %s", call.id, type(exc).__name__, exc)
+                return error_result(str(exc) or type(exc).__name__)
 
     def close(self) -> None:
         """The client went away: end the turn, flush and let go of the session. Idempotent."""

@@ -21,7 +21,7 @@ import contextvars
 import dataclasses
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from importlib import metadata
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -36,6 +37,8 @@ from mcp.shared.exceptions import MCPError
 from dsh_todo.carriers.mcp.calls import ABSENT, CallSession
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps, loads
+from dsh_todo.tool_todo import CALL_TITLE
+from dsh_todo.tool_todo.description import TOOL_NAME
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
@@ -43,8 +46,6 @@ if TYPE_CHECKING:
 SERVER_NAME: Final = "dsh-todo"
 SESSION_META_KEY: Final = "dsh-todo/sessionId"
 """``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
-
-SESSION_HEADER: Final = "mcp-session-id"
 
 _NOT_CAPTURED: Final[Any] = object()
 _RAW_ARGUMENTS: contextvars.ContextVar[Any] = contextvars.ContextVar("dsh_todo_mcp_raw_arguments")
@@ -66,14 +67,24 @@ class Connections:
         self.default = CallSession(ctx, cwd=self.cwd)
         self.by_id: dict[str, CallSession] = {}
 
-    def for_key(self, key: str | None) -> CallSession:
-        """The session for one HTTP MCP session id, or the connection's own one (stdio, session-less HTTP)."""
+    def for_key(self, key: str | None, on_new: Callable[[], None] | None = None) -> CallSession:
+        """The session for one HTTP MCP session id, or the connection's own one (stdio, session-less HTTP);
+        ``on_new`` runs when this call created it."""
         if key is None:
             return self.default
         session = self.by_id.get(key)
         if session is None:
             session = self.by_id[key] = CallSession(self.ctx, cwd=self.cwd)
+            if on_new is not None:
+                on_new()
         return session
+
+    def release(self, key: str) -> None:
+        """The MCP session ``key`` ended (DELETE, idle timeout, server stop): close its turn, let go of its log.
+        Without this every session kept its writer lock (an open file) until the server stopped."""
+        session = self.by_id.pop(key, None)
+        if session is not None:
+            session.close()
 
     def all(self) -> list[CallSession]:
         return [self.default, *self.by_id.values()]
@@ -104,17 +115,42 @@ async def _capture_raw_arguments(ctx: ServerRequestContext[Any, Any], call_next:
         _RAW_ARGUMENTS.reset(token)
 
 
+def _connection(ctx: ServerRequestContext[Connections, Any]) -> Connection | None:
+    """The SDK connection serving the request. The low-level handler context does not expose it (the high-level
+    ``Context.connection`` does), so it is read off the request's session proxy; the tests pin this."""
+    connection = getattr(ctx.session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None
+
+
 def _session_key(ctx: ServerRequestContext[Connections, Any]) -> str | None:
-    headers = getattr(ctx.request, "headers", None)
-    if headers is None:
-        return None
-    key = headers.get(SESSION_HEADER)
+    """The MCP session the request belongs to: the id of the transport session serving it (stateful streamable
+    HTTP), ``None`` over stdio and for session-less (2026) requests, which have one connection per request."""
+    connection = _connection(ctx)
+    key = connection.session_id if connection is not None else None
     return key if isinstance(key, str) and key else None
+
+
+def _release_with_connection(ctx: ServerRequestContext[Connections, Any], key: str) -> None:
+    """Release the DSH session ``key`` when its SDK connection ends: a stateful HTTP session's connection outlives
+    its requests, and the SDK unwinds its exit stack whichever way it ends (DELETE, idle timeout, server stop)."""
+    connection = _connection(ctx)
+    if connection is not None:
+        connection.exit_stack.callback(ctx.lifespan_context.release, key)
 
 
 def _plain(value: Any) -> Any:
     """A frozen canonical value as plain JSON data (lists and dicts the SDK can serialise)."""
     return loads(dumps(value))
+
+
+TOOL_PRESENTATION: Final[Mapping[str, tuple[str, types.ToolAnnotations]]] = {
+    TOOL_NAME: (CALL_TITLE, types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                                  open_world_hint=False)),
+}
+"""``title`` and behaviour hints per tool. Without them a client assumes the worst (destructive, open world) and may
+ask a person to confirm every call. ``todo_write`` replaces the session's own plan and nothing else: it writes (not
+read-only), destroys nothing a person made (the previous list is still in the log), the same list twice leaves the
+same plan (idempotent), and it touches nothing outside the session (closed world)."""
 
 
 def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]:
@@ -123,9 +159,11 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
     for schema in ctx.tools.schemas():
         definition = ctx.tools.get(schema["name"])
         output = definition.output_schema if definition is not None else None
-        listing.append(types.Tool(name=schema["name"], description=schema["description"],
+        title, hints = TOOL_PRESENTATION.get(schema["name"], (None, None))
+        listing.append(types.Tool(name=schema["name"], title=title, description=schema["description"],
                                   input_schema=_plain(schema["parameters"]),
-                                  output_schema=_plain(output) if output is not None else None))
+                                  output_schema=_plain(output) if output is not None else None,
+                                  annotations=hints))
 
     @asynccontextmanager
     async def lifespan(_server: Server[Connections]) -> AsyncIterator[Connections]:
@@ -146,7 +184,9 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
         arguments = _RAW_ARGUMENTS.get(_NOT_CAPTURED)
         if arguments is _NOT_CAPTURED:
             arguments = ABSENT if params.arguments is None else params.arguments
-        session = request.lifespan_context.for_key(_session_key(request))
+        key = _session_key(request)
+        session = request.lifespan_context.for_key(
+            key, on_new=None if key is None else partial(_release_with_connection, request, key))
         result = await session.call(params.name, arguments)
         structured = _plain(result.value) if not result.is_error and result.value is not None else None
         return types.CallToolResult(
@@ -161,18 +201,44 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
 
 
 async def serve_stdio(ctx: Context, *, cwd: str | None = None) -> None:
-    """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then."""
-    from mcp.server.stdio import stdio_server
+    """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then.
+
+    The transport is ours (:mod:`dsh_todo.carriers.mcp.wire`), not the SDK's: it answers every request, including
+    lines the SDK's reader would drop unanswered."""
+    from dsh_todo.carriers.mcp.wire import stdio_transport
 
     server = build_server(ctx, cwd=cwd)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_transport() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765, cwd: str | None = None) -> None:
+DEFAULT_IDLE_TIMEOUT: Final = 600.0
+"""Seconds without a request after which an HTTP MCP session is released (``--idle-timeout``). HTTP has no
+connection to lose, so this is how a client that vanished without its DELETE is noticed; long enough for a model
+that thinks for minutes between calls, short enough that a log held by a dead client is free again soon."""
+
+
+def max_sessions() -> int:
+    """How many HTTP MCP sessions may be open at once: each holds a file descriptor (its log's lock) and some
+    memory, so the bound follows the fd limit. Past it a new client gets the SDK's 503 ``Too many open sessions``
+    and the server keeps serving the others, instead of dying of ``EMFILE``."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 256
+    if soft == resource.RLIM_INFINITY:
+        return 10_000
+    return max(16, min(10_000, (soft - 128) // 2))
+
+
+async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765, cwd: str | None = None,
+                     idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp``; prints the URL once the socket answers.
 
-    The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report.
+    The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report. A
+    session is released on DELETE and after ``idle_timeout`` seconds without a request (:meth:`Connections.release`).
     """
     import socket
 
@@ -186,7 +252,7 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
         listener.close()
         raise
     server = build_server(ctx, cwd=cwd)
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions())
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as group:
         group.start_soon(partial(web.serve, sockets=[listener]))
@@ -199,7 +265,7 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
 
 
 def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False,
-         host: str = "127.0.0.1", port: int = 8765) -> int:
+         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> int:
     """``dsh-todo mcp``: boot the standard composition persisted to ``storage`` and serve until the client leaves."""
     from dsh_todo.runtime import open_storage
 
@@ -209,7 +275,7 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False,
           file=sys.stderr, flush=True)
     try:
         if http:
-            anyio.run(partial(serve_http, ctx, host=host, port=port))
+            anyio.run(partial(serve_http, ctx, host=host, port=port, idle_timeout=idle_timeout))
         else:
             anyio.run(partial(serve_stdio, ctx))
     except KeyboardInterrupt:

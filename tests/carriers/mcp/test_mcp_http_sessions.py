@@ -1,0 +1,193 @@
+"""``dsh-todo mcp --http`` lets go of a client's session when the client is done (issue 13 item 3).
+
+Each MCP session (``Mcp-Session-Id``) holds a DSH session: its turn and its log's writer lock (an open file). It is
+released on DELETE, when the session ends any other way, and after ``--idle-timeout`` seconds without a request; so
+the log can be resumed elsewhere at once, and the server's file descriptors and memory stay flat however many
+clients come and go. Everything here runs against a real subprocess on 127.0.0.1, with bounded loops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("mcp")
+
+from dsh_todo.harness.persistence import SessionLockedError
+from dsh_todo.runtime import open_runtime
+
+CLIENTS = 300
+"""Sequential clients in the fd test (``benchmarks/mcp_soak.py`` runs 2,000)."""
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+PROTOCOL = "2025-06-18"
+
+
+@contextlib.contextmanager
+def http_server(root: Path, cwd: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    env = dict(os.environ)
+    env.pop("DSH_TODO_ROOT", None)
+    process = subprocess.Popen([sys.executable, "-m", "dsh_todo.cli", "mcp", "--http", "--port", "0", "--root",
+                                str(root), *extra], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        url = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not url:
+            line = process.stderr.readline()
+            assert line, "the server exited before listening"
+            if "listening on " in line:
+                url = line.split("listening on ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:")
+        yield process, url
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def rpc_result(response: httpx.Response) -> Any:
+    """The JSON-RPC result in a JSON or single-event SSE answer."""
+    response.raise_for_status()
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)["result"]
+
+
+class RawClient:
+    """One handshake-era MCP client: initialize, calls, and (unless it vanishes) DELETE."""
+
+    def __init__(self, http: httpx.Client, url: str) -> None:
+        self.http, self.url = http, url
+        init = self.http.post(url, headers=HEADERS, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        rpc_result(init)
+        self.headers = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                        "mcp-protocol-version": PROTOCOL}
+        self.http.post(url, headers=self.headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def write(self, *contents: str) -> str:
+        """One ``todo_write`` call; the DSH session id it was written to."""
+        todos = [{"content": content, "status": "in_progress"} for content in contents]
+        result = rpc_result(self.http.post(self.url, headers=self.headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "todo_write", "arguments": {"todos": todos}}}))
+        assert not result["isError"], result
+        return str(result["_meta"]["dsh-todo/sessionId"])
+
+    def delete(self) -> None:
+        assert self.http.delete(self.url, headers=self.headers).status_code in (200, 204)
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def resumable(root: Path, session_id: str) -> list[dict[str, Any]] | None:
+    """The session's events if another process can take its writer lock now, else ``None``."""
+    ctx = open_runtime(root)
+    try:
+        try:
+            loaded = ctx.session_persistence.load(session_id)
+        except SessionLockedError:
+            return None
+        events = [dict(event) for event in loaded.events]
+        ctx.session_persistence.release(session_id)
+        return events
+    finally:
+        ctx.dispose()
+
+
+def last_turn_event(events: list[dict[str, Any]]) -> Any:
+    """The data of the last turn boundary: a ``turn/end`` (the turn was closed, not recovered as interrupted)."""
+    turn = [e for e in events if e["type"] in ("turn/start", "turn/end")][-1]
+    assert turn["type"] == "turn/end", turn
+    return turn["data"]
+
+
+def wait_for(predicate: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    return project
+
+
+def test_delete_releases_the_session_and_closes_its_turn(tmp_path: Path, cwd: Path) -> None:
+    """Repro: after a client's DELETE its session kept its lock file open until the server stopped, so the log could
+    not be resumed elsewhere, and its turn stayed open."""
+    root = tmp_path / "sessions"
+    with http_server(root, cwd) as (_process, url), httpx.Client(timeout=20) as http:
+        client = RawClient(http, url)
+        session_id = client.write("ship")
+        assert resumable(root, session_id) is None  # held while the client is connected
+        client.delete()
+        events = wait_for(lambda: resumable(root, session_id), 10)
+        assert events is not None, "the session is still held after DELETE"
+        assert last_turn_event(events) == {"turn": 1, "reason": {"kind": "completed"}}
+
+
+def test_a_client_that_vanishes_is_released_after_the_idle_timeout(tmp_path: Path, cwd: Path) -> None:
+    """A client that never says goodbye (HTTP has no connection to lose): ``--idle-timeout`` later its session is
+    released and its turn closed."""
+    root = tmp_path / "sessions"
+    with http_server(root, cwd, "--idle-timeout", "1") as (_process, url), httpx.Client(timeout=20) as http:
+        session_id = RawClient(http, url).write("ship")
+        events = wait_for(lambda: resumable(root, session_id), 15)
+        assert events is not None, "the idle session is still held"
+        assert last_turn_event(events) == {"turn": 1, "reason": {"kind": "completed"}}
+
+
+def test_idle_timeout_must_be_a_positive_number(tmp_path: Path) -> None:
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        result = subprocess.run([sys.executable, "-m", "dsh_todo.cli", "mcp", "--http", "--idle-timeout", bad,
+                                 "--root", str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2, bad
+        assert "--idle-timeout: a positive number of seconds" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_fds_stay_flat_over_hundreds_of_sequential_clients(tmp_path: Path, cwd: Path) -> None:
+    """Repro: every client's session kept its lock file open, so at the default fd limit the server died after about
+    1000 clients. Bounded: :data:`CLIENTS` clients, each connects, writes and DELETEs."""
+    root = tmp_path / "sessions"
+    with http_server(root, cwd) as (process, url), httpx.Client(timeout=20) as http:
+        client = RawClient(http, url)  # warm up: imports, the first session, the connection pool
+        client.write("warm up")
+        client.delete()
+        time.sleep(0.3)
+        before = open_fds(process.pid)
+        for index in range(CLIENTS):
+            client = RawClient(http, url)
+            client.write(f"task {index}")
+            client.delete()
+        after = wait_for(lambda: open_fds(process.pid) <= before + 4 and open_fds(process.pid), 10)
+        assert process.poll() is None
+        assert open_fds(process.pid) <= before + 4, f"{before} fds before, {open_fds(process.pid)} after {CLIENTS}"
+        assert after
