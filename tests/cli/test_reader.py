@@ -222,3 +222,35 @@ def test_a_checkpoint_never_vouches_for_a_damaged_prefix(tmp_path: Path, capsys:
     reason = "corrupt session log: unparsable committed event at line 2"
     assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
     assert rows(run(capsys, "sessions", str(tmp_path))[1]) == {"cp": ["-", str(log), f"refused: {reason}"]}
+
+
+def test_an_event_the_fold_cannot_take_refuses_the_plan_even_before_the_standing_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """b-three-turns/none whose *first* ``todo/write`` has no ``data``: the standing plan is a later write, but the
+    page's projection fold breaks on the first one, so every reader refuses the log, naming that event."""
+    log = copy_fixture("b-three-turns/none", tmp_path)
+    lines = log.read_bytes().split(b"\n")
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"todo/write"'))
+    seq = json.loads(lines[index])["seq"]
+    lines[index] = lines[index][:lines[index].index(b',"data":')] + b"}"
+    log.write_bytes(b"\n".join(lines))
+    reason = f"the standing plan cannot be shown: the todo/write at seq {seq} has no data"
+    assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
+    assert run(capsys, "events", str(log)) == (2, "", f"dsh-todo events: {reason}\n")
+
+
+def test_a_pass_read_again_folds_the_plan_again() -> None:
+    """The reader's pass starts over when the file changes under it; the plan it folded so far is dropped with the
+    first event of the new pass, so a plan is never folded from a log seen twice over."""
+    from dsh_todo.logview.plan import PlanFold
+
+    write = {"type": "todo/write", "seq": 1, "time": 0, "data": {"todos": [{"content": "a", "status": "pending"}]}}
+    plan = PlanFold()
+    plan.see([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}, write])
+    plan.see([{"type": "turn/end", "seq": 0, "time": 0, "data": {"turn": 1}}])  # not a real log: seq 0 again
+    assert plan.plan() is None
+    plan.see([{"seq": 1, "time": 0, "data": {}}])
+    with pytest.raises(Exception, match="the event at seq 1 has no type"):
+        plan.plan()
+    plan.see([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}, write])
+    assert plan.plan() == [{"content": "a", "status": "pending"}]

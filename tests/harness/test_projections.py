@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.harness import Context
 from dsh_todo.harness.projections import ProjectionRegistry, ProjectionUnit
-from dsh_todo.harness.session import Session
+from dsh_todo.harness.session import Session, SessionStore
 from dsh_todo.tool_todo.projection import TODOS_UNIT
 from tests.conftest import BootFactory
 
@@ -177,3 +177,28 @@ def test_restored_sessions_are_folded_on_read(make_ctx: BootFactory) -> None:
     copy.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
     assert ctx.session_projections.snapshot(copy)["asOfSeq"] == 5
     assert ctx.session_projections.snapshot(copy)["values"] == ctx.session_projections.snapshot(source)["values"]
+
+
+def test_a_read_while_an_event_is_published_does_not_swallow_its_change() -> None:
+    """A listener that reads the projections before the registry's own drive runs must not hide the change.
+
+    Repro (before the fix): ``store.listen(lambda s, e: registry.snapshot(s))`` installed ahead of
+    ``registry.on_event``; appending a ``todo/write`` folded it into the cell during the read, the drive then found
+    the cell already at that seq and skipped it, and no change listener ever heard of the new plan.
+    """
+    store = SessionStore()
+    registry = ProjectionRegistry()
+    registry.register(TODOS_UNIT)
+    seen: list[Any] = []
+    store.listen(lambda session, _event: seen.append(registry.snapshot(session)))
+    store.listen(registry.on_event)
+    changes: list[tuple[str, Any, int]] = []
+    registry.on_change(lambda _session, key, value, seq: changes.append((key, value, seq)))
+    session = store.create("s")
+    session.append("turn/start", {"turn": 1})
+    session.append("todo/write", {"todos": [item("a", "in_progress")]})
+    session.append("turn/start", {"turn": 2})
+    assert changes == [("todos", [item("a", "in_progress")], 1), ("todos", None, 2)]
+    assert seen == [{"asOfSeq": 0, "values": {"todos": None}},
+                    {"asOfSeq": 1, "values": {"todos": [item("a", "in_progress")]}},
+                    {"asOfSeq": 2, "values": {"todos": None}}]

@@ -1,23 +1,32 @@
 """Session projections (``@deepseek-ai/dsh-session-projection``): folded views of a log, kept live (SPEC §6.2).
 
-A unit folds events into a small state (``todos``: the standing plan). The registry keeps one cell per session and
-unit, built lazily by folding the in-memory log the first time it is touched, then advanced on every committed
-event. Clients are told about a change only when the unit returned a *new* state object: that is the whole
-push-frame rule of SPEC §6.4 (an identical list written twice is a new object and is pushed; an unrelated event
-returns the same object and is not). Checkpoints (``{key: {ver, seq, val}}``) let a cold reader restore a cell and
-fold only the tail of a log; ``stateVersion`` invalidates rows computed under an older fold.
+The registry is the one place projections are folded. It holds the units (:mod:`.fold`), keeps one
+:class:`~dsh_todo.harness.fold.Fold` per live session (built lazily from the in-memory log the first time it is
+touched, then advanced on every committed event), and hands out detached folds (:meth:`ProjectionRegistry.fold_for`)
+to everyone who folds a copy of a log, so no reader re-implements a unit's rule. Checkpoints (``{key: {ver, seq,
+val}}``) let a cold reader restore a fold and fold only the tail of a log; ``stateVersion`` invalidates rows computed
+under an older fold.
+
+**One post-commit notification.** The registry is itself a ``session/event`` listener; after folding an event it
+tells its commit listeners ``(session, event, changes)``: the event and the client views it changed, together, in
+log order. A carrier that listened to the session and to the changes separately would hear of a change before the
+event that caused it (the registry's listener runs first); one callback makes that impossible.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.fold import Change, Fold, ProjectionUnit, Wire
 from dsh_todo.harness.session import Event, Session
+
+__all__ = ["Change", "ChangeListener", "CommitListener", "Fold", "ProjectionRegistry", "ProjectionUnit", "Restored",
+           "Wire", "apply"]
 
 log = logging.getLogger("dsh_todo.projections")
 
@@ -25,43 +34,10 @@ name = "@deepseek-ai/dsh-session-projection"
 inject = ["sessions"]
 
 ChangeListener = Callable[[Session, str, Any, int], object]
+"""``(session, key, view, seq)``: one wired unit's new view."""
 
-
-@dataclass(frozen=True)
-class Wire:
-    """How a unit reaches clients: ``view(state)`` then ``view_schema`` (parses, may strip, raises if invalid)."""
-
-    view_schema: Callable[[Any], Any]
-    view: Callable[[Any], Any] = lambda state: state
-
-
-@dataclass(frozen=True)
-class ProjectionUnit:
-    key: str
-    state_schema: Callable[[Any], Any]
-    init: Callable[[], Any]
-    apply: Callable[[Any, Event], Any]
-    state_version: int
-    wire: Wire | None = None
-
-    def fold(self, events: Iterable[Event], state: Any = None, *, fresh: bool = True) -> Any:
-        current = self.init() if fresh else state
-        apply = self.apply
-        for event in events:
-            current = apply(current, event)
-        return current
-
-    def client_view(self, state: Any) -> Any:
-        assert self.wire is not None
-        return self.wire.view_schema(self.wire.view(state))
-
-
-class _Cell:
-    __slots__ = ("observed_seq", "state")
-
-    def __init__(self, state: Any, observed_seq: int) -> None:
-        self.state = state
-        self.observed_seq = observed_seq
+CommitListener = Callable[[Session, Event, Sequence[Change]], object]
+"""``(session, event, changes)``: a committed event and the views it changed, once per event, in log order."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +61,7 @@ class ProjectionRegistry:
         self._units: dict[str, ProjectionUnit] = {}
         self._refs: dict[str, int] = {}
         self._listeners: list[ChangeListener] = []
+        self._commit_listeners: list[CommitListener] = []
         self._generation = 0
 
     # -- units ----------------------------------------------------------------------------------------------
@@ -98,6 +75,7 @@ class ProjectionRegistry:
                              f"{existing.state_version}; refusing to share it with stateVersion {unit.state_version}")
         if existing is None:
             self._units[unit.key] = unit
+            self._generation += 1  # every session's fold is rebuilt with the new unit the next time it is touched
         self._refs[unit.key] = self._refs.get(unit.key, 0) + 1
 
         def release() -> None:
@@ -117,81 +95,108 @@ class ProjectionRegistry:
 
     def on_change(self, listener: ChangeListener) -> Disposer:
         """``listener(session, key, view, seq)`` whenever a wired unit's state object changes."""
-        self._listeners.append(listener)
-        return Disposer(lambda: self._listeners.remove(listener) if listener in self._listeners else None)
+        return _add(self._listeners, listener)
+
+    def on_commit(self, listener: CommitListener) -> Disposer:
+        """``listener(session, event, changes)`` after every committed event of a live session, once the event is
+        folded: the one notification a carrier needs (the event's frame, then its changes' frames)."""
+        return _add(self._commit_listeners, listener)
+
+    # -- detached folds -------------------------------------------------------------------------------------
+    def fold_for(self, events: Sequence[Event] = (), checkpoint: Mapping[str, Any] | None = None,
+                 base_seq: int = 0) -> Fold:
+        """A fold of every registered unit over ``events`` (which start at ``base_seq``), detached from this
+        registry's cells: the caller owns it, may use it on any thread, and advances it with ``apply``/``extend``.
+
+        With a ``checkpoint``, each unit resumes from its row when the row is usable (right ``ver``, valid state,
+        ``seq`` within the events supplied); otherwise it is folded from ``init`` over ``events``, which then must
+        start at seq 0 (else :class:`ValueError`, SPEC §6.2).
+        """
+        end_seq = base_seq + len(events) - 1
+        starts: list[tuple[ProjectionUnit, Any, int]] = []
+        for key, unit in self._units.items():
+            row = checkpoint.get(key) if checkpoint else None
+            if self._usable(unit, row, end_seq, base_seq):
+                assert isinstance(row, Mapping)
+                starts.append((unit, copy.deepcopy(row["val"]), row["seq"] + 1 - base_seq))
+            elif base_seq == 0:
+                starts.append((unit, unit.init(), 0))
+            else:
+                raise ValueError(f'session projection "{key}" cannot restore from seq {base_seq}: its checkpoint '
+                                 "row is missing, version-mismatched, or beyond the supplied log end; re-read from "
+                                 "seq 0")
+        return Fold.resumed(starts, events, base_seq)
 
     # -- live drive -----------------------------------------------------------------------------------------
     def on_event(self, session: Session, event: Event) -> None:
-        """Advance every unit's cell by one committed event (installed as a ``sessions`` listener)."""
-        if not self._units:
+        """Advance the session's fold by one committed event and tell the listeners (a ``sessions`` listener)."""
+        if not self._units and not self._commit_listeners:
             return
-        cells = self._cells_of(session)
         seq: int = event["seq"]
-        for key, unit in self._units.items():
-            cell = cells.get(key)
-            if cell is None:
-                cell = cells[key] = _Cell(unit.fold(session.events[:seq]), seq - 1)
-            elif cell.observed_seq != seq - 1:
-                if cell.observed_seq >= seq:
-                    continue
-                cell.state = unit.fold(session.events[cell.observed_seq + 1:seq], cell.state, fresh=False)
-            state = cell.state
-            nxt = unit.apply(state, event)
-            cell.state = nxt
-            cell.observed_seq = seq
-            if nxt is not state and unit.wire is not None and self._listeners:
-                self._notify(session, unit, nxt, seq)
-
-    def _notify(self, session: Session, unit: ProjectionUnit, state: Any, seq: int) -> None:
+        fold = self._cell(session)
+        changes: Sequence[Change] = ()
         try:
-            view = unit.client_view(state)
+            if fold.seq < seq - 1:  # events this drive never saw: a restored log, or a unit registered since
+                fold.extend(session.events[fold.seq + 1:seq])
+            if fold.seq == seq - 1:
+                changes = fold.apply(event, report=bool(self._listeners or self._commit_listeners))
         except Exception:
-            log.warning("projection %r produced an invalid view at seq %s", unit.key, seq, exc_info=True)
-            return
-        for listener in list(self._listeners):
-            try:
-                listener(session, unit.key, view, seq)
-            except Exception:
-                log.warning("projection change listener failed", exc_info=True)
+            log.warning("projections could not fold %s at seq %s", event.get("type"), seq, exc_info=True)
+        self._notify(session, event, changes)
 
-    def _cells_of(self, session: Session) -> dict[str, _Cell]:
-        """This registry's cells for one session, kept on the session; all dropped when a key goes away."""
+    def _notify(self, session: Session, event: Event, changes: Sequence[Change]) -> None:
+        for commit_listener in list(self._commit_listeners):
+            try:
+                commit_listener(session, event, changes)
+            except Exception:
+                log.warning("projection commit listener failed", exc_info=True)
+        if not changes:
+            return
+        seq: int = event["seq"]
+        for key, value in changes:
+            for listener in list(self._listeners):
+                try:
+                    listener(session, key, value, seq)
+                except Exception:
+                    log.warning("projection change listener failed", exc_info=True)
+
+    def _cell(self, session: Session) -> Fold:
+        """This registry's fold of one session, kept on the session; rebuilt when the set of units changed."""
         entry = session.extensions.get(self)
         if entry is None or entry[0] != self._generation:
-            entry = session.extensions[self] = (self._generation, {})
-        cells: dict[str, _Cell] = entry[1]
-        return cells
+            entry = session.extensions[self] = (self._generation, Fold(tuple(self._units.values())))
+        fold: Fold = entry[1]
+        return fold
 
-    def _cell(self, session: Session, key: str) -> _Cell:
-        unit = self._units[key]
-        cells = self._cells_of(session)
-        cell = cells.get(key)
+    def _current(self, session: Session) -> Fold:
+        """The session's fold as of its last event, for a read.
+
+        A read never folds the event being published into the cell: that event belongs to the drive
+        (:meth:`on_event`), which must see it to report its changes. A read during publication (another listener,
+        another thread) folds that one event into a scratch copy instead.
+        """
+        fold = self._cell(session)
         last = session.seq - 1
-        if cell is None:
-            cell = cells[key] = _Cell(unit.fold(session.events), last)
-        elif cell.observed_seq < last:  # events committed while no listener drove us (e.g. restored logs)
-            cell.state = unit.fold(session.events[cell.observed_seq + 1:], cell.state, fresh=False)
-            cell.observed_seq = last
-        return cell
+        driven = last - 1 if session.publishing else last
+        if fold.seq < driven:
+            fold.extend(session.events[fold.seq + 1:driven + 1])
+        if fold.seq < last:
+            fold = fold.copy()
+            fold.extend(session.events[fold.seq + 1:last + 1])
+        return fold
 
     # -- reads ----------------------------------------------------------------------------------------------
     def snapshot(self, session: Session) -> dict[str, Any]:
         """``{asOfSeq, values}``: every client-visible unit's view, as of the log's last event."""
-        values = {key: unit.client_view(self._cell(session, key).state)
-                  for key, unit in self._units.items() if unit.wire is not None}
-        return {"asOfSeq": session.seq - 1, "values": values}
+        return self._current(session).snapshot()
 
     def state_of(self, session: Session, key: str) -> Any:
         if key not in self._units:
             raise KeyError(f'no session projection "{key}" is registered')
-        return self._cell(session, key).state
+        return self._current(session).states[key]
 
     def checkpoint(self, session: Session) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for key, unit in self._units.items():
-            cell = self._cell(session, key)
-            out[key] = {"ver": unit.state_version, "seq": cell.observed_seq, "val": copy.deepcopy(cell.state)}
-        return out
+        return self._current(session).checkpoint()
 
     # -- cold sessions --------------------------------------------------------------------------------------
     def _usable(self, unit: ProjectionUnit, row: Any, end_seq: int, base_seq: int) -> bool:
@@ -209,8 +214,8 @@ class ProjectionRegistry:
     def restore_floor(self, checkpoint: Mapping[str, Any], log_end_seq: int | None = None) -> int:
         """The first seq a cold reader must read so that :meth:`restore` can finish every unit."""
         floor: int | None = None
-        for key, unit in self._units.items():
-            row = checkpoint.get(key)
+        for unit in self._units.values():
+            row = checkpoint.get(unit.key)
             end = log_end_seq if log_end_seq is not None else 2**62
             start = row["seq"] + 1 if isinstance(row, Mapping) and self._usable(unit, row, end, 0) else 0
             floor = start if floor is None else min(floor, start)
@@ -218,25 +223,10 @@ class ProjectionRegistry:
 
     def restore(self, checkpoint: Mapping[str, Any], events: Sequence[Event], base_seq: int = 0) -> Restored:
         """Projections of a cold session from a checkpoint and the events from ``base_seq`` on."""
-        end_seq = base_seq + len(events) - 1
-        states: dict[str, Any] = {}
-        rows: dict[str, dict[str, Any]] = {}
-        for key, unit in self._units.items():
-            row = checkpoint.get(key)
-            if self._usable(unit, row, end_seq, base_seq):
-                assert isinstance(row, Mapping)
-                start = row["seq"] + 1 - base_seq
-                state = unit.fold(events[start:], copy.deepcopy(row["val"]), fresh=False)
-            elif base_seq == 0:
-                state = unit.fold(events)
-            else:
-                raise ValueError(f'session projection "{key}" cannot restore from seq {base_seq}: its checkpoint '
-                                 "row is missing, version-mismatched, or beyond the supplied log end; re-read from "
-                                 "seq 0")
-            states[key] = state
-            rows[key] = {"ver": unit.state_version, "seq": end_seq, "val": state}
-        values = {key: unit.client_view(states[key]) for key, unit in self._units.items() if unit.wire is not None}
-        return Restored(states, end_seq, {"asOfSeq": end_seq, "values": values}, rows)
+        fold = self.fold_for(events, checkpoint, base_seq)
+        rows = {unit.key: {"ver": unit.state_version, "seq": fold.seq, "val": fold.states[unit.key]}
+                for unit in fold.units}
+        return Restored(dict(fold.states), fold.seq, fold.snapshot(), rows)
 
     def view_checkpoint(self, checkpoint: Mapping[str, Any]) -> dict[str, Any]:
         """Client values straight from usable checkpoint rows (no log read at all)."""
@@ -246,6 +236,11 @@ class ProjectionRegistry:
             if unit.wire is not None and isinstance(row, Mapping) and self._usable(unit, row, 2**62, 0):
                 values[key] = unit.client_view(row["val"])
         return values
+
+
+def _add(items: list[Any], item: Any) -> Disposer:
+    items.append(item)
+    return Disposer(lambda: items.remove(item) if item in items else None)
 
 
 def apply(ctx: Context) -> None:

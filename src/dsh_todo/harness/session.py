@@ -115,6 +115,12 @@ class Session:
         return len(self._events)
 
     @property
+    def publishing(self) -> bool:
+        """Whether an append is telling its listeners about the last event right now (it is in the log, and the
+        listeners after the current one have not heard of it yet)."""
+        return self._publishing
+
+    @property
     def cwd(self) -> str | None:
         cwd = self.header.get("cwd")
         return cwd if isinstance(cwd, str) else None

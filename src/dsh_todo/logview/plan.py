@@ -1,78 +1,71 @@
-"""The standing plan of a log, from the facts a single pass collects, and the refusal when it cannot be shown.
+"""The standing plan of a log, folded while the log is read, and the refusal when it cannot be shown.
 
-The ``todos`` fold (SPEC §6.1) is decided by the last ``todo/write`` or ``turn/start``: each sets the state
-whatever it was. So a reader need not keep the events to know the plan; it keeps that last event, and notes the
-two hand-written shapes that would make the fold itself throw (an event without ``type``, a ``todo/write`` without
-``data``), because the page's projection registry folds every event and would fail on them (SPEC §13.10).
+The reader does not compute the plan itself: it composes a projection registry with the ``todos`` unit
+(:data:`READER_PROJECTIONS`, as a booted context does) and feeds each run of events the pass hands over to a
+detached fold of it. So its plan is by construction the one the live registry and the web page compute, and
+nothing is kept but the fold's state: a million-event log costs a parse of every line and no more memory than one
+piece of the file.
+
+Two things make a plan impossible to show, and the page's tail read fails on both with ``internal`` (SPEC §13.10),
+so the reader refuses the log with that code: an event the fold cannot take at all (a hand-written event without
+``type``, a ``todo/write`` without ``data``; the first one is reported), and a standing plan the view schema refuses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import contains, eq, is_
+from collections.abc import Sequence
 from typing import Any, Final
 
+from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.logview.health import Refusal
-from dsh_todo.tool_todo.projection import TODOS_UNIT, InvalidTodosView, parse_todos
+from dsh_todo.tool_todo.projection import KEY, TODOS_UNIT
+from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, UnfoldableEvent
 
-PLAN_EVENT_TYPES: Final = frozenset({"todo/write", "turn/start"})
-"""The only event types the ``todos`` fold reacts to; each replaces the state, so the last one decides it."""
+__all__ = ["PLAN_EVENT_TYPES", "READER_PROJECTIONS", "PlanFold"]
+
+READER_PROJECTIONS: Final = ProjectionRegistry()
+"""The projections a reader computes: the ``todos`` unit, registered as the todo tool registers it."""
+READER_PROJECTIONS.register(TODOS_UNIT)
 
 _CANNOT: Final = "the standing plan cannot be shown: "
 
 
-@dataclass
-class PlanFacts:
-    """What a pass over the events learns about the plan: the deciding event and the first fold breaker."""
+class PlanFold:
+    """The plan of the events a pass has read so far, and the first event that broke the fold."""
 
-    last: Mapping[str, Any] | None = None
-    breaker: str | None = None
-    _types: list[Any] = field(default_factory=list, repr=False)
+    def __init__(self) -> None:
+        self._restart()
 
-    def see(self, events: Sequence[Mapping[str, Any]], types: Sequence[Any] | None = None) -> None:
-        """Take the next run of events (in seq order); ``types`` are their ``type`` values, when already known."""
-        if types is None:
-            types = list(map(dict.get, events, repeat("type")))  # type: ignore[arg-type]
-        reverse = types[::-1]
-        for kind in PLAN_EVENT_TYPES:
-            if kind in types:
-                index = len(types) - 1 - reverse.index(kind)
-                if self.last is None or events[index]["seq"] > self.last["seq"]:
-                    self.last = events[index]
-        if self.breaker is None:
-            self._find_breaker(events, types)
+    def _restart(self) -> None:
+        self._fold = READER_PROJECTIONS.fold_for()
+        self._next = 0
+        self.breaker: str | None = None
 
-    def _find_breaker(self, events: Sequence[Mapping[str, Any]], types: Sequence[Any]) -> None:
-        # Only the (rare) events that could break the fold are looked at one by one; the filters run in C.
-        if None in types:
-            for event in compress(events, map(is_, types, repeat(None))):
-                if "type" not in event:
-                    self.breaker = f"the event at seq {event.get('seq')} has no type"
-                    return
-        if "todo/write" in types:
-            writes = list(compress(events, map(eq, types, repeat("todo/write"))))
-            if not all(map(contains, writes, repeat("data"))):
-                event = next(event for event in writes if "data" not in event)
-                self.breaker = f"the todo/write at seq {event.get('seq')} has no data"
+    def see(self, events: Sequence[Any], _types: Sequence[Any] | None = None) -> None:
+        """Take the next run of events, in seq order (a pass the reader restarts begins again at seq 0)."""
+        if not events:
+            return
+        first = events[0].get("seq")
+        if type(first) is int and first < self._next:  # the file changed under the pass, which read it again
+            self._restart()
+        self._next += len(events)
+        if self.breaker is not None:
+            return
+        try:
+            self._fold.extend(events)
+        except UnfoldableEvent as exc:
+            self.breaker = str(exc)
+        except Exception as exc:
+            self.breaker = f"the {KEY} fold failed near seq {first} ({type(exc).__name__}: {exc})"
 
     def plan(self) -> list[Any] | None:
         """The standing plan, or :class:`Refusal` (code ``internal``, as the page's tail read answers it)."""
         if self.breaker is not None:
             raise Refusal("internal", _CANNOT + self.breaker)
-        last = self.last
-        if last is None:
-            return None
         try:
-            return parse_todos(TODOS_UNIT.apply(TODOS_UNIT.init(), last))
-        except InvalidTodosView as exc:
-            why = f"the todo/write at seq {last.get('seq')} is malformed ({exc})"
-            raise Refusal("internal", _CANNOT + why) from None
-
-
-def plan_of(events: Sequence[Mapping[str, Any]]) -> list[Any] | None:
-    """The standing plan of a whole event list (raises :class:`Refusal` when it cannot be shown)."""
-    facts = PlanFacts()
-    facts.see(events)
-    return facts.plan()
+            plan: list[Any] | None = self._fold.values()[KEY]
+        except Exception as exc:
+            cause = self._fold.changed_by(KEY)
+            where = f"the {cause.get('type')} at seq {cause.get('seq')}" if cause is not None else f"the {KEY} state"
+            raise Refusal("internal", f"{_CANNOT}{where} is malformed ({exc})") from None
+        return plan

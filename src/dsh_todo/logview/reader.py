@@ -38,7 +38,7 @@ from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import decode_segment
 from dsh_todo.logview.files import find_log, root_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
-from dsh_todo.logview.plan import PlanFacts
+from dsh_todo.logview.plan import PlanFold
 
 Event = dict[str, Any]
 Backend = LogBackend
@@ -106,7 +106,7 @@ class _Read:
     count: int
     torn_at: int | None
     cut_frame_events: int
-    facts: PlanFacts
+    plan: PlanFold
     closers: list[Event] = field(default_factory=list)
     live: bool = False
 
@@ -136,20 +136,20 @@ def _read(target: _Target, *, keep: bool) -> _Read:
         log = target.log if target.log is not None else backend.find(str(target.session_id))
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
-        facts = PlanFacts()
-        found = backend.scan(log, keep=keep, observe=facts.see)
+        plan = PlanFold()
+        found = backend.scan(log, keep=keep, observe=plan.see)
         live = backend.writer_alive(str(found.meta["id"]))
-        return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, facts,
+        return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, plan,
                      [] if live else found.closers(), live)
     session_id = str(target.session_id)
     stored = backend.read(session_id)
     events: list[Event] = list(stored.events)
-    facts = PlanFacts()
-    facts.see(events)
+    plan = PlanFold()
+    plan.see(events)
     torn = getattr(stored, "torn", None)
     live = backend.writer_alive(session_id)
     return _Read(dict(stored.meta), events, len(events), None if torn is None else torn.truncate_to,
-                 0 if torn is None else len(torn.recovered), facts,
+                 0 if torn is None else len(torn.recovered), plan,
                  [] if live else interrupted_turn_closers(events), live)
 
 
@@ -175,7 +175,7 @@ def _session_id(target: _Target, meta: Meta | None) -> str | None:
 
 def _verdict(read: _Read) -> tuple[Health, list[Any] | None]:
     try:
-        plan = read.facts.plan()
+        plan = read.plan.plan()
     except Refusal as exc:
         return refusal_of(exc), None
     return recovered(read.torn_at, read.cut_frame_events, read.closers), plan

@@ -1,8 +1,9 @@
 """The ``todos`` projection unit: the standing plan (SPEC §6.1).
 
-A ``todo/write`` replaces the state with its list; a ``turn/start`` clears it to ``None`` ("what this turn is
-doing" — a finished plan stays readable through ``turn/end`` and does not leak into the next turn); every other
-event returns the very same state object, which is how the registry knows not to push a frame.
+Its ``apply`` is the standing-plan rule of :mod:`.rules` (:func:`~dsh_todo.tool_todo.rules.plan_after`): a
+``todo/write`` replaces the state with its list, a ``turn/start`` clears it to ``None``, every other event returns
+the very same state object, which is how a fold knows not to push a frame. The projection registry folds it for
+everyone (live sessions, the web page, the log reader, checkpoints); its wire schema is :func:`parse_todos`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.projections import ProjectionUnit, Wire
-from dsh_todo.tool_todo.rules import STATUSES, TodoItem
+from dsh_todo.tool_todo.rules import STATUSES, TodoItem, plan_after
 
 KEY: Final = "todos"
 STATE_VERSION: Final = 2
@@ -40,21 +41,11 @@ def parse_todos(value: Any) -> list[TodoItem] | None:
     return out
 
 
-def apply_event(state: Any, event: Mapping[str, Any]) -> Any:
-    kind = event["type"]
-    if kind == "todo/write":
-        data = event["data"]
-        return data.get("todos") if type(data) is dict or isinstance(data, Mapping) else None
-    if kind == "turn/start":
-        return None
-    return state
-
-
 TODOS_UNIT: Final = ProjectionUnit(
     key=KEY,
     state_schema=parse_todos,
     init=lambda: None,
-    apply=apply_event,
+    apply=plan_after,
     state_version=STATE_VERSION,
     wire=Wire(view_schema=parse_todos),
 )

@@ -6,6 +6,7 @@ Standard library only, so any carrier or adapter can reuse them without the harn
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import reduce
 from typing import Any, Final, Literal, NoReturn, TypedDict
 
 from dsh_todo.jscompat import JS_WHITESPACE, js_string
@@ -79,13 +80,39 @@ def render(counts: Mapping[str, int]) -> str:
             f"{counts['completed']} completed.")
 
 
-def standing_plan(events: Iterable[Mapping[str, Any]]) -> list[Any] | None:
-    """The standing plan of a log: the last ``todo/write`` with no later ``turn/start`` (SPEC §5.4)."""
-    plan: list[Any] | None = None
-    for event in events:
+PLAN_EVENT_TYPES: Final = frozenset({"todo/write", "turn/start"})
+"""The only event types the standing plan reacts to; each replaces it whatever it was."""
+
+
+class UnfoldableEvent(ValueError):
+    """A hand-written event the standing-plan rule cannot fold (no ``type``, or a ``todo/write`` without ``data``);
+    the message names it, so a reader can say why a log's plan cannot be shown (SPEC §13.10)."""
+
+
+def plan_after(plan: Any, event: Mapping[str, Any]) -> Any:
+    """The standing-plan rule, one event at a time: the ``todos`` unit's ``apply`` (SPEC §5.4, §6.1).
+
+    ``todo/write`` → its ``data.todos`` (a new object each time, so an identical list is still a change);
+    ``turn/start`` → ``None`` (a finished plan stays readable through ``turn/end`` and does not leak into the next
+    turn); any other event → the very same ``plan`` object, which is how a fold knows nothing changed.
+    """
+    try:
         kind = event["type"]
-        if kind == "todo/write":
-            plan = event["data"].get("todos")
-        elif kind == "turn/start":
-            plan = None
+    except KeyError:
+        raise UnfoldableEvent(f"the event at seq {event.get('seq')} has no type") from None
+    if kind == "todo/write":
+        try:
+            data = event["data"]
+        except KeyError:
+            raise UnfoldableEvent(f"the todo/write at seq {event.get('seq')} has no data") from None
+        return data.get("todos") if type(data) is dict or isinstance(data, Mapping) else None
+    if kind == "turn/start":
+        return None
+    return plan
+
+
+def standing_plan(events: Iterable[Mapping[str, Any]]) -> list[Any] | None:
+    """The standing plan of a log: :func:`plan_after` folded over it (for callers that have no projection
+    registry; everything that has one folds through it)."""
+    plan: list[Any] | None = reduce(plan_after, events, None)
     return plan

@@ -4,8 +4,9 @@ A log under the persistence root that is not live in this process may still be g
 agent elsewhere holds its writer lock and appends a batch every 200 ms or so. A :class:`Follower` watches the file's
 identity (inode, size, mtime) a few times a second and, when it changes, re-reads the log the way any viewer does
 (no lock, no repair: the good prefix) and hands the new events to its subscribers, with the projection frames they
-cause, folded exactly as the registry folds live sessions. A log that does not exist yet is looked for, more slowly,
-until it appears. The read runs on a worker thread, so a large zstd log never stalls the event loop.
+cause, folded by a detached fold of the projection registry (the very fold of live sessions). A log that does not
+exist yet is looked for, more slowly, until it appears. The read runs on a worker thread, so a large zstd log never
+stalls the event loop.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.carriers.web.frames import Folder, Subscriber, event_frame, projection_frame
+from dsh_todo.carriers.web.frames import Post, Subscriber, ViewOf, detached_fold, fold_changes
 from dsh_todo.harness.persistence.contract import SessionPersistence
 from dsh_todo.harness.persistence.errors import SessionNotFoundError
 from dsh_todo.harness.projections import ProjectionRegistry
@@ -27,9 +28,6 @@ log = logging.getLogger("dsh_todo.web")
 
 FIND_EVERY = 5
 """While the log does not exist, look for it every this many polls (a directory scan, not a stat)."""
-
-ViewOf = Callable[[Mapping[str, Any]], "Mapping[str, Any] | None"]
-
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
     try:
@@ -51,7 +49,7 @@ class Follower:
         self.interval = interval
         self.subscribers: set[Subscriber] = set()
         self.events: list[Mapping[str, Any]] = []
-        self._folder = Folder(registry, [])
+        self._fold = detached_fold(registry, [])
         self._path: Path | None = None
         self._identity: tuple[int, int, int] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -118,22 +116,18 @@ class Follower:
             log.warning("session %r log shrank from %d to %d events; starting over", self.session_id, known,
                         len(events))
             self.events = list(events)
-            self._folder = Folder(self.registry, self.events)
+            self._fold = detached_fold(self.registry, self.events)
             return
         fresh = events[known:]
         self.events.extend(fresh)
-        session_id = self.session_id
         if not self.subscribers:
-            for event in fresh:
-                self._folder.step(event)
+            try:
+                self._fold.extend(fresh)
+            except Exception:  # a hand-written event: a refold says why, and the events go on without projections
+                self._fold = detached_fold(self.registry, self.events)
             return
+        session_id = self.session_id
         for event in fresh:
-            seq: int = event["seq"]
-            frame = event_frame(session_id, event, self.view_of(event))
-            changes = self._folder.step(event)
+            post = Post(session_id, event, fold_changes(self._fold, session_id, event), self.view_of)
             for subscriber in list(self.subscribers):
-                subscriber.event(session_id, seq, frame)
-            for key, value in changes:
-                pframe = projection_frame(session_id, key, value, seq)
-                for subscriber in list(self.subscribers):
-                    subscriber.projection(session_id, key, seq, pframe)
+                subscriber.take(post)

@@ -1,10 +1,16 @@
 """Push frames and the per-connection bookkeeping that keeps them exact (SPEC §6.3, §6.4).
 
 Two frame types reach a page: ``session/event`` (every committed event) and ``session/projection`` (a projection's
-new value, sent only when the unit returned a new state object). A subscriber may learn about the same event twice —
-once from a catch-up read of the log and once from the live feed — so each connection keeps watermarks: an event or
-projection frame at or below what it already covered is dropped. That makes catch-up and live delivery idempotent and
-lets a page subscribe *after* reading its history without missing or repeating anything.
+new value, sent only when the unit returned a new state object). Both come from one :class:`Post`: a committed
+event and the projection changes folding it caused, whether it was heard live (the registry's commit listener),
+replayed from a copy of the log, or read by a follower. A post's frames go out in log order, the event's first,
+each built and encoded at most once however many connections take it, and only when one does: the ``view`` of a
+``tool/call`` (the tool's ``presentCall``, which parses and validates the arguments) is computed on first send.
+
+A subscriber may learn about the same event twice — once from a catch-up read of the log and once from the live
+feed — so each connection keeps watermarks: an event or projection frame at or below what it already covered is
+dropped. That makes catch-up and live delivery idempotent and lets a page subscribe *after* reading its history
+without missing or repeating anything.
 """
 
 from __future__ import annotations
@@ -15,35 +21,48 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dsh_todo.carriers.web.protocol import push_frame
-from dsh_todo.harness.projections import ProjectionRegistry, ProjectionUnit
+from dsh_todo.harness.projections import Change, Fold, ProjectionRegistry
 
 log = logging.getLogger("dsh_todo.web")
 
 QUEUE_LIMIT = 20_000
 """Frames a slow connection may fall behind by before it is closed (its page reconnects and catches up)."""
 
+ViewOf = Callable[[Mapping[str, Any]], "Mapping[str, Any] | None"]
+"""An event's ``view`` (SPEC §6.3 ``{event, view?}``), or ``None``."""
+
 
 class Frame:
     """One frame, encoded at most once however many connections it goes to."""
 
-    __slots__ = ("_bytes", "payload")
+    __slots__ = ("_bytes", "_payload")
 
     def __init__(self, payload: Mapping[str, Any]) -> None:
-        self.payload = payload
+        self._payload = payload
         self._bytes: bytes | None = None
+
+    def payload(self) -> Mapping[str, Any]:
+        return self._payload
 
     @property
     def data(self) -> bytes:
         if self._bytes is None:
-            self._bytes = push_frame(self.payload)
+            self._bytes = push_frame(self.payload())
         return self._bytes
 
 
-def event_frame(session_id: str, event: Mapping[str, Any], view: Mapping[str, Any] | None) -> Frame:
-    payload: dict[str, Any] = {"type": "session/event", "sessionId": session_id, "event": event}
-    if view is not None:
-        payload["view"] = view
-    return Frame(payload)
+class EventFrame(Frame):
+    """A ``session/event`` frame whose ``view`` is computed when it is first sent, never for a dropped frame."""
+
+    __slots__ = ("_view_of",)
+
+    def __init__(self, session_id: str, event: Mapping[str, Any], view_of: ViewOf) -> None:
+        super().__init__({"type": "session/event", "sessionId": session_id, "event": event})
+        self._view_of = view_of
+
+    def payload(self) -> Mapping[str, Any]:
+        view = self._view_of(self._payload["event"])
+        return self._payload if view is None else {**self._payload, "view": view}
 
 
 def projection_frame(session_id: str, key: str, value: Any, seq: int) -> Frame:
@@ -54,39 +73,38 @@ def subscribed_frame(session_id: str, last_seq: int) -> Frame:
     return Frame({"type": "session/subscribed", "sessionId": session_id, "lastSeq": last_seq})
 
 
-class Folder:
-    """Folds one session's events through every wired projection unit, reporting each new state object's view.
+class Post:
+    """One committed event and the projection changes it caused: its frames, shared by every connection."""
 
-    The same rule as the registry's live drive (SPEC §6.2): a view is reported only when ``apply`` returned a
-    different object, so an unrelated event, a ``turn/end``, or a ``turn/start`` with no standing plan reports nothing.
-    """
+    __slots__ = ("event", "projections", "seq", "session_id")
 
-    def __init__(self, registry: ProjectionRegistry | None, prefix: Sequence[Mapping[str, Any]]) -> None:
-        units: list[tuple[str, ProjectionUnit]] = []
-        if registry is not None:
-            for key in registry.keys():  # noqa: SIM118 - a registry method, not a dict
-                unit = registry.unit(key)
-                if unit is not None and unit.wire is not None:
-                    units.append((key, unit))
-        self.units = units
-        self.states: dict[str, Any] = {key: unit.fold(prefix) for key, unit in units}
-
-    def step(self, event: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        changed: list[tuple[str, Any]] = []
-        for key, unit in self.units:
-            state = self.states[key]
-            nxt = unit.apply(state, event)
-            self.states[key] = nxt
-            if nxt is state:
-                continue
-            try:
-                changed.append((key, unit.client_view(nxt)))
-            except Exception:
-                log.warning("projection %r has no valid view at seq %s", key, event.get("seq"), exc_info=True)
-        return changed
+    def __init__(self, session_id: str, event: Mapping[str, Any], changes: Sequence[Change], view_of: ViewOf) -> None:
+        self.session_id = session_id
+        self.seq: int = event["seq"]
+        self.event = EventFrame(session_id, event, view_of)
+        self.projections = [(key, projection_frame(session_id, key, value, self.seq)) for key, value in changes]
 
 
-ViewOf = Callable[[Mapping[str, Any]], "Mapping[str, Any] | None"]
+def detached_fold(registry: ProjectionRegistry | None, events: Sequence[Mapping[str, Any]]) -> Fold:
+    """The registry's fold over ``events`` (a copy of a log), or a fold of no units when none is composed or the
+    events cannot be folded (a hand-written event: the history tail read says why; the events still go out)."""
+    if registry is not None:
+        try:
+            return registry.fold_for(events)
+        except Exception:
+            log.warning("projections cannot fold this log; its events are sent without projection frames",
+                        exc_info=True)
+    return Fold((), seq=len(events) - 1)
+
+
+def fold_changes(fold: Fold, session_id: str, event: Mapping[str, Any]) -> Sequence[Change]:
+    """``fold.apply(event)``; an event the fold cannot take (a hand-written one) still goes out, with no changes."""
+    try:
+        return fold.apply(event)
+    except Exception:
+        log.warning("session %r: projections cannot fold %s at seq %s", session_id, event.get("type"),
+                    event.get("seq"), exc_info=True)
+        return ()
 
 
 class Subscriber:
@@ -129,29 +147,27 @@ class Subscriber:
         if last_seq > self._floor.get(session_id, -1):
             self._floor[session_id] = last_seq
 
-    def event(self, session_id: str, seq: int, frame: Frame) -> None:
-        if seq <= self._events.get(session_id, -1):
+    def take(self, post: Post) -> None:
+        """Send what this connection lacks of ``post``: its event frame, then its projection frames."""
+        if self.closed:
             return
-        self._events[session_id] = seq
-        self.offer(frame.data)
-
-    def projection(self, session_id: str, key: str, seq: int, frame: Frame) -> None:
-        if seq <= self._floor.get(session_id, -1) or seq <= self._keys.get((session_id, key), -1):
+        session_id, seq = post.session_id, post.seq
+        if seq > self._events.get(session_id, -1):
+            self._events[session_id] = seq
+            self.offer(post.event.data)
+        if not post.projections or seq <= self._floor.get(session_id, -1):
             return
-        self._keys[(session_id, key)] = seq
-        self.offer(frame.data)
+        for key, frame in post.projections:
+            if seq > self._keys.get((session_id, key), -1):
+                self._keys[(session_id, key)] = seq
+                self.offer(frame.data)
 
     def catch_up(self, session_id: str, events: Sequence[Mapping[str, Any]], registry: ProjectionRegistry | None,
                  view_of: ViewOf) -> None:
         """Send every event of ``events`` after what this connection has, with the projection frames they caused."""
         start = self.covered(session_id) + 1
-        if start >= len(events):
-            self.start_at(session_id, len(events) - 1)
-            return
-        folder = Folder(registry, events[:start])
-        for event in events[start:]:
-            seq: int = event["seq"]
-            self.event(session_id, seq, event_frame(session_id, event, view_of(event)))
-            for key, value in folder.step(event):
-                self.projection(session_id, key, seq, projection_frame(session_id, key, value, seq))
+        if start < len(events):
+            fold = detached_fold(registry, events[:start])
+            for event in events[start:]:
+                self.take(Post(session_id, event, fold_changes(fold, session_id, event), view_of))
         self.start_at(session_id, len(events) - 1)

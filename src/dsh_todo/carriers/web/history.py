@@ -11,9 +11,9 @@ loses its arguments at a page edge, and takes the non-message events just before
 step markers that open it). ``hasMore`` says whether earlier events exist. Only the tail page carries
 ``projections``, computed from the very events the page was cut from, so its ``asOfSeq`` is the page's last seq.
 
-Projections are folded here from an immutable copy of the log rather than read from the registry's live cells: the
-agent may be appending on another thread, and the registry's cells are not meant to be shared across threads. The
-fold gives the same values (SPEC §6.2: ``snapshot`` and ``restore`` agree by construction).
+Projections are folded here by a detached fold of the registry (``fold_for``) over an immutable copy of the log,
+rather than read from the registry's live cells: the agent may be appending on another thread, and the registry's
+cells are not meant to be shared across threads. It is the same fold, so it gives the same values.
 
 Stored sessions are read through the one log reader (:mod:`dsh_todo.logview`), so the page gives a log the verdict
 the command line gives it: a refused log is an error answer with the reader's reason (and a row with an ``error``
@@ -139,8 +139,7 @@ class Sessions:
         registry = self.registry
         if registry is None:
             return None
-        snapshot: dict[str, Any] = registry.restore({}, events, 0).snapshot
-        return snapshot
+        return registry.fold_for(events).snapshot()
 
     def view_of(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
         """The ``view`` a ``tool/call`` carries: the tool's ``presentCall`` intent, when it has one (SPEC §4.4)."""

@@ -1,9 +1,12 @@
 """``GET /api/events.mux``: the live feed, as Server-Sent Events (SPEC §6.3).
 
-The :class:`Hub` lives on the web server's event loop. It hears every committed event of the context's live
-sessions (``sessions.listen``) and every projection change (``session_projections.on_change``, which fires only when
-a unit returned a new state object, SPEC §6.4). Those callbacks run on whatever thread the agent appends from, so
-they only hand the event to the loop (``call_soon_threadsafe``); all fan-out happens on the loop's thread.
+The :class:`Hub` lives on the web server's event loop. It hears each committed event of the context's live sessions
+once, together with the projection changes it caused (``session_projections.on_commit``; a change exists only when
+a unit returned a new state object, SPEC §6.4), so the event's frame and its projection frames are built from one
+:class:`~dsh_todo.carriers.web.frames.Post`, in log order. Without a projection registry it listens to the sessions
+alone. The callback runs on whatever thread the agent appends from, so it only hands the post's ingredients to the
+loop (``call_soon_threadsafe``); frames are built, and a ``tool/call``'s view computed, on the loop's thread and only
+for connections that take them.
 
 A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``): the hub then
 replays what came after ``n`` before going live, so a page that read its history first and subscribed second misses
@@ -17,15 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dsh_todo.carriers.web.follow import Follower
-from dsh_todo.carriers.web.frames import Subscriber, event_frame, projection_frame, subscribed_frame
+from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
 from dsh_todo.carriers.web.history import Sessions
 from dsh_todo.carriers.web.protocol import CONNECTED
 from dsh_todo.carriers.web.pushfollow import make_follower
 from dsh_todo.harness.context import Disposer
+from dsh_todo.harness.projections import Change
 from dsh_todo.harness.session import Event, Session
 
 log = logging.getLogger("dsh_todo.web")
@@ -50,14 +54,14 @@ class Hub:
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        ctx = self.sessions.ctx
-        store = ctx.get("sessions")
-        if store is not None:
-            self._disposers.append(store.listen(self._on_event))
-            self._disposers.append(store.on_open(self._on_open))
+        store = self.sessions.ctx.get("sessions")
         registry = self.sessions.registry
         if registry is not None:
-            self._disposers.append(registry.on_change(self._on_change))
+            self._disposers.append(registry.on_commit(self._on_commit))
+        elif store is not None:
+            self._disposers.append(store.listen(lambda session, event: self._on_commit(session, event, ())))
+        if store is not None:
+            self._disposers.append(store.on_open(self._on_open))
 
     def close(self) -> None:
         """End every stream and stop listening; safe to call twice."""
@@ -84,13 +88,9 @@ class Hub:
         with contextlib.suppress(RuntimeError):  # a closed loop: the server has stopped
             self.loop.call_soon_threadsafe(callback, *args)
 
-    def _on_event(self, session: Session, event: Event) -> None:
+    def _on_commit(self, session: Session, event: Event, changes: Sequence[Change]) -> None:
         if self._wanted(session.id):
-            self._post(self._deliver_event, session.id, event)
-
-    def _on_change(self, session: Session, key: str, value: Any, seq: int) -> None:
-        if self._wanted(session.id):
-            self._post(self._deliver_projection, session, key, value, seq)
+            self._post(self._deliver, session.id, event, changes)
 
     def _on_open(self, session: Session) -> None:
         if not self._closed and session.id in self._targeted:
@@ -101,24 +101,12 @@ class Hub:
     def _receivers(self, session_id: str) -> list[Subscriber]:
         return [*self._targeted.get(session_id, ()), *self._everything]
 
-    def _deliver_event(self, session_id: str, event: Event) -> None:
+    def _deliver(self, session_id: str, event: Event, changes: Sequence[Change]) -> None:
         receivers = self._receivers(session_id)
         if receivers:
-            frame = event_frame(session_id, event, self.sessions.view_of(event))
+            post = Post(session_id, event, changes, self.sessions.view_of)
             for subscriber in receivers:
-                subscriber.event(session_id, event["seq"], frame)
-
-    def _deliver_projection(self, session: Session, key: str, value: Any, seq: int) -> None:
-        session_id = session.id
-        receivers = self._receivers(session_id)
-        if receivers:
-            # The registry reports a change before the carrier hears of the event that caused it; send the event
-            # first, as a replay does (its own delivery, queued behind this one, is then dropped as a repeat).
-            if any(subscriber.covered(session_id) < seq for subscriber in receivers):
-                self._deliver_event(session_id, session.events[seq])
-            frame = projection_frame(session_id, key, value, seq)
-            for subscriber in receivers:
-                subscriber.projection(session_id, key, seq, frame)
+                subscriber.take(post)
 
     def _session_opened(self, session: Session) -> None:
         """A session some connection waits for became live here: the live feed replaces the file."""
@@ -143,7 +131,7 @@ class Hub:
                 subscriber.start_at(session.id, session.seq - 1)
             return
         # Register before reading the log: an append racing with this read is then either in the copy or still on
-        # its way to _deliver_event, and the watermarks drop whichever arrives second.
+        # its way to _deliver, and the watermarks drop whichever arrives second.
         self._targeted.setdefault(session_id, set()).add(subscriber)
         attached = self.sessions.live(session_id)
         if attached is not None:

@@ -3,8 +3,8 @@
 :class:`~dsh_todo.carriers.web.follow.Follower` watches a JSONL file. A persistence that can push (it has
 ``follow(session_id, after_seq, callback)``, as the PostgreSQL one does through ``LISTEN``/``NOTIFY``) needs no
 polling: :class:`PushFollower` reads the log once, subscribes from its last seq, and hands every run of committed
-events to the event loop, where the base class turns them into exactly the frames a followed file would give
-(event frames, and projection frames folded by the same :class:`~dsh_todo.carriers.web.frames.Folder`).
+events to the event loop, where the base class turns them into exactly the posts a followed file would give (each
+event with the projection changes the registry's detached fold reports for it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dsh_todo.carriers.web.follow import Follower, ViewOf
+from dsh_todo.carriers.web.follow import Follower
+from dsh_todo.carriers.web.frames import ViewOf
 from dsh_todo.harness.persistence.contract import SessionPersistence
 from dsh_todo.harness.persistence.errors import SessionNotFoundError
 from dsh_todo.harness.projections import ProjectionRegistry
