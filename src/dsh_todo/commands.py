@@ -17,11 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label, safe
+from dsh_todo.harness.errors import CommandError as CommandError
 from dsh_todo.jsonutil import dumps
-
-
-class CommandError(Exception):
-    """A one-line, user-facing failure (exit code 2)."""
 
 
 def _reading(args: argparse.Namespace, source: str) -> dict[str, Any]:

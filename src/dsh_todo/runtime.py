@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh_todo.harness import Context, boot
+from dsh_todo.harness.errors import StorageError as StorageError
 
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
 
@@ -26,8 +27,6 @@ def default_database() -> str | None:
     return os.environ.get("DSH_TODO_DATABASE_URL") or None
 
 
-class StorageError(ValueError):
-    """Where sessions live was asked for in two contradicting ways."""
 
 
 @dataclass(frozen=True, slots=True)
