@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -25,13 +28,23 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from dsh_todo.demo import run_demo
 
+    _check_port(args.port)
     return run_demo(args)
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port no socket can have: asyncio and uvicorn would otherwise wrap it silently (99999 → 34463)."""
+    if not 0 <= port <= 65535:
+        from dsh_todo.commands import CommandError
+
+        raise CommandError(f"--port must be between 0 and 65535 (0 picks a free one), not {port}")
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.mcp.server import main as serve_mcp
     from dsh_todo.cliargs import storage_of
 
+    _check_port(args.port)
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
                      port=args.port)
 
@@ -48,6 +61,7 @@ def _cmd_web(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
     from dsh_todo.cliargs import storage_of
 
+    _check_port(args.port)
     return run_web(storage_of(args), host=args.host, port=args.port, token=args.token)
 
 
@@ -58,6 +72,14 @@ def _transfer(args: argparse.Namespace, direction: str) -> int:
     url = args.database or default_database()
     if not url:
         raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    root = Path(args.root)
+    if direction == "import" and not root.exists():  # an empty import of a typo would look like success
+        raise CommandError(f"{root} does not exist")
+    if root.exists() and not root.is_dir():
+        raise CommandError(f"{root} is not a directory (a JSONL persistence root is one)")
+    from dsh_todo.harness.persistence.postgres.schema import check_schema_name
+
+    check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
     from dsh_todo.harness.persistence.postgres import PgStore
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
@@ -106,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.cliargs import add_storage_options
 
     parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     schema = sub.add_parser("schema", help="print todo_write exactly as sent to a model, with its token count")
@@ -149,20 +173,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import signal
+def _exit_codes() -> tuple[tuple[type[BaseException], int], ...]:
+    """What each group of the error tree (:mod:`dsh_todo.harness.errors`) means to a shell, first match wins.
 
-    from dsh_todo.commands import CommandError
-    from dsh_todo.runtime import StorageError
+    Whatever the person or model sent, however the setup is wrong, whatever stored log cannot be read: 2, the
+    person can fix it. A model endpoint failing or the operating system refusing (a full disk, no permission): 1.
+    """
+    from dsh_todo.harness.errors import EncodingError, InputError, ModelError, SessionLogError, SetupError
+
+    return ((InputError, 2), (SetupError, 2), (SessionLogError, 2), (EncodingError, 2), (ModelError, 1),
+            (OSError, 1))
+
+
+def one_line(exc: BaseException) -> str:
+    """The message on one line: psycopg's texts, for one, put a hint on a second, indented line."""
+    text = re.sub(r"\s*\n\s*", " ", str(exc).strip())
+    return text or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the one place that turns an exception into a line on stderr and an exit code.
+
+    A known error prints ``dsh-todo <command>: <message>``; anything else, a bug, prints
+    ``dsh-todo: error: <message>`` and exits 1. ``--debug`` (before the command) or ``DSH_TODO_DEBUG=1`` lets the
+    traceback through instead, for the person who asked for it.
+    """
+    import signal
 
     if hasattr(signal, "SIGPIPE"):  # `dsh-todo events … | head` should stop quietly, like any Unix filter
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     try:
         code: int = args.run(args)
-    except (CommandError, StorageError) as exc:
-        print(f"dsh-todo {args.command}: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        for kind, exit_code in _exit_codes():
+            if isinstance(exc, kind):
+                print(f"dsh-todo {args.command}: {one_line(exc)}", file=sys.stderr)
+                return exit_code
+        print(f"dsh-todo: error: {one_line(exc)}", file=sys.stderr)
+        return 1
     return code
 
 
