@@ -1,4 +1,7 @@
-"""``dsh-todo``: the command line. Each subcommand imports what it needs when it runs, so startup stays fast."""
+"""``dsh-todo``: the command line. Each subcommand imports what it needs when it runs, so startup stays fast.
+
+The help people read is :data:`USAGE` and :data:`GUIDE` (``--help`` shows them, not this docstring).
+"""
 
 from __future__ import annotations
 
@@ -124,10 +127,73 @@ def _add_transfer_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
         cmd.set_defaults(run=_cmd_export if direction == "export" else _cmd_import)
 
 
+USAGE = """\
+dsh-todo: DeepSeek Harness's todo_write tool, its session logs, and front doors for them.
+
+A model keeps its task list with todo_write; every list it sends is appended to the session's log, and the
+standing plan is read back from there. Sessions live under a JSONL root (--root, $DSH_TODO_ROOT, default
+./.dsh-todo/sessions) or in PostgreSQL (--database, $DSH_TODO_DATABASE_URL); every command reads where the others
+write."""
+
+EPILOG = """\
+Examples:
+  dsh-todo demo                              play a scripted task offline and show its plan
+  dsh-todo run --script replies.json "plan the release"
+  dsh-todo sessions                          list the sessions and their plans
+  dsh-todo watch SESSION                     follow a plan while another process writes it
+
+Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
+Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
+
+SCRIPT_FORMAT = """\
+A script (--script FILE) is a JSON list of model replies, played in order:
+  [{"tool_calls": [{"name": "todo_write",
+     "arguments": "{\\"todos\\": [{\\"content\\": \\"read the code\\", \\"status\\": \\"in_progress\\"}]}"}]},
+   {"text": "Plan recorded."}]
+Each reply has "text" and/or "tool_calls"; a call's "arguments" is the raw JSON string a model would send. A turn
+ends at a reply without tool calls, or after 50 model steps (the agent loop's cap)."""
+
+GUIDE: dict[str, tuple[str, str]] = {
+    "schema": ("Print the todo_write tool exactly as it is sent to a model, and its token count on stderr.",
+               "dsh-todo schema --single-active"),
+    "demo": ("Play a scripted multi-step task offline through the real agent loop and show the plan as it changes.",
+             "dsh-todo demo --web"),
+    "mcp": ("Serve todo_write to an MCP client over stdio (or streamable HTTP with --http); each client session "
+            "gets its own log.", "dsh-todo mcp --root ./sessions"),
+    "acp": ("Run the agent loop as an ACP agent over stdio, so an editor shows the plan.\n\n" + SCRIPT_FORMAT,
+            "dsh-todo acp --script replies.json"),
+    "web": ("Serve a page with the live plan strip and tool rows of the stored sessions.",
+            "dsh-todo web --port 8766"),
+    "export": ("Copy sessions from PostgreSQL into a JSONL root, byte for byte.",
+               "dsh-todo export ./sessions --database postgresql://localhost/dsh"),
+    "import": ("Copy the sessions of a JSONL root into PostgreSQL, byte for byte; the root must exist.",
+               "dsh-todo import ./sessions --database postgresql://localhost/dsh"),
+    "plan": ("Print a session's standing plan, after load and recovery.", "dsh-todo plan SESSION --json"),
+    "events": ("Print a session's events, one compact JSON object per line.", "dsh-todo events SESSION | head"),
+    "sessions": ("List the sessions under a root (or in a database) with their plans and whether their logs read.",
+                 "dsh-todo sessions ./sessions"),
+    "watch": ("Follow a session's plan while another process writes it; problems are said once on stderr.",
+              "dsh-todo watch SESSION --interval 0.5"),
+    "run": ("Run one turn of the agent loop with todo_write mounted, against a model endpoint (--model, "
+            "DEEPSEEK_API_KEY) or a script (--script). --session resumes an existing session.\n\n" + SCRIPT_FORMAT,
+            'dsh-todo run --script replies.json --session s1 "plan the release"'),
+}
+
+
+def _explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Give every command a description and one example, kept together here so they read as one manual."""
+    for command, parser in sub.choices.items():
+        description, example = GUIDE[command]
+        parser.description = description
+        parser.epilog = f"Example:\n  {example}"
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.cliargs import add_storage_options
 
-    parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.commands import add_parsers
 
     add_parsers(sub)
+    _explain(sub)
     return parser
 
 
