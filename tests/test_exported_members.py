@@ -22,8 +22,8 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.carriers.acp": [],
     "dsh_todo.carriers.mcp": [],
     "dsh_todo.carriers.web": ["BackgroundServer", "WebApp", "run_web", "serve_in_background"],
-    "dsh_todo.harness": ["Agent", "BootError", "ConfigError", "Context", "Disposer", "Plugin", "PluginHandle",
-                         "Session", "SessionStore", "boot"],
+    "dsh_todo.harness": ["Agent", "BootError", "ConfigError", "Context", "Disposer", "DshTodoError", "Plugin",
+                         "PluginHandle", "Session", "SessionStore", "boot"],
     "dsh_todo.harness.llm": ["Model", "ModelError", "ModelReply", "ModelRequest", "OpenAICompatibleModel",
                              "ScriptedModel", "ToolCallRequest", "load_script", "make_model", "parse_script"],
     "dsh_todo.harness.persistence": [

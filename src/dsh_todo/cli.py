@@ -1,10 +1,16 @@
-"""``dsh-todo``: the command line. Each subcommand imports what it needs when it runs, so startup stays fast."""
+"""``dsh-todo``: the command line. Each subcommand imports what it needs when it runs, so startup stays fast.
+
+The help people read is :data:`USAGE` and :data:`GUIDE` (``--help`` shows them, not this docstring).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 
@@ -26,13 +32,23 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from dsh_todo.demo import run_demo
 
+    _check_port(args.port)
     return run_demo(args)
+
+
+def _check_port(port: int) -> None:
+    """Refuse a port no socket can have: asyncio and uvicorn would otherwise wrap it silently (99999 → 34463)."""
+    if not 0 <= port <= 65535:
+        from dsh_todo.commands import CommandError
+
+        raise CommandError(f"--port must be between 0 and 65535 (0 picks a free one), not {port}")
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.mcp.server import main as serve_mcp
     from dsh_todo.cliargs import storage_of
 
+    _check_port(args.port)
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
                      port=args.port, idle_timeout=args.idle_timeout)
 
@@ -49,6 +65,7 @@ def _cmd_web(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
     from dsh_todo.cliargs import storage_of
 
+    _check_port(args.port)
     return run_web(storage_of(args), host=args.host, port=args.port, token=args.token)
 
 
@@ -59,6 +76,14 @@ def _transfer(args: argparse.Namespace, direction: str) -> int:
     url = args.database or default_database()
     if not url:
         raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    root = Path(args.root)
+    if direction == "import" and not root.exists():  # an empty import of a typo would look like success
+        raise CommandError(f"{root} does not exist")
+    if root.exists() and not root.is_dir():
+        raise CommandError(f"{root} is not a directory (a JSONL persistence root is one)")
+    from dsh_todo.harness.persistence.postgres.schema import check_schema_name
+
+    check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
     from dsh_todo.harness.persistence.postgres import PgStore
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
@@ -116,10 +141,75 @@ def _seconds(text: str) -> float:
     return value
 
 
+USAGE = """\
+dsh-todo: DeepSeek Harness's todo_write tool, its session logs, and front doors for them.
+
+A model keeps its task list with todo_write; every list it sends is appended to the session's log, and the
+standing plan is read back from there. Sessions live under a JSONL root (--root, $DSH_TODO_ROOT, default
+./.dsh-todo/sessions) or in PostgreSQL (--database, $DSH_TODO_DATABASE_URL); every command reads where the others
+write."""
+
+EPILOG = """\
+Examples:
+  dsh-todo demo                              play a scripted task offline and show its plan
+  dsh-todo run --script replies.json "plan the release"
+  dsh-todo sessions                          list the sessions and their plans
+  dsh-todo watch SESSION                     follow a plan while another process writes it
+
+Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
+Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
+
+SCRIPT_FORMAT = """\
+A script (--script FILE) is a JSON list of model replies, played in order:
+  [{"tool_calls": [{"name": "todo_write",
+     "arguments": "{\\"todos\\": [{\\"content\\": \\"read the code\\", \\"status\\": \\"in_progress\\"}]}"}]},
+   {"text": "Plan recorded."}]
+Each reply has "text" and/or "tool_calls"; a call's "arguments" is the raw JSON string a model would send. A turn
+ends at a reply without tool calls, or after 50 model steps (the agent loop's cap)."""
+
+GUIDE: dict[str, tuple[str, str]] = {
+    "schema": ("Print the todo_write tool exactly as it is sent to a model, and its token count on stderr.",
+               "dsh-todo schema --single-active"),
+    "demo": ("Play a scripted multi-step task offline through the real agent loop and show the plan as it changes.",
+             "dsh-todo demo --web"),
+    "mcp": ("Serve todo_write to an MCP client over stdio (or streamable HTTP with --http); each client session "
+            "gets its own log.", "dsh-todo mcp --root ./sessions"),
+    "acp": ("Run the agent loop as an ACP agent over stdio, so an editor shows the plan.\n\n" + SCRIPT_FORMAT,
+            "dsh-todo acp --script replies.json"),
+    "web": ("Serve a page with the live plan strip and tool rows of the stored sessions.",
+            "dsh-todo web --port 8766"),
+    "export": ("Copy sessions from PostgreSQL into a JSONL root, byte for byte.",
+               "dsh-todo export ./sessions --database postgresql://localhost/dsh"),
+    "import": ("Copy the sessions of a JSONL root into PostgreSQL, byte for byte; the root must exist.",
+               "dsh-todo import ./sessions --database postgresql://localhost/dsh"),
+    "plan": ("Print a session's standing plan, after load and recovery.", "dsh-todo plan SESSION --json"),
+    "events": ("Print a session's events, one compact JSON object per line.", "dsh-todo events SESSION | head"),
+    "sessions": ("List the sessions under a root (or in a database) with their plans and whether their logs read.",
+                 "dsh-todo sessions ./sessions"),
+    "watch": ("Follow a session's plan while another process writes it; problems are said once on stderr.",
+              "dsh-todo watch SESSION --interval 0.5"),
+    "run": ("Run one turn of the agent loop with todo_write mounted, against a model endpoint (--model, "
+            "DEEPSEEK_API_KEY) or a script (--script). --session resumes an existing session.\n\n" + SCRIPT_FORMAT,
+            'dsh-todo run --script replies.json --session s1 "plan the release"'),
+}
+
+
+def _explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Give every command a description and one example, kept together here so they read as one manual."""
+    for command, parser in sub.choices.items():
+        description, example = GUIDE[command]
+        parser.description = description
+        parser.epilog = f"Example:\n  {example}"
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.cliargs import add_storage_options
 
-    parser = argparse.ArgumentParser(prog="dsh-todo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     schema = sub.add_parser("schema", help="print todo_write exactly as sent to a model, with its token count")
@@ -162,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dsh_todo.commands import add_parsers
 
     add_parsers(sub)
+    _explain(sub)
     return parser
 
 
@@ -179,17 +270,47 @@ def _restore_sigpipe(command: str) -> None:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from dsh_todo.commands import CommandError
-    from dsh_todo.runtime import StorageError
+def _exit_codes() -> tuple[tuple[type[BaseException], int], ...]:
+    """What each group of the error tree (:mod:`dsh_todo.harness.errors`) means to a shell, first match wins.
 
+    Whatever the person or model sent, however the setup is wrong, whatever stored log cannot be read: 2, the
+    person can fix it. A model endpoint failing or the operating system refusing (a full disk, no permission): 1.
+    """
+    from dsh_todo.harness.errors import EncodingError, InputError, ModelError, SessionLogError, SetupError
+
+    return ((InputError, 2), (SetupError, 2), (SessionLogError, 2), (EncodingError, 2), (ModelError, 1),
+            (OSError, 1))
+
+
+def one_line(exc: BaseException) -> str:
+    """The message on one line: psycopg's texts, for one, put a hint on a second, indented line."""
+    text = re.sub(r"\s*\n\s*", " ", str(exc).strip())
+    return text or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the one place that turns an exception into a line on stderr and an exit code.
+
+    A known error prints ``dsh-todo <command>: <message>``; anything else, a bug, prints
+    ``dsh-todo: error: <message>`` and exits 1. ``--debug`` (before the command) or ``DSH_TODO_DEBUG=1`` lets the
+    traceback through instead, for the person who asked for it.
+    """
     args = build_parser().parse_args(argv)
     _restore_sigpipe(args.command)
+    debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     try:
         code: int = args.run(args)
-    except (CommandError, StorageError) as exc:
-        print(f"dsh-todo {args.command}: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        for kind, exit_code in _exit_codes():
+            if isinstance(exc, kind):
+                print(f"dsh-todo {args.command}: {one_line(exc)}", file=sys.stderr)
+                return exit_code
+        print(f"dsh-todo: error: {one_line(exc)}", file=sys.stderr)
+        return 1
     return code
 
 

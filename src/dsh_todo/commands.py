@@ -17,11 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.carriers.terminal import plan_delta, plan_lines, progress_label, safe
+from dsh_todo.harness.errors import CommandError as CommandError
 from dsh_todo.jsonutil import dumps
-
-
-class CommandError(Exception):
-    """A one-line, user-facing failure (exit code 2)."""
 
 
 def _reading(args: argparse.Namespace, source: str) -> dict[str, Any]:
@@ -126,6 +123,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    if not args.interval > 0:  # time.sleep refuses a negative pause with a traceback; 0 would spin a core
+        raise CommandError(f"--interval must be a positive number of seconds, not {args.interval:g}")
+    if not args.seconds >= 0:
+        raise CommandError(f"--seconds must be zero (until Ctrl-C) or a positive number, not {args.seconds:g}")
     reading = _reading(args, args.session)
     try:
         return _watch(args, reading)

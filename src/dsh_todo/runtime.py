@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh_todo.harness import Context, boot
+from dsh_todo.harness.errors import StorageError as StorageError
 
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
 
@@ -26,8 +27,6 @@ def default_database() -> str | None:
     return os.environ.get("DSH_TODO_DATABASE_URL") or None
 
 
-class StorageError(ValueError):
-    """Where sessions live was asked for in two contradicting ways."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +54,10 @@ class Storage:
             if compression is not None:
                 raise StorageError("--compression is for JSONL roots; a database stores events as text")
             return cls(database=database, schema=schema)
-        return cls(root=Path(root) if root is not None else default_root(), compression=compression or "zstd")
+        where = Path(root) if root is not None else default_root()
+        if where.exists() and not where.is_dir():  # refused here, in one line, not deep inside the boot
+            raise StorageError(f"the session root {where} is not a directory")
+        return cls(root=where, compression=compression or "zstd")
 
     def describe(self) -> str:
         """Where, for people (never a database password)."""

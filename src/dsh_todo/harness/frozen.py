@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, NoReturn
 
+from dsh_todo.harness.errors import NotLosslessJSON as NotLosslessJSON
+
 
 def _refuse(*_: Any, **__: Any) -> NoReturn:
     raise TypeError("session events are immutable")
@@ -53,8 +55,6 @@ class FrozenList(list[Any]):
     __hash__ = None  # still unhashable, like every list
 
 
-class NotLosslessJSON(ValueError):
-    """The value cannot round-trip through JSON unchanged."""
 
 
 def _describe(path: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import ConfigError, InvariantError
+from dsh_todo.harness.errors import InvariantViolation as InvariantViolation
 from dsh_todo.harness.session import Event, Session, SessionStore
 
 name = "@deepseek-ai/dsh-invariants"
@@ -27,8 +28,6 @@ EventCheck = Callable[[Session, Event], None]
 SessionCheck = Callable[[Session], None]
 
 
-class InvariantViolation(Exception):
-    """Raised by a companion's check; the registry adds the package name."""
 
 
 @dataclass(frozen=True)

@@ -122,20 +122,21 @@ def boot(composition: str | Path | Sequence[Row], ctx: Context | None = None) ->
     try:
         for index, row in enumerate(read_composition(composition)):
             if not isinstance(row, Mapping) or not isinstance(row.get("name"), str):
-                raise BootError(f"composition row {index} needs a string 'name'")
+                raise BootError(f"composition row {index} needs a string 'name'",
+                                row=row if isinstance(row, Mapping) else None)
             row_id = str(row.get("id", row["name"]))
             where = f'composition row "{row_id}" ({row["name"]})'
             if row.get("disabled"):
                 continue
+            loaded: object | None = None  # stays None when the plugin cannot even be resolved
             try:
-                plugin = check_plugin_shape(resolve(row["name"]))
+                loaded = resolve(row["name"])
+                plugin = check_plugin_shape(loaded)
                 handles.append(root.plugin(plugin, row.get("config")))
-            except BootError as exc:
-                raise BootError(f"{where}: {exc}") from exc
-            except ConfigError as exc:
-                raise BootError(f"{where}: {exc}") from exc
+            except (BootError, ConfigError) as exc:
+                raise BootError(f"{where}: {exc}", row=row, plugin=loaded) from exc
             except Exception as exc:
-                raise BootError(f"{where}: {type(exc).__name__}: {exc}") from exc
+                raise BootError(f"{where}: {type(exc).__name__}: {exc}", row=row, plugin=loaded) from exc
     except BaseException:
         for handle in reversed(handles):
             handle.dispose()

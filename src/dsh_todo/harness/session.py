@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, snapshot
 
 log = logging.getLogger("dsh_todo.session")
@@ -52,8 +53,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SessionAppendError(ValueError):
-    """``append`` refused its input before anything was logged."""
 
 
 class EventLog(Sequence[Event]):

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_todo.harness.errors import ClusterUnavailable as ClusterUnavailable
+
 __all__ = ["Cluster", "ClusterUnavailable", "start_cluster"]
 
 
-class ClusterUnavailable(RuntimeError):
-    """No cluster can be started here; the message says why (missing binaries, no user to run as)."""
 
 
 def find_bindir() -> Path | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context
-from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.errors import ConfigError, TodoRejectedError
 from dsh_todo.harness.frozen import FrozenDict, FrozenList
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
 from dsh_todo.jscompat import js_text
@@ -58,10 +58,10 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
         try:
             todos, counts = canonicalize(args["todos"], allow_parallel, FrozenDict)
         except TodoError as exc:
-            raise Exception(str(exc)) from None
+            raise TodoRejectedError(str(exc)) from None
         agent = call.agent
         if agent is None:
-            raise Exception(NO_OWNER)
+            raise TodoRejectedError(NO_OWNER)
         frozen = FrozenList(todos)
         agent.session.append("todo/write", FrozenDict(todos=frozen))
         return {"todos": frozen, "counts": counts}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dsh_todo.harness.errors import InvalidTodosView as InvalidTodosView
 from dsh_todo.harness.projections import ProjectionUnit, Wire
 from dsh_todo.tool_todo.rules import STATUSES, TodoItem, plan_after
 
@@ -18,8 +19,6 @@ KEY: Final = "todos"
 STATE_VERSION: Final = 2
 
 
-class InvalidTodosView(ValueError):
-    """A hand-written ``todo/write`` whose list cannot be shown to clients."""
 
 
 def parse_todos(value: Any) -> list[TodoItem] | None:

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dsh_todo.harness.errors import InputError
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -30,8 +31,9 @@ MAX_MAX_MESSAGES: Final = 2000
 _BAD_ID_CHARS = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
-class RpcError(Exception):
-    """A failed request: ``code`` and ``message`` reach the client inside the error envelope."""
+class RpcError(InputError):
+    """A failed request: ``code`` and ``message`` reach the client inside the error envelope (an
+    :class:`~dsh_todo.harness.errors.InputError`: the client sent something this server cannot serve)."""
 
     def __init__(self, code: str, message: str, *, status: int = 400, details: Mapping[str, Any] | None = None,
                  rpc_id: str | None = None) -> None:

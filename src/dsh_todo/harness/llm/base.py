@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dsh_todo.harness.errors import ModelError as ModelError
+
 
 @dataclass(frozen=True)
 class ToolCallRequest:
@@ -32,8 +34,6 @@ class ModelReply:
     usage: dict[str, int] | None = None
 
 
-class ModelError(Exception):
-    """The model could not answer (no key, unreachable endpoint, exhausted script); the message is for people."""
 
 
 class Model(Protocol):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import accumulate, pairwise
 from typing import Any, Final
 
+from dsh_todo.harness.errors import MalformedRowError as MalformedRowError
 from dsh_todo.harness.persistence.header import MAX_SAFE_INTEGER
 
 ROW_TYPES: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -44,8 +45,6 @@ _NUMBER_TYPES: Final = frozenset({int, float})
 _INT_ONLY: Final = frozenset({int})
 
 
-class MalformedRowError(ValueError):
-    """A line tagged as a chunk row does not have a chunk row's exact shape."""
 
 
 def _safe_int(value: object) -> bool:

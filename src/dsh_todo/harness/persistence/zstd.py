@@ -16,6 +16,7 @@ from typing import Final
 
 import zstandard
 
+from dsh_todo.harness.errors import FrameError as FrameError
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 
 MAGIC: Final = b"\x28\xb5\x2f\xfd"
@@ -31,8 +32,6 @@ class FrameScan:
     torn_start: int | None = None
 
 
-class FrameError(ValueError):
-    """libzstd refused a frame; the message is libzstd's own (for example "Restored data doesn't match checksum")."""
 
 
 def scan_frames(buffer: bytes, max_frames: int | None = None) -> FrameScan:

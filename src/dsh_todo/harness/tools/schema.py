@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dsh_todo.harness.errors import SchemaAuthorError as SchemaAuthorError
+
 JsonSchema = dict[str, Any]
 
 SCALAR_TYPES = ("string", "number", "integer", "boolean", "null")
@@ -22,8 +24,6 @@ _ALLOWED: dict[str, frozenset[str]] = {
 }
 
 
-class SchemaAuthorError(ValueError):
-    """The tool author's schema uses something the DSL does not support."""
 
 
 def compile_parameters(spec: Mapping[str, Mapping[str, Any]]) -> JsonSchema:

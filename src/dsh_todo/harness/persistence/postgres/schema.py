@@ -30,6 +30,7 @@ from typing import Final
 from psycopg import Connection
 from psycopg.rows import TupleRow
 
+from dsh_todo.harness.errors import StorageError
 from dsh_todo.harness.persistence.errors import SessionFormatUnsupportedError
 
 SCHEMA_VERSION: Final = 1
@@ -43,9 +44,10 @@ _DDL_LOCK_KEY: Final = 0x647368746F646F01
 
 
 def check_schema_name(schema: str) -> str:
-    """Schema names are plain lower-case identifiers, so they can be spliced into SQL and channel names."""
+    """Schema names are plain lower-case identifiers, so they can be spliced into SQL and channel names (a
+    :class:`~dsh_todo.harness.errors.StorageError`, still a ``ValueError``: the setup names an unusable schema)."""
     if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
-        raise ValueError(f"PostgreSQL schema name must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
+        raise StorageError(f"PostgreSQL schema name must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
     return schema
 
 

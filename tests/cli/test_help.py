@@ -1,0 +1,49 @@
+"""Help for people (issue 13 item 15): every command says what it does, lists its options and shows an example."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+
+import pytest
+
+from dsh_todo.cli import SCRIPT_FORMAT, build_parser, main
+from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.llm import parse_script
+
+COMMANDS = sorted(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_help_has_a_description_its_options_and_an_example(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "Example:\n  dsh-todo " + command in text
+    parser = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    assert parser.description and parser.description.split(".")[0] in text
+    for action in parser._actions:
+        for option in action.option_strings:
+            assert option in text
+
+
+def test_the_top_level_help_is_for_people(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "Examples:" in text and "Exit codes:" in text and "--debug" in text
+    assert "startup stays fast" not in text  # the developer docstring is not the manual
+
+
+def test_run_help_shows_a_valid_script_and_the_real_step_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert SCRIPT_FORMAT.splitlines()[0] in capsys.readouterr().out
+    cap = inspect.signature(AgentLoop).parameters["max_steps"].default
+    assert f"after {cap} model steps" in SCRIPT_FORMAT
+    example = SCRIPT_FORMAT[SCRIPT_FORMAT.index("["):SCRIPT_FORMAT.index("Each reply")]
+    replies = parse_script(json.loads(re.sub(r"\s*\n\s*", " ", example)))
+    assert [call.name for call in replies[0].tool_calls] == ["todo_write"]
