@@ -10,7 +10,6 @@ features, and these tests still hold them to "the same plan as the exact read" o
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from dsh_todo.harness.persistence.checkpoint_file import usable_checkpoint
 from dsh_todo.harness.persistence.errors import refuse_unknown_types
 from dsh_todo.harness.persistence.fastscan import LastOf, scan_last_of
 from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.store import writer_alive as store_writer_alive
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
@@ -70,21 +70,8 @@ def store_for(log: Path) -> JsonlStore:
 
 
 def writer_alive(log: Path) -> bool:
-    """Whether a live process holds the log's writer lock (the lock file exists and names a running pid)."""
-    lock = log.parent / "session.lock"
-    try:
-        pid = int(lock.read_text(encoding="ascii").strip() or "0")
-    except (OSError, ValueError):
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a live process holds the log's writer lock (the store's own check)."""
+    return store_writer_alive(log.parent / "session.lock")
 
 
 def read_session(path: str | Path) -> SessionView:
