@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from dsh_todo.testing import stop
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PROTOCOL = "2025-06-18"
@@ -106,13 +107,7 @@ def main() -> int:
                 hwm = status(server.pid, "VmHWM")
             alive = server.poll() is None
         finally:
-            if server.poll() is None:
-                server.send_signal(signal.SIGINT)
-                try:
-                    server.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+            stop(server, timeout=30)
     print(f"clients: {done} sequential in {elapsed:.1f} s ({done / elapsed:.0f}/s), server alive: {alive}")
     print(f"open fds: {fds_before} before, {fds_after} after (peak sampled {peak_fds})")
     print(f"RSS: {rss_before / 1024:.1f} MiB after warm-up, {rss_after / 1024:.1f} MiB after, "

@@ -23,6 +23,7 @@ from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.turns import Turns
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import open_runtime
+from dsh_todo.testing import stop
 
 SIGPIPE_BIT = 1 << (signal.SIGPIPE - 1)
 HANGUPS = 60
@@ -39,16 +40,6 @@ def ignores_sigpipe(pid: int) -> bool:
         if line.startswith("SigIgn:"):
             return bool(int(line.split()[1], 16) & SIGPIPE_BIT)
     raise AssertionError("no SigIgn line")
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @contextlib.contextmanager

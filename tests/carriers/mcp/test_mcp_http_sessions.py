@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ pytest.importorskip("mcp")
 
 from dsh_todo.harness.persistence import SessionLockedError
 from dsh_todo.runtime import open_runtime
+from dsh_todo.testing import stop
 
 CLIENTS = 300
 """Sequential clients in the fd test (``benchmarks/mcp_soak.py`` runs 2,000)."""
@@ -53,13 +53,7 @@ def http_server(root: Path, cwd: Path, *extra: str) -> Iterator[tuple[subprocess
         assert url.startswith("http://127.0.0.1:")
         yield process, url
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process)
 
 
 def rpc_result(response: httpx.Response) -> Any:

@@ -30,6 +30,7 @@ from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.tools.registry import ToolResult
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import open_runtime
+from dsh_todo.testing import stop
 from dsh_todo.tool_todo.rules import standing_plan
 from tests.conftest import BootFactory, fixtures_dir, hanging_tool, plan_json, read_jsonl
 
@@ -300,7 +301,6 @@ async def test_conformance_vectors_over_stdio(make_ctx: BootFactory, tmp_path: P
 
 async def test_streamable_http(tmp_path: Path, server_cwd: Path) -> None:
     """``--http``: one server, answered over streamable HTTP on 127.0.0.1; the log is flushed on shutdown."""
-    import signal
     import subprocess
 
     root = tmp_path / "sessions"
@@ -323,12 +323,7 @@ async def test_streamable_http(tmp_path: Path, server_cwd: Path) -> None:
         assert got.meta is not None
         session_id = got.meta[SESSION_META_KEY]
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
     ctx: Context = open_runtime(root)
     try:
         stored = ctx.session_persistence.read(session_id)
