@@ -106,12 +106,14 @@ def test_a_port_out_of_range(command: list[str], capsys: pytest.CaptureFixture[s
 def test_anything_unexpected_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A bug is still one line; ``--debug`` or ``DSH_TODO_DEBUG=1`` lets the traceback through."""
-    import dsh_todo.cli as cli
+    import dataclasses
+
+    from dsh_todo.commands import schema
 
     def broken(_args: object) -> int:
         raise KeyError("boom")
 
-    monkeypatch.setattr(cli, "_cmd_schema", broken)
+    monkeypatch.setattr(schema, "COMMAND", dataclasses.replace(schema.COMMAND, run=broken))
     assert main(["schema"]) == 1
     assert one_error_line(capsys) == "dsh-todo: error: 'boom'"
     with pytest.raises(KeyError):
