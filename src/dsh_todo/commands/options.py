@@ -7,10 +7,10 @@ import math
 from typing import TYPE_CHECKING
 
 from dsh_todo.harness.errors import CommandError
-from dsh_todo.runtime import Storage, default_root
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence import LogBackend
+    from dsh_todo.runtime import Storage
 
 SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
 
@@ -51,6 +51,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def storage_of(args: argparse.Namespace) -> Storage:
     """The storage the options name (a contradiction raises :class:`~dsh_todo.runtime.StorageError`)."""
+    from dsh_todo.runtime import Storage
+
     return Storage.resolve(args.root, args.database, getattr(args, "compression", None), args.schema)
 
 
@@ -62,6 +64,7 @@ def open_backend(storage: Storage) -> LogBackend:
 
         return open_database(storage.database, schema=storage.schema)
     from dsh_todo.harness.persistence import JsonlStore
+    from dsh_todo.runtime import default_root
 
     return JsonlStore(storage.root or default_root(), storage.compression)
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
-import uuid
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import (
@@ -28,6 +26,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import uuid
+
     from dsh_todo.carriers.terminal import PlanPrinter, safe
     from dsh_todo.harness import Agent
     from dsh_todo.harness.agent_loop import AgentLoop

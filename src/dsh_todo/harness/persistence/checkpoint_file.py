@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,7 +93,7 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
     The directory is not fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags.
     """
     target = checkpoint_path(log_path)
-    tmp = target.with_name(f"{CHECKPOINT_NAME}.{secrets.token_hex(6)}.tmp")
+    tmp = target.with_name(f"{CHECKPOINT_NAME}.{os.urandom(6).hex()}.tmp")
     data = checkpoint.encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
