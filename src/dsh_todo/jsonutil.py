@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
 import orjson
+
+MAX_DEPTH: Final = 1024
+"""How deeply :func:`loads` nests: orjson's own limit. A valid ``todo_write`` call needs three levels; deeper text is
+refused as not JSON rather than parsed by a recursive fallback that would exhaust Python's stack."""
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -55,7 +59,12 @@ def loads(text: str | bytes) -> Any:
     """
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return json.loads(text, parse_constant=_no_constants)
+        try:
+            return json.loads(text, parse_constant=_no_constants)
+        except RecursionError:  # a text orjson refused for another reason, nested deeper than the stack allows
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
