@@ -43,10 +43,12 @@ def _transfer(args: argparse.Namespace) -> int:
     from dsh_todo.harness.persistence.postgres.schema import check_schema_name
 
     check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
+    from dsh_todo.carriers.terminal import safe
     from dsh_todo.harness.persistence.postgres import PgStore
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
     store = PgStore(url, schema=args.schema)
+    store.open()  # one line for an unreachable database, not one failure per session
     try:
         if direction == "import":
             results = import_root(args.root, store, session_ids=args.session)
@@ -57,10 +59,10 @@ def _transfer(args: argparse.Namespace) -> int:
     failed = 0
     for result in results:
         if isinstance(result, Moved):
-            print(result.describe(f"{direction}ed"))
+            print(safe(result.describe(f"{direction}ed")))
         else:
             failed += 1
-            print(f"dsh-todo {direction}: {result}", file=sys.stderr)
+            print(f"dsh-todo {direction}: {safe(result.describe())}", file=sys.stderr)
     print(f"{len(results) - failed} sessions {direction}ed, {failed} failed", file=sys.stderr)
     return 1 if failed else 0
 

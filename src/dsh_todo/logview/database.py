@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dsh_todo.harness.errors import DshTodoError
 from dsh_todo.logview.health import Refusal
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ def open_database(url: str, *, schema: str = "public") -> PgStore:
     store = PgStore(url, schema=schema)
     try:
         store.open()
-    except Exception as exc:
-        store.close()
-        raise Refusal("internal", f"cannot open the database {store.location}: {' '.join(str(exc).split())}") from None
+    except DshTodoError as exc:  # unreachable (DatabaseUnavailableError), or tables of a newer format
+        raise Refusal("internal", str(exc)) from None
     return store

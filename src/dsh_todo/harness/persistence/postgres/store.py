@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import psycopg
 
+from dsh_todo.harness.errors import DatabaseUnavailableError
 from dsh_todo.harness.persistence.contract import Batch, Checkpointed, LoadedLog, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
@@ -37,7 +38,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
-from dsh_todo.harness.persistence.postgres.connection import Conn, broken, connect, describe
+from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.locking import (
     find_holder,
     forget_holder,
@@ -172,8 +173,13 @@ class PgStore:
             return fn(self._reader())
 
     def open(self) -> None:
-        """Connect now (creating the tables if needed), so a wrong URL fails at boot rather than on first use."""
-        self.run(lambda _conn: None)
+        """Connect now (creating the tables if needed), so a wrong URL fails at boot rather than on first use, with
+        :class:`DatabaseUnavailableError` saying where and why in one line."""
+        try:
+            self.run(lambda _conn: None)
+        except psycopg.Error as exc:  # unreachable, refused, or no right to create the tables
+            self.close()
+            raise DatabaseUnavailableError(f"cannot open the database {self.location}: {cause(exc)}") from None
 
     def close(self) -> None:
         """Stop following and close the shared reading connection (writers close their own)."""

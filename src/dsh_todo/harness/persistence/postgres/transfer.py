@@ -200,8 +200,19 @@ def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Move
     return Moved(session_id, len(stored.events), len(batches))
 
 
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A session that did not move, and why; the other sessions still moved."""
+
+    session_id: str
+    error: Exception
+
+    def describe(self) -> str:
+        return f"{self.session_id}: {' '.join(str(self.error).split()) or type(self.error).__name__}"
+
+
 def import_root(root: str | os.PathLike[str], target: PgStore, *,
-                session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
+                session_ids: Sequence[str] | None = None) -> list[Moved | Failed]:
     """Import every session under ``root`` (or the named ones), each log in its own encoding; one result per
     session, failures included."""
     source = JsonlStore(root)
@@ -210,23 +221,23 @@ def import_root(root: str | os.PathLike[str], target: PgStore, *,
 
 
 def export_root(source: PgStore, root: str | os.PathLike[str], *, compression: Compression = "zstd",
-                session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
+                session_ids: Sequence[str] | None = None) -> list[Moved | Failed]:
     """Export every database session (or the named ones) into ``root``; one result per session."""
     target = JsonlStore(root, compression)
     ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
     return _each(ids, lambda session_id: export_session(source, target, session_id))
 
 
-def _each(session_ids: Sequence[str], move: Callable[[str], Moved]) -> list[Moved | Exception]:
+def _each(session_ids: Sequence[str], move: Callable[[str], Moved]) -> list[Moved | Failed]:
     """``move`` every session; a failure is that session's result and the others still move."""
-    results: list[Moved | Exception] = []
+    results: list[Moved | Failed] = []
     for session_id in session_ids:
         try:
             results.append(move(session_id))
         except Exception as exc:
-            results.append(exc)
+            results.append(Failed(session_id, exc))
     return results
 
 
-__all__ = ["Moved", "encode_log", "export_root", "export_session",
+__all__ = ["Failed", "Moved", "encode_log", "export_root", "export_session",
            "import_root", "import_session", "source_batches"]
