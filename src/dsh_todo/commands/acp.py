@@ -5,19 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import (
-    SCRIPT_FORMAT,
-    add_model_options,
-    add_policy_option,
-    add_storage_options,
-    storage_of,
-)
-
-
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_options(parser)
-    add_storage_options(parser, writes=True)
-    add_policy_option(parser)
+from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -30,4 +18,4 @@ def _run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "acp", "the agent loop as an ACP agent over stdio (plans show in the editor)",
     "Run the agent loop as an ACP agent over stdio, so an editor shows the plan.\n\n" + SCRIPT_FORMAT,
-    "dsh-todo acp --script replies.json", _arguments, _run)
+    "dsh-todo acp --script replies.json", add_agent_options, _run)

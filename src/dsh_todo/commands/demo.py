@@ -18,8 +18,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.demo import run_demo
 
-    check_port(args.port)
-    return run_demo(storage_of(args), web=args.web, port=args.port, pace=args.pace)
+    return run_demo(storage_of(args), web=args.web, port=check_port(args.port), pace=args.pace)
 
 
 COMMAND = Command(

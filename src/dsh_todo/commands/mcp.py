@@ -21,9 +21,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.mcp.server import main as serve_mcp
 
-    check_port(args.port)
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
-                     port=args.port, idle_timeout=args.idle_timeout)
+                     port=check_port(args.port), idle_timeout=args.idle_timeout)
 
 
 COMMAND = Command(

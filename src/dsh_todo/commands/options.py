@@ -37,6 +37,13 @@ def add_storage_options(parser: argparse.ArgumentParser, *, writes: bool) -> Non
                                  "theirs")
 
 
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """What an agent-loop command (``run``, ``acp``) needs: the model's source, the storage and the tool's policy."""
+    add_model_options(parser)
+    add_storage_options(parser, writes=True)
+    add_policy_option(parser)
+
+
 def add_policy_option(parser: argparse.ArgumentParser) -> None:
     """``--single-active``: the tool's ``allowParallelInProgress: false``."""
     parser.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
@@ -69,10 +76,12 @@ def open_backend(storage: Storage) -> LogBackend:
     return JsonlStore(storage.root or default_root(), storage.compression)
 
 
-def check_port(port: int) -> None:
-    """Refuse a port no socket can have: asyncio and uvicorn would otherwise wrap it silently (99999 → 34463)."""
+def check_port(port: int) -> int:
+    """``port``, or refused if no socket can have it: asyncio and uvicorn would otherwise wrap it silently
+    (99999 → 34463)."""
     if not 0 <= port <= 65535:
         raise CommandError(f"--port must be between 0 and 65535 (0 picks a free one), not {port}")
+    return port
 
 
 def seconds(text: str) -> float:

@@ -7,22 +7,14 @@ import os
 import sys
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import (
-    SCRIPT_FORMAT,
-    add_model_options,
-    add_policy_option,
-    add_storage_options,
-    storage_of,
-)
+from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
 from dsh_todo.harness.errors import CommandError
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompt")
-    add_model_options(parser)
-    add_storage_options(parser, writes=True)
     parser.add_argument("--session", help="session id; an existing one is resumed")
-    add_policy_option(parser)
+    add_agent_options(parser)
 
 
 def _run(args: argparse.Namespace) -> int:

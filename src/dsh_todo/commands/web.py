@@ -19,8 +19,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
 
-    check_port(args.port)
-    return run_web(storage_of(args), host=args.host, port=args.port, token=args.token)
+    return run_web(storage_of(args), host=args.host, port=check_port(args.port), token=args.token)
 
 
 COMMAND = Command(
