@@ -28,7 +28,7 @@ def plan_label(view: Any) -> str:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.terminal import safe
     from dsh_todo.commands.reading import backend_of, close
-    from dsh_todo.harness.persistence import JsonlStore
+    from dsh_todo.harness.persistence import JsonlBackend
     from dsh_todo.logview import list_sessions
 
     if args.root_arg and args.root and args.root_arg != args.root:
@@ -37,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     reading = backend_of(args)
     backend = reading["backend"]
     try:
-        if isinstance(backend, JsonlStore) and not backend.root.is_dir():
+        if isinstance(backend, JsonlBackend) and not backend.root.is_dir():
             raise CommandError(f"{backend.root} is not a directory")
         try:
             views = list_sessions(backend)

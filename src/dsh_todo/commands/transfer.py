@@ -44,10 +44,10 @@ def _transfer(args: argparse.Namespace) -> int:
 
     check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
     from dsh_todo.carriers.terminal import safe
-    from dsh_todo.harness.persistence.postgres import PgStore
+    from dsh_todo.harness.persistence.postgres import PgBackend
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
-    store = PgStore(url, schema=args.schema)
+    store = PgBackend(url, schema=args.schema)
     store.open()  # one line for an unreachable database, not one failure per session
     try:
         if direction == "import":
