@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.harness import Context
 from dsh_todo.harness.errors import HarnessError, ToolArgsError
-from dsh_todo.harness.frozen import FrozenDict, snapshot
+from dsh_todo.harness.frozen import FrozenDict, lossless_copy
 from dsh_todo.harness.tools import ToolExecution, ToolRegistry, ToolResult, define_tool, error_result
 from dsh_todo.harness.tools.schema import SchemaAuthorError, compile_parameters, compile_value
 from dsh_todo.harness.tools.validate import compile_acceptor, violations
@@ -164,7 +164,7 @@ async def test_execute_pipeline_results() -> None:
     bad = await registry.execute("echo", {"n": "3", "tag": 1})
     assert bad.text == 'Error: invalid arguments: "n" must be an integer; "tag" must be a string'
     assert bad.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
-    frozen = await registry.execute("echo", snapshot({"n": 4}))
+    frozen = await registry.execute("echo", lossless_copy({"n": 4}))
     assert frozen.value == {"n": 4}
 
 

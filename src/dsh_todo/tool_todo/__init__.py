@@ -14,18 +14,37 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError, TodoRejectedError
-from dsh_todo.harness.frozen import FrozenDict, FrozenList
+from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
 from dsh_todo.jscompat import js_text
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
 from dsh_todo.tool_todo.projection import TODOS_UNIT
-from dsh_todo.tool_todo.rules import TodoError, TodoItem, canonicalize, render
+from dsh_todo.tool_todo.rules import TodoError, TodoItem, canonical_pairs, render
 
 name: Final = "tool-todo"
 inject: Final = ["tools"]
 
 NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
+
+ITEMS_KEPT: Final = 4096
+"""How many distinct logged items :func:`_logged_item` keeps for reuse (then it starts afresh): bounded memory."""
+
+_items: dict[tuple[str, str], FrozenDict] = {}
+
+
+def _logged_item(pair: tuple[str, str]) -> FrozenDict:
+    """The frozen, untracked ``{content, status}`` for a pair, shared by every event that logs it.
+
+    A model resends its whole list on every call and most items come back unchanged, so most calls build no item
+    at all; sharing is safe because nobody can change a frozen item (docs/decisions/0008-untracked-log.md).
+    """
+    item = _items.get(pair)
+    if item is None:
+        if len(_items) >= ITEMS_KEPT:
+            _items.clear()
+        item = _items[pair] = untracked(FrozenDict(content=pair[0], status=pair[1]))
+    return item
 
 
 @dataclass(frozen=True)
@@ -56,14 +75,15 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
 
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
         try:
-            todos, counts = canonicalize(args["todos"], allow_parallel, FrozenDict)
+            pairs, counts = canonical_pairs(args["todos"], allow_parallel)
         except TodoError as exc:
             raise TodoRejectedError(str(exc)) from None
         agent = call.agent
         if agent is None:
             raise TodoRejectedError(NO_OWNER)
-        frozen = FrozenList(todos)
-        agent.session.append("todo/write", FrozenDict(todos=frozen))
+        kept = _items.get
+        frozen = untracked(FrozenList([kept(pair) or _logged_item(pair) for pair in pairs]))
+        agent.session.append("todo/write", untracked(FrozenDict(todos=frozen)))
         return {"todos": frozen, "counts": counts}
 
     def render_result(_args: Any, value: dict[str, Any]) -> str:

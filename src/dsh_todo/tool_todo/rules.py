@@ -5,7 +5,7 @@ Standard library only, so any carrier or adapter can reuse them without the harn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import Any, Final, Literal, NoReturn, TypedDict
 
@@ -40,27 +40,33 @@ def too_many_active(count: int) -> str:
     return f"invalid todos: at most one task may be in_progress (got {count})"
 
 
-def canonicalize(items: Sequence[Mapping[str, Any]], allow_parallel: bool,
-                 make_item: Callable[..., Any] = dict) -> tuple[list[TodoItem], Counts]:
-    """Trimmed items with exactly ``content`` and ``status``, and their counts; raises :class:`TodoError`.
+def canonical_pairs(items: Sequence[Mapping[str, Any]],
+                    allow_parallel: bool) -> tuple[list[tuple[str, Status]], Counts]:
+    """Each item's trimmed ``(content, status)`` in list order, and their counts; raises :class:`TodoError`.
 
     Checks run per item in list order (empty, then duplicate) and the first failure wins; the ``in_progress`` cap
-    is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2).
-    ``make_item(content=…, status=…)`` builds each canonical item (the plugin passes an immutable mapping, so the
-    list can go into the log without another copy). A valid list is checked with whole-list operations; only a
-    list that breaks a rule takes the item-by-item walk that names the first failure.
+    is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2). A valid list is
+    checked with whole-list operations; only a list that breaks a rule takes the item-by-item walk that names the
+    first failure. Pairs rather than items: the plugin turns each pair into its logged item itself (one shared
+    frozen object per pair), so nothing is built twice.
     """
     whitespace = JS_WHITESPACE
     contents = [item["content"].strip(whitespace) for item in items]
     if not all(contents) or len(set(contents)) != len(contents):
         _first_failure(contents)
-    statuses = [item["status"] for item in items]
+    statuses: list[Status] = [item["status"] for item in items]
     active = statuses.count("in_progress")
     if not allow_parallel and active > 1:
         raise TodoError(too_many_active(active))
     done = statuses.count("completed")
-    todos = [make_item(content=content, status=status) for content, status in zip(contents, statuses, strict=True)]
-    return todos, {"pending": len(todos) - active - done, "inProgress": active, "completed": done}
+    return (list(zip(contents, statuses, strict=True)),
+            {"pending": len(contents) - active - done, "inProgress": active, "completed": done})
+
+
+def canonicalize(items: Sequence[Mapping[str, Any]], allow_parallel: bool) -> tuple[list[TodoItem], Counts]:
+    """Trimmed items with exactly ``content`` and ``status``, and their counts (:func:`canonical_pairs`)."""
+    pairs, counts = canonical_pairs(items, allow_parallel)
+    return [{"content": content, "status": status} for content, status in pairs], counts
 
 
 def _first_failure(contents: Sequence[str]) -> NoReturn:
