@@ -1,0 +1,39 @@
+"""The plugin's logged items: one frozen object per ``(content, status)``, kept in a bounded table."""
+
+from __future__ import annotations
+
+import pytest
+
+import dsh_todo.tool_todo as tool_todo_module
+from dsh_todo.harness import Agent
+from tests.conftest import BootFactory
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_unchanged_item_is_logged_as_the_same_frozen_object(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=True)
+    agent = Agent("a", ctx.sessions.create("a"))
+    first = [{"content": " plan ", "status": "completed"}, {"content": "build", "status": "in_progress"}]
+    second = [{"content": "plan", "status": "completed"}, {"content": "build", "status": "completed"}]
+    await ctx.tools.execute("todo_write", {"todos": first}, agent=agent)
+    await ctx.tools.execute("todo_write", {"todos": second}, agent=agent)
+    one, two = (event["data"]["todos"] for event in agent.session.events)
+    assert one[0] is two[0]
+    assert one[1] is not two[1] and one[1] == {"content": "build", "status": "in_progress"}
+    assert one is not two
+    with pytest.raises(TypeError):
+        two[0]["status"] = "pending"
+
+
+async def test_the_table_of_items_stays_bounded(make_ctx: BootFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool_todo_module, "ITEMS_KEPT", 8)
+    monkeypatch.setattr(tool_todo_module, "_items", {})
+    ctx = make_ctx(allow_parallel=True)
+    agent = Agent("a", ctx.sessions.create("a"))
+    for n in range(10):
+        todos = [{"content": f"task {n}-{k}", "status": "pending"} for k in range(3)]
+        result = await ctx.tools.execute("todo_write", {"todos": todos}, agent=agent)
+        assert not result.is_error
+        assert agent.session.events[-1]["data"]["todos"] == todos
+    assert 0 < len(tool_todo_module._items) <= 8
