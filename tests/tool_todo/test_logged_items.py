@@ -15,7 +15,7 @@ async def test_an_unchanged_item_is_logged_as_the_same_frozen_object(make_ctx: B
     ctx = make_ctx(allow_parallel=True)
     agent = Agent("a", ctx.sessions.create("a"))
     first = [{"content": " plan ", "status": "completed"}, {"content": "build", "status": "in_progress"}]
-    second = [{"content": "plan", "status": "completed"}, {"content": "build", "status": "completed"}]
+    second = [{"content": " plan ", "status": "completed"}, {"content": "build", "status": "completed"}]
     await ctx.tools.execute("todo_write", {"todos": first}, agent=agent)
     await ctx.tools.execute("todo_write", {"todos": second}, agent=agent)
     one, two = (event["data"]["todos"] for event in agent.session.events)
@@ -24,6 +24,24 @@ async def test_an_unchanged_item_is_logged_as_the_same_frozen_object(make_ctx: B
     assert one is not two
     with pytest.raises(TypeError):
         two[0]["status"] = "pending"
+
+
+async def test_a_remembered_item_still_goes_through_every_list_rule(make_ctx: BootFactory) -> None:
+    ctx = make_ctx(allow_parallel=False)
+    agent = Agent("a", ctx.sessions.create("a"))
+    ok = [{"content": " plan ", "status": "in_progress"}, {"content": "build", "status": "in_progress"}]
+    first = await ctx.tools.execute("todo_write", {"todos": ok[:1]}, agent=agent)
+    assert not first.is_error
+    twice = await ctx.tools.execute("todo_write", {"todos": [ok[0], {"content": "plan", "status": "pending"}]},
+                                    agent=agent)
+    assert twice.text == 'Error: invalid todos: duplicate content "plan"'
+    active = await ctx.tools.execute("todo_write", {"todos": ok}, agent=agent)
+    assert active.text == "Error: invalid todos: at most one task may be in_progress (got 2)"
+    blank = [{"content": "   ", "status": "pending"}]
+    for _ in range(2):
+        refused = await ctx.tools.execute("todo_write", {"todos": blank}, agent=agent)
+        assert refused.text == "Error: invalid todo: `content` must be a non-empty string"
+    assert agent.session.seq == 1
 
 
 async def test_the_table_of_items_stays_bounded(make_ctx: BootFactory, monkeypatch: pytest.MonkeyPatch) -> None:

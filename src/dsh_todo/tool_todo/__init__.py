@@ -16,10 +16,10 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError, TodoRejectedError
 from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
-from dsh_todo.jscompat import js_text
+from dsh_todo.jscompat import js_text, js_trim
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
 from dsh_todo.tool_todo.projection import TODOS_UNIT
-from dsh_todo.tool_todo.rules import TodoError, TodoItem, canonical_pairs, render
+from dsh_todo.tool_todo.rules import TodoError, TodoItem, check_list, render
 
 name: Final = "tool-todo"
 inject: Final = ["tools"]
@@ -28,22 +28,26 @@ NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
 
 ITEMS_KEPT: Final = 4096
-"""How many distinct logged items :func:`_logged_item` keeps for reuse (then it starts afresh): bounded memory."""
+"""How many distinct items :func:`_logged_item` remembers (then it starts afresh): bounded memory."""
 
 _items: dict[tuple[str, str], FrozenDict] = {}
 
 
-def _logged_item(pair: tuple[str, str]) -> FrozenDict:
-    """The frozen, untracked ``{content, status}`` for a pair, shared by every event that logs it.
+def _logged_item(sent: tuple[str, str]) -> FrozenDict:
+    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent, shared by every event logging it.
 
-    A model resends its whole list on every call and most items come back unchanged, so most calls build no item
-    at all; sharing is safe because nobody can change a frozen item (docs/decisions/0008-untracked-log.md).
+    A model resends its whole list on every call and most items come back unchanged, so most calls trim and build
+    no item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list
+    rules run on every call. Sharing is safe because nobody can change a frozen item
+    (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
+    lossless), so a key cannot be a subclass with its own idea of equality.
     """
-    item = _items.get(pair)
+    item = _items.get(sent)
     if item is None:
         if len(_items) >= ITEMS_KEPT:
             _items.clear()
-        item = _items[pair] = untracked(FrozenDict(content=pair[0], status=pair[1]))
+        content, status = sent
+        item = _items[sent] = untracked(FrozenDict(content=js_trim(content), status=status))
     return item
 
 
@@ -74,15 +78,17 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
 
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
+        known = _items.get
+        todos = [known(sent := (item["content"], item["status"])) or _logged_item(sent) for item in args["todos"]]
         try:
-            pairs, counts = canonical_pairs(args["todos"], allow_parallel)
+            counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
+                                allow_parallel)
         except TodoError as exc:
             raise TodoRejectedError(str(exc)) from None
         agent = call.agent
         if agent is None:
             raise TodoRejectedError(NO_OWNER)
-        kept = _items.get
-        frozen = untracked(FrozenList([kept(pair) or _logged_item(pair) for pair in pairs]))
+        frozen = untracked(FrozenList(todos))
         agent.session.append("todo/write", untracked(FrozenDict(todos=frozen)))
         return {"todos": frozen, "counts": counts}
 

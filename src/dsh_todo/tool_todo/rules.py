@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import Any, Final, Literal, NoReturn, TypedDict
 
-from dsh_todo.jscompat import JS_WHITESPACE, js_string
+from dsh_todo.jscompat import js_string
 
 Status = Literal["pending", "in_progress", "completed"]
 STATUSES: Final = ("pending", "in_progress", "completed")
@@ -40,33 +40,21 @@ def too_many_active(count: int) -> str:
     return f"invalid todos: at most one task may be in_progress (got {count})"
 
 
-def canonical_pairs(items: Sequence[Mapping[str, Any]],
-                    allow_parallel: bool) -> tuple[list[tuple[str, Status]], Counts]:
-    """Each item's trimmed ``(content, status)`` in list order, and their counts; raises :class:`TodoError`.
+def check_list(contents: Sequence[str], statuses: Sequence[str], allow_parallel: bool) -> Counts:
+    """The list rules over the trimmed contents and the statuses; the counts, or :class:`TodoError`.
 
     Checks run per item in list order (empty, then duplicate) and the first failure wins; the ``in_progress`` cap
     is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2). A valid list is
     checked with whole-list operations; only a list that breaks a rule takes the item-by-item walk that names the
-    first failure. Pairs rather than items: the plugin turns each pair into its logged item itself (one shared
-    frozen object per pair), so nothing is built twice.
+    first failure.
     """
-    whitespace = JS_WHITESPACE
-    contents = [item["content"].strip(whitespace) for item in items]
     if not all(contents) or len(set(contents)) != len(contents):
         _first_failure(contents)
-    statuses: list[Status] = [item["status"] for item in items]
     active = statuses.count("in_progress")
     if not allow_parallel and active > 1:
         raise TodoError(too_many_active(active))
     done = statuses.count("completed")
-    return (list(zip(contents, statuses, strict=True)),
-            {"pending": len(contents) - active - done, "inProgress": active, "completed": done})
-
-
-def canonicalize(items: Sequence[Mapping[str, Any]], allow_parallel: bool) -> tuple[list[TodoItem], Counts]:
-    """Trimmed items with exactly ``content`` and ``status``, and their counts (:func:`canonical_pairs`)."""
-    pairs, counts = canonical_pairs(items, allow_parallel)
-    return [{"content": content, "status": status} for content, status in pairs], counts
+    return {"pending": len(contents) - active - done, "inProgress": active, "completed": done}
 
 
 def _first_failure(contents: Sequence[str]) -> NoReturn:
