@@ -168,15 +168,19 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
     def emit(node: dict[str, Any], var: str, indent: str) -> None:
         kind = node.get("type")
         if kind == "object":
-            lines.append(f"{indent}if type({var}) is not dict: return False")
             properties: dict[str, Any] = node.get("properties", {})
-            for key in node.get("required", ()):
-                lines.append(f"{indent}if {key!r} not in {var}: return False")
             declared = fresh("D")
             names[declared] = frozenset(properties)
-            if node.get("additionalProperties") is False:
-                lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
-            else:  # undeclared values of an open object are not checked below: they must still be lossless
+            closed = node.get("additionalProperties") is False
+            if closed and set(node.get("required", ())) == set(properties):  # exactly these keys: one comparison
+                lines.append(f"{indent}if type({var}) is not dict or {var}.keys() != {declared}: return False")
+            else:
+                lines.append(f"{indent}if type({var}) is not dict: return False")
+                for key in node.get("required", ()):
+                    lines.append(f"{indent}if {key!r} not in {var}: return False")
+                if closed:
+                    lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
+            if not closed:  # undeclared values of an open object are not checked below: they must still be lossless
                 lines.append(f"{indent}for k, x in {var}.items():")
                 lines.append(f"{indent}    if k not in {declared} and not LOSSLESS(x): return False")
             required = set(node.get("required", ()))
