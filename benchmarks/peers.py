@@ -192,12 +192,17 @@ def find_python(needs: tuple[int, int], given: str | None) -> str | None:
 
 
 def install(peer: Peer, python: str, where: Path) -> tuple[Path | None, str]:
-    """A fresh environment holding the peer and this project; (its python, "") or (None, why not)."""
+    """An environment holding the peer and this project as it is now; (its python, "") or (None, why not).
+
+    A kept environment (``--keep``) is reused, with this project reinstalled so the figures are of this tree.
+    """
     env = where / peer.key
     uv = shutil.which("uv") or "uv"
-    steps = ([uv, "venv", "--no-config", "-q", "-p", python, str(env)],  # --no-config: not this project's pins
-             [uv, "pip", "install", "--no-config", "-q", "-p", str(env / "bin" / "python"), peer.requirement,
-              str(PROJECT)])
+    target = str(env / "bin" / "python")
+    steps = [[uv, "pip", "install", "--no-config", "-q", "-p", target, peer.requirement, str(PROJECT),
+              "--reinstall-package", "dsh-todo"]]  # --no-config: the peer's own resolution, not our pins
+    if not (env / "bin" / "python").exists():
+        steps.insert(0, [uv, "venv", "--no-config", "-q", "-p", python, str(env)])
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, cwd=where,
                               env={**os.environ, "VIRTUAL_ENV": str(env)})
@@ -233,8 +238,7 @@ def main() -> None:
             if python is None:
                 print(f"{peer.label}: not measured, no Python {peer.needs[0]}.{peer.needs[1]}+ on this machine")
                 continue
-            existing = where / peer.key / "bin" / "python"
-            env_python, why = (existing, "") if keep and existing.exists() else install(peer, python, where)
+            env_python, why = install(peer, python, where)
             if env_python is None:
                 print(f"{peer.label}: not measured, {peer.requirement} could not be installed: {why}")
                 continue

@@ -172,8 +172,9 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
             declared = fresh("D")
             names[declared] = frozenset(properties)
             closed = node.get("additionalProperties") is False
-            if closed and set(node.get("required", ())) == set(properties):  # exactly these keys: one comparison
-                lines.append(f"{indent}if type({var}) is not dict or {var}.keys() != {declared}: return False")
+            exact = closed and set(node.get("required", ())) == set(properties)
+            if exact:  # exactly these keys: the length here, and each .get() below fails its type test if missing
+                lines.append(f"{indent}if type({var}) is not dict or len({var}) != {len(properties)}: return False")
             else:
                 lines.append(f"{indent}if type({var}) is not dict: return False")
                 for key in node.get("required", ()):
@@ -186,7 +187,10 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
             required = set(node.get("required", ()))
             for key, child in properties.items():
                 item = fresh("v")
-                if key in required:  # presence already checked above
+                if exact:  # MISSING is no JSON value: the child's first test refuses it
+                    lines.append(f"{indent}{item} = {var}.get({key!r}, MISSING)")
+                    emit(child, item, indent)
+                elif key in required:  # presence already checked above
                     lines.append(f"{indent}{item} = {var}[{key!r}]")
                     emit(child, item, indent)
                 else:
