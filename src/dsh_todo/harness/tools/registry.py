@@ -173,7 +173,7 @@ class ToolRegistry:
                 return error_result(error.message, error.info())
         try:
             value = tool.execute(args, ToolExecution(agent, signal, call_id))
-            if inspect.isawaitable(value):
+            if type(value) is not dict and inspect.isawaitable(value):  # a plain dict (the usual) never is
                 value = await value
             text = tool.render(args, value)
         except HarnessError as exc:
