@@ -55,3 +55,18 @@ async def test_the_table_of_items_stays_bounded(make_ctx: BootFactory, monkeypat
         assert not result.is_error
         assert agent.session.events[-1]["data"]["todos"] == todos
     assert 0 < len(tool_todo_module._items) <= 8
+
+
+async def test_a_long_item_is_logged_but_not_remembered(make_ctx: BootFactory,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool_todo_module, "_items", {})
+    ctx = make_ctx(allow_parallel=True)
+    agent = Agent("a", ctx.sessions.create("a"))
+    long = "x" * (tool_todo_module.ITEM_TEXT_KEPT + 1)
+    todos = [{"content": long, "status": "pending"}, {"content": "short", "status": "pending"}]
+    for _ in range(2):
+        assert not (await ctx.tools.execute("todo_write", {"todos": todos}, agent=agent)).is_error
+    one, two = (event["data"]["todos"] for event in agent.session.events)
+    assert one == two == todos
+    assert one[1] is two[1] and one[0] is not two[0]
+    assert list(tool_todo_module._items) == [("short", "pending")]

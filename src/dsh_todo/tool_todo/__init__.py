@@ -28,7 +28,9 @@ NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
 
 ITEMS_KEPT: Final = 4096
-"""How many distinct items :func:`_logged_item` remembers (then it starts afresh): bounded memory."""
+"""How many distinct items :func:`_logged_item` remembers (then it starts afresh)."""
+ITEM_TEXT_KEPT: Final = 1024
+"""Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
 
 _items: dict[tuple[str, str], FrozenDict] = {}
 
@@ -44,10 +46,12 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     """
     item = _items.get(sent)
     if item is None:
-        if len(_items) >= ITEMS_KEPT:
-            _items.clear()
         content, status = sent
-        item = _items[sent] = untracked(FrozenDict(content=js_trim(content), status=status))
+        item = untracked(FrozenDict(content=js_trim(content), status=status))
+        if len(content) <= ITEM_TEXT_KEPT:
+            if len(_items) >= ITEMS_KEPT:
+                _items.clear()
+            _items[sent] = item
     return item
 
 
