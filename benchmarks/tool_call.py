@@ -1,19 +1,19 @@
-"""Median cost of one full ``todo_write`` call (valid and refused) and of the ``todos`` fold.
+"""Cost of one full ``todo_write`` call (valid and refused) and of the ``todos`` fold.
 
 The call is measured end to end as a model-driven call pays it: lossless check of the arguments, schema
-validation, canonicalisation, the append (with the projection registry advancing its cell) and the render. Each
-sample times a batch of calls inside one running event loop, so event-loop start-up is not counted; CPU time, so
-a shared machine's other jobs count less (the garbage collector's work is CPU time and does count).
+validation, the list rules, the append (with the projection registry advancing its cell) and the render, inside one
+running event loop (its start-up is not counted), in CPU time, so a shared machine's other jobs count less (the
+garbage collector's work is CPU time and does count).
 
-Three figures:
+- *short sessions*: the runtime holds nothing but the session being called; median of 400-call batches;
+- *realistic heap*: 20 sessions × 1,000 logged calls stay alive, as a long-running agent holds them (the
+  reference's benchmark keeps its sessions too), and the calls go on logging into them; amortised over 10,000
+  calls per round, median of rounds, so the collector's full passes are in the figure;
+- *error path*: the same list with one invalid ``status`` against the same heap (nothing is appended);
+- *every item new*: the realistic heap again, each call's items never sent before (the tool remembers nothing).
 
-- *short sessions*: the runtime holds nothing but the session being called;
-- *realistic heap*: 20 sessions × 1,000 logged calls stay alive while we measure, as a long-running agent holds
-  them (the reference's benchmark keeps its sessions too), so every garbage collection has a real history to walk;
-- *error path*: the same list with one invalid ``status`` against the same heap (nothing is appended).
-
-Valid and error batches are interleaved so both see the same machine. Ratios: the reference's 581 µs (TypeScript,
-same machine kind) over ours, and our error path over our valid path.
+Ratios: the reference's 581 µs (TypeScript, same machine kind) over ours, and our error path over our valid path.
+Usage: ``uv run python benchmarks/tool_call.py [--quick]``.
 """
 
 from __future__ import annotations
@@ -59,13 +59,19 @@ def _fill_heap(ctx: Context) -> list[Any]:
     return ctx.sessions.list()
 
 
-async def _calls(ctx: Context, agents: list[Agent], args: dict[str, Any], calls: int) -> float:
-    """CPU µs per call over ``calls`` calls, spread over ``agents`` in turn."""
+def _new_lists(calls: int) -> list[dict[str, Any]]:
+    """``calls`` argument lists whose items were never sent before: nothing the tool remembers applies."""
+    return [{"todos": [{"content": f"  call {n}, step {i}  ", "status": item["status"]}
+                       for i, item in enumerate(ARGS["todos"])]} for n in range(calls)]
+
+
+async def _calls(ctx: Context, agents: list[Agent], args: list[dict[str, Any]], calls: int) -> float:
+    """CPU µs per call over ``calls`` calls, spread over ``agents`` in turn, the argument lists in turn."""
     execute = ctx.tools.execute
-    count = len(agents)
+    count, kinds = len(agents), len(args)
     start = time.process_time()
     for index in range(calls):
-        await execute("todo_write", args, agent=agents[index % count])
+        await execute("todo_write", args[index % kinds], agent=agents[index % count])
     return (time.process_time() - start) / calls * 1e6
 
 
@@ -77,7 +83,7 @@ def bench_short(batch: int = 400, samples: int = 61) -> float:
     async def body() -> None:
         for sample in range(samples):
             agent = Agent("bench", ctx.sessions.create(f"bench-{sample}"))
-            times.append(await _calls(ctx, [agent], ARGS, batch))
+            times.append(await _calls(ctx, [agent], [ARGS], batch))
             ctx.sessions.close(agent.session.id)
 
     asyncio.run(body())
@@ -85,32 +91,36 @@ def bench_short(batch: int = 400, samples: int = 61) -> float:
     return statistics.median(times)
 
 
-def bench_heap(calls: int = 10_000, rounds: int = 5) -> tuple[float, float]:
-    """(valid, error): medians over rounds of the amortised CPU µs per call with the realistic heap.
+def bench_heap(calls: int = 10_000, rounds: int = 5) -> tuple[float, float, float]:
+    """(valid, error, new items): medians over rounds of the amortised CPU µs per call with the realistic heap.
 
     Each round boots a runtime, fills the heap, collects once (every round starts from the same collector state),
     then times ``calls`` valid calls to the kept sessions in turn (they stay logged, so the heap grows by
     ``calls`` events and the collector's full passes land inside the window, as in a long-running agent: a
-    median of short batches would leave them out) and ``calls`` invalid-status calls (nothing is logged).
+    median of short batches would leave them out), ``calls`` invalid-status calls (nothing is logged), and
+    ``calls`` valid calls whose items are all new (the worst case for the remembered items; logged too).
     """
     valid: list[float] = []
     error: list[float] = []
+    new: list[float] = []
     for _ in range(rounds):
         ctx = boot(COMPOSITION)
         kept = _fill_heap(ctx)
         agents = [Agent("kept", session) for session in kept]
+        lists = _new_lists(calls)
         gc.collect()
 
-        async def body(ctx: Context, agents: list[Agent]) -> None:
-            valid.append(await _calls(ctx, agents, ARGS, calls))
-            error.append(await _calls(ctx, agents, BAD_ARGS, calls))
+        async def body(ctx: Context, agents: list[Agent], lists: list[dict[str, Any]]) -> None:
+            valid.append(await _calls(ctx, agents, [ARGS], calls))
+            error.append(await _calls(ctx, agents, [BAD_ARGS], calls))
+            new.append(await _calls(ctx, agents, lists, calls))
 
-        asyncio.run(body(ctx, agents))
-        assert sum(s.seq for s in kept) == HEAP_SESSIONS * HEAP_EVENTS + calls
+        asyncio.run(body(ctx, agents, lists))
+        assert sum(s.seq for s in kept) == HEAP_SESSIONS * HEAP_EVENTS + 2 * calls
         ctx.dispose()
-        del ctx, kept, agents
+        del ctx, kept, agents, lists
         gc.collect()
-    return statistics.median(valid), statistics.median(error)
+    return statistics.median(valid), statistics.median(error), statistics.median(new)
 
 
 def bench_fold(events: int = 100_000, samples: int = 9) -> float:
@@ -134,7 +144,7 @@ def bench_fold(events: int = 100_000, samples: int = 9) -> float:
 def main() -> None:
     quick = "--quick" in sys.argv
     short = bench_short(samples=21 if quick else 61)
-    valid, error = bench_heap(rounds=3 if quick else 5)
+    valid, error, new = bench_heap(rounds=3 if quick else 5)
     fold = bench_fold()
     print(f"todo_write full call, short sessions (10 items, projections mounted): median {short:.1f} us/op "
           f"({REFERENCE_US / short:.1f}x the reference's {REFERENCE_US:.0f} us)")
@@ -142,6 +152,8 @@ def main() -> None:
           f"median {valid:.1f} us/op ({REFERENCE_US / valid:.1f}x the reference; goal >= 30x)")
     print(f"todo_write invalid-status call, same heap: median {error:.1f} us/op "
           f"({error / valid:.2f}x our valid path; goal <= 1.5x)")
+    print(f"todo_write full call, same heap, every item new to the call (nothing remembered): median {new:.1f} us/op "
+          f"({REFERENCE_US / new:.1f}x the reference)")
     print(f"todos fold: median {fold * 1000:.0f} ns/event ({1 / fold:.1f}M events/s)")
 
 
