@@ -36,7 +36,8 @@ _items: dict[tuple[str, str], FrozenDict] = {}
 
 
 def _logged_item(sent: tuple[str, str]) -> FrozenDict:
-    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent, shared by every event logging it.
+    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent that ``_items`` does not hold yet
+    (the caller looked first); remembered, so every later event logging it shares it.
 
     A model resends its whole list on every call and most items come back unchanged, so most calls trim and build
     no item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list
@@ -44,14 +45,12 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
     lossless), so a key cannot be a subclass with its own idea of equality.
     """
-    item = _items.get(sent)
-    if item is None:
-        content, status = sent
-        item = untracked(FrozenDict(content=js_trim(content), status=status))
-        if len(content) <= ITEM_TEXT_KEPT:
-            if len(_items) >= ITEMS_KEPT:
-                _items.clear()
-            _items[sent] = item
+    content, status = sent
+    item = untracked(FrozenDict(content=js_trim(content), status=status))
+    if len(content) <= ITEM_TEXT_KEPT:
+        if len(_items) >= ITEMS_KEPT:
+            _items.clear()
+        _items[sent] = item
     return item
 
 
