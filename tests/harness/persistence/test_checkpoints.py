@@ -101,6 +101,7 @@ def test_turn_end_checkpoint_waits_for_durability(runtime: Context, tmp_path: Pa
     root = tmp_path / "root"
     assert not list(root.glob(f"*/s/{CHECKPOINT_NAME}")), "nothing is durable yet: no checkpoint may exist"
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()  # written behind, off the flush's path
     log = the_log(root)
     record = stored_checkpoint(log)
     assert record["rows"] == {"todos": {"ver": 2, "seq": session.seq - 1,
@@ -181,11 +182,13 @@ def test_unknown_event_type_stops_checkpointing(runtime: Context, tmp_path: Path
     session = runtime.sessions.create("s", cwd="/w")
     turn(runtime, session, 1, ("a", "pending"))
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()
     log = the_log(tmp_path / "root")
     before = stored_checkpoint(log)
     session.append("future/thing", {})
     turn(runtime, session, 2, ("b", "pending"))
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()
     assert stored_checkpoint(log) == before, "a checkpoint past the unknown event would hide it from cold reads"
     with pytest.raises(SessionFormatUnsupportedError) as full:
         read_session(log)
