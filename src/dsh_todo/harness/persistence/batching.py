@@ -1,8 +1,11 @@
 """Write-behind: live appends are queued at once and made durable in batches, off the caller's path.
 
-``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event (a lock and a
-list append). The first event queued for an idle session opens a fixed window (``writeBatchMaxDelayMs``, 200 ms by
-default); when it closes, everything queued is written as one batch, which is one fsync and, under zstd, one frame.
+``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event: a seq check and
+a ``deque.append``, with no lock unless the event is the first of a window. (A lock per event cost more than the
+append itself: while the writer thread encodes a batch it holds the GIL, and a caller blocked on the condition's
+lock then waits a whole switch interval for it.) The first event queued for an idle session opens a fixed window
+(``writeBatchMaxDelayMs``, 200 ms by default); when it closes, everything queued is written as one batch, which is
+one fsync and, under zstd, one frame.
 :meth:`WriteBehind.flush` skips the wait.
 
 The window is kept by one background thread per store rather than by an asyncio timer, because sessions are appended
@@ -25,6 +28,7 @@ import atexit
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -37,13 +41,20 @@ RETRY_PAUSE_S: Final = 1.0
 
 
 class SessionQueue:
-    """One session's pending events and its writer. ``next_seq`` is the seq the next queued event must carry."""
+    """One session's pending events and its writer. ``next_seq`` is the seq the next queued event must carry.
 
-    __slots__ = ("cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
+    ``pending`` is appended to by the session's (one) appending thread without a lock and emptied from the left by
+    whoever writes, under the condition; ``armed`` (changed only under the condition) says a window is open for
+    what is pending. The writer disarms *before* it takes events, so an event appended meanwhile is either taken or
+    finds the queue disarmed and opens a window itself.
+    """
+
+    __slots__ = ("armed", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
-        self.pending: list[Mapping[str, Any]] = []
+        self.pending: deque[Mapping[str, Any]] = deque()
+        self.armed = False
         self.cuts: list[int] = []
         """Seqs after which a batch must end (ascending), asked for by :meth:`WriteBehind.flush_soon`."""
         self.deadline = 0.0
@@ -97,19 +108,22 @@ class WriteBehind:
         return self._queues.get(session_id)
 
     def enqueue(self, queue: SessionQueue, event: Mapping[str, Any]) -> None:
-        """Queue one event; the first event of an idle queue opens the batch window."""
-        with self._cond:
-            if self._queues.get(queue.writer.session_id) is not queue:
-                raise SessionWriteError(f'session "{queue.writer.session_id}" is no longer persisted')
-            if event.get("seq") != queue.next_seq:
-                raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
-                                        f"{queue.next_seq}, got {event.get('seq')!r}")
-            queue.next_seq += 1
-            if not queue.pending:
-                queue.deadline = time.monotonic() + self.delay
-                self._start()
-                self._cond.notify()
-            queue.pending.append(event)
+        """Queue one event (from the session's appending thread); the first event of an idle queue opens the batch
+        window."""
+        if self._queues.get(queue.writer.session_id) is not queue:
+            raise SessionWriteError(f'session "{queue.writer.session_id}" is no longer persisted')
+        if event.get("seq") != queue.next_seq:
+            raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
+                                    f"{queue.next_seq}, got {event.get('seq')!r}")
+        queue.next_seq += 1
+        queue.pending.append(event)
+        if not queue.armed:
+            with self._cond:
+                if not queue.armed and queue.pending:
+                    queue.armed = True
+                    queue.deadline = time.monotonic() + self.delay
+                    self._start()
+                    self._cond.notify()
 
     def flush_soon(self, session_id: str, through: int) -> None:
         """Write everything queued up to seq ``through`` soon, on the writer thread, as a batch ending there.
@@ -124,6 +138,7 @@ class WriteBehind:
             cuts = queue.cuts
             if not cuts or cuts[-1] < through:
                 cuts.append(through)
+            queue.armed = True
             queue.deadline = time.monotonic()
             self._start()
             self._cond.notify()
@@ -187,7 +202,7 @@ class WriteBehind:
                     if self._stopping:
                         return
                     now = time.monotonic()
-                    waiting = [queue for queue in self._queues.values() if queue.pending]
+                    waiting = [queue for queue in self._queues.values() if queue.armed]
                     due = [queue for queue in waiting if queue.deadline <= now]
                     if due:
                         break
@@ -210,9 +225,10 @@ class WriteBehind:
                     queue.writer.append(batch)
                 except Exception as exc:
                     with self._cond:
-                        queue.pending[:0] = batch
+                        queue.pending.extendleft(reversed(batch))
                         if cut:
                             queue.cuts.insert(0, batch[-1]["seq"])
+                        queue.armed = True
                         queue.deadline = time.monotonic() + max(self.delay, RETRY_PAUSE_S)
                         self._cond.notify()
                     queue.error = exc
@@ -232,24 +248,31 @@ class WriteBehind:
 
         Returns the batch and whether it ends at a cut that left events behind.
         """
+        queue.armed = False  # first: an event appended from here on is taken below or re-arms the queue itself
         pending = queue.pending
-        if not pending:
+        count = len(pending)  # what is queued now; later appends wait for their own window
+        if not count:
             return [], False
         cuts = queue.cuts
         first: int = pending[0]["seq"]
-        last: int = pending[-1]["seq"]
+        last: int = pending[count - 1]["seq"]
         while cuts and cuts[0] < first:
             cuts.pop(0)
+        popleft = pending.popleft
         if cuts and cuts[0] < last:
             size = cuts.pop(0) - first + 1
-            batch, queue.pending = pending[:size], pending[size:]
+            batch = [popleft() for _ in range(size)]
             # The rest is due at once if it holds another cut; otherwise it opens its own window.
+            queue.armed = True
             queue.deadline = time.monotonic() + (0 if cuts and cuts[0] <= last else self.delay)
             return batch, True
         while cuts and cuts[0] <= last:
             cuts.pop(0)
-        queue.pending = []
-        return pending, False
+        batch = [popleft() for _ in range(count)]
+        if pending:  # appended while we took: their window opens now
+            queue.armed = True
+            queue.deadline = time.monotonic() + self.delay
+        return batch, False
 
     def _notify(self, queue: SessionQueue) -> None:
         landed = queue.writer.last_batch
