@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -38,6 +39,8 @@ from dsh_todo.harness.persistence.errors import SessionWriteError
 log = logging.getLogger("dsh_todo.persistence")
 
 RETRY_PAUSE_S: Final = 1.0
+LINGER_S: Final = 5.0
+"""How long the writer thread keeps waking once per window after its last batch, before it sleeps until called."""
 
 
 class SessionQueue:
@@ -72,6 +75,9 @@ class WriteBehind:
         self._queues: dict[str, SessionQueue] = {}
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._wake_at: float | None = -math.inf
+        """When the writer thread will look at the queues next by itself: ``None`` when it sleeps until notified,
+        ``-inf`` while it is awake (it looks again before it sleeps)."""
         self._written: list[WrittenListener] = []
         atexit.register(self.close)
 
@@ -121,9 +127,12 @@ class WriteBehind:
             with self._cond:
                 if not queue.armed and queue.pending:
                     queue.armed = True
-                    queue.deadline = time.monotonic() + self.delay
+                    queue.deadline = deadline = time.monotonic() + self.delay
                     self._start()
-                    self._cond.notify()
+                    # Wake the writer thread only if it would not look in time by itself: a durable call (arm,
+                    # then flush at once) would otherwise cost a thread switch for a window it never needs.
+                    if self._wake_at is None or deadline < self._wake_at:
+                        self._cond.notify()
 
     def flush_soon(self, session_id: str, through: int) -> None:
         """Write everything queued up to seq ``through`` soon, on the writer thread, as a batch ending there.
@@ -196,6 +205,9 @@ class WriteBehind:
             self._thread.start()
 
     def _run(self) -> None:
+        """Write each window when it closes. With nothing queued the thread still wakes once per window for a
+        while (:data:`LINGER_S`), so a window opened meanwhile needs no notification; then it sleeps until one."""
+        idle_since: float | None = None
         while True:
             with self._cond:
                 while True:
@@ -206,8 +218,14 @@ class WriteBehind:
                     due = [queue for queue in waiting if queue.deadline <= now]
                     if due:
                         break
-                    timeout = min(queue.deadline for queue in waiting) - now if waiting else None
-                    self._cond.wait(timeout)
+                    if waiting:
+                        idle_since = None
+                        self._wake_at = min(queue.deadline for queue in waiting)
+                    else:
+                        idle_since = now if idle_since is None else idle_since
+                        self._wake_at = now + self.delay if now - idle_since < LINGER_S else None
+                    self._cond.wait(None if self._wake_at is None else self._wake_at - now)
+                self._wake_at = -math.inf
             for queue in due:
                 self._write(queue, background=True)
 
