@@ -125,6 +125,13 @@ def raw_json(value: Any) -> str:
     """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
     have sent (``1e400``), never as ``null``: the text ``tool/call`` records must parse back to what was sent."""
     try:
+        text = dumps_bytes(value)
+    except (TypeError, ValueError, RecursionError):  # a RawNumber, or nesting too deep for the encoders
+        pass
+    else:
+        if b"null" not in text:  # a non-finite float is written as null: without any null, nothing was one
+            return text.decode("utf-8")
+    try:
         if not _has_unusual_number(value):
             return dumps(value)
     except RecursionError:
