@@ -138,7 +138,8 @@ class WriteBehind:
         """Write everything queued up to seq ``through`` soon, on the writer thread, as a batch ending there.
 
         Cheap for the caller (no I/O); what is queued after ``through`` waits for its own window. This is how a
-        ``turn/end`` gets its batch boundary: a zstd frame, and a durable point to checkpoint, right after it.
+        ``turn/end`` gets its batch boundary: a zstd frame, and a durable point to checkpoint, right after it. A
+        :meth:`flush` that comes first writes through the cut (one batch, one fsync for the caller waiting on it).
         """
         with self._cond:
             queue = self._queues.get(session_id)
@@ -230,12 +231,13 @@ class WriteBehind:
                 self._write(queue, background=True)
 
     def _write(self, queue: SessionQueue, *, background: bool) -> None:
-        """Write what is queued as batches, each ending at a cut if one falls inside: everything when flushing;
-        when timed, the due part (a batch up to a cut leaves the rest to its own window unless it holds a cut)."""
+        """Write what is queued: when flushing, everything as one batch (someone waits for it: one fsync, whatever
+        cuts were asked for); when timed, the due part as batches each ending at a cut if one falls inside (a batch
+        up to a cut leaves the rest to its own window unless it holds a cut)."""
         with queue.io_lock:
             while True:
                 with self._cond:
-                    batch, cut = self._take(queue)
+                    batch, cut = self._take(queue, whole=not background)
                     more = bool(queue.pending) and queue.deadline <= time.monotonic()
                 if not batch:
                     return
@@ -261,8 +263,9 @@ class WriteBehind:
                 if background and not more:
                     return
 
-    def _take(self, queue: SessionQueue) -> tuple[list[Mapping[str, Any]], bool]:
-        """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all.
+    def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:
+        """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all
+        (always all when ``whole``).
 
         Returns the batch and whether it ends at a cut that left events behind.
         """
@@ -277,7 +280,7 @@ class WriteBehind:
         while cuts and cuts[0] < first:
             cuts.pop(0)
         popleft = pending.popleft
-        if cuts and cuts[0] < last:
+        if cuts and cuts[0] < last and not whole:
             size = cuts.pop(0) - first + 1
             batch = [popleft() for _ in range(size)]
             # The rest is due at once if it holds another cut; otherwise it opens its own window.

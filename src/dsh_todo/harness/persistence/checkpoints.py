@@ -14,6 +14,8 @@ are written from the durability callback once that batch is durable. ``turn/end`
 and no I/O, and the record a cold reader starts from holds at most one turn (under zstd, the frame ends at the
 ``turn/end``). Those batch boundaries are asked for at most once per batch window per session, so turns that end
 faster than that (a replay, a benchmark) are batched as usual and the record holds at most one window of events.
+A front door that flushes the ``turn/end`` itself (to acknowledge it) gets it written at once in one batch with
+whatever it queued since its last flush, which is then the record (one fsync for the caller, not one per cut).
 Closing a session and disposing the plugin write one more checkpoint, for the session's last event, once
 persistence has flushed it.
 
