@@ -26,6 +26,7 @@ from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
 from dsh_todo.runtime import composition, open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
+from tests.conftest import DiskSyncs
 from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
@@ -108,6 +109,28 @@ def test_turn_end_checkpoint_waits_for_durability(runtime: Context, tmp_path: Pa
                                         "val": [{"content": "a", "status": "in_progress"}]}}
     assert record["identity"] == {"createdAt": session.header["createdAt"], "cwd": "/w"}
     assert record["log"] == log.name
+    assert_same_as_full(log, "checkpoint")
+
+
+def test_a_flushed_turn_end_costs_its_caller_one_fsync_and_no_checkpoint_write(runtime: Context, tmp_path: Path,
+                                                                             disk_syncs: DiskSyncs) -> None:
+    """Repro (issue 14 goal 3): the flush that made a ``turn/end`` durable also wrote the projection checkpoint on the
+    caller's thread (temporary file, fsync, rename), so acknowledging a turn cost two fsyncs and a rename. The
+    checkpoint is now written by the plugin's own thread, after the caller's one fsync."""
+    session = runtime.sessions.create("s", cwd="/w")
+    turn(runtime, session, 1, ("a", "pending"))
+    runtime.session_persistence.flush()  # creates the log: a new file has a fsynced directory entry too
+    cache = runtime.get("session_projection_cache")
+    cache.settle()
+    disk_syncs.reset()
+    turn(runtime, session, 2, ("b", "in_progress"))
+    runtime.session_persistence.flush()
+    assert (disk_syncs.here("fsync"), disk_syncs.here("replace")) == (1, 0)
+    log = the_log(tmp_path / "root")
+    assert len(read_session(log).events) == session.seq, "acknowledged: every event is on disk"
+    cache.settle()
+    assert (disk_syncs.elsewhere("fsync"), disk_syncs.elsewhere("replace")) == (1, 1)
+    assert stored_checkpoint(log)["rows"]["todos"]["seq"] == session.seq - 1
     assert_same_as_full(log, "checkpoint")
 
 
