@@ -282,7 +282,7 @@ def test_a_rejected_call_leaves_the_persisted_plan_alone(tmp_path: Path) -> None
 
 
 def test_each_acknowledgement_costs_its_caller_one_fsync(tmp_path: Path, disk_syncs: DiskSyncs) -> None:
-    """Repro (issue 14 goal 3): a ``turn()`` around one call cost four fsyncs and a rename on the caller's thread:
+    """Repro (issue 14 goal 3): a ``turn()`` around one call cost five fsyncs and two renames on the caller's thread:
     the standing turn's end was flushed on its own before the new ``turn/start``, and the turn's end wrote the
     projection checkpoint too. Now each acknowledgement (a call's answer, a turn's end) is one fsync, and the
     checkpoint is written by its own thread."""
