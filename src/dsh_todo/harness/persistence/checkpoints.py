@@ -10,10 +10,11 @@ then restores from the rows and folds only the tail (:meth:`ProjectionCache.rest
 **It never leads the log.** A checkpoint is written only for an event that is already durable: at every
 ``turn/end`` the rows are snapshotted (a deep copy of each state; nothing is folded), the write-behind is asked for a
 batch ending at that event (``session_persistence.flush_soon``: written at once by the writer thread), and the rows
-are written from the durability callback once that batch is durable. ``turn/end`` itself therefore costs a snapshot
-and no I/O, and the record a cold reader starts from holds at most one turn (under zstd, the frame ends at the
-``turn/end``). Those batch boundaries are asked for at most once per batch window per session, so turns that end
-faster than that (a replay, a benchmark) are batched as usual and the record holds at most one window of events.
+are handed to the plugin's writing thread from the durability callback once that batch is durable. ``turn/end``
+itself therefore costs a snapshot and no I/O, and the record a cold reader starts from holds at most one turn
+(under zstd, the frame ends at the ``turn/end``). Those batch boundaries are asked for at most once per batch
+window per session, so turns that end faster than that (a replay, a benchmark) are batched as usual and the record
+holds at most one window of events.
 A front door that flushes the ``turn/end`` itself (to acknowledge it) gets it written at once in one batch with
 whatever it queued since its last flush, which is then the record (one fsync for the caller, not one per cut).
 Closing a session and disposing the plugin write one more checkpoint, for the session's last event, once
