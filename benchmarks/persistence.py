@@ -15,7 +15,9 @@
 4. **Peak memory of the reader's pass**: tracemalloc peak during ``read_plan``, and the peak resident size (VmHWM) of
    a fresh process before and after it, against the log's size.
 5. **Batched durable appends**: ``--append-events`` appends (100,000) through ``Session.append`` + the plugins,
-   durable at the end (default window), repeated; plus a variant flushing after every ``turn/end``.
+   durable at the end (default window), repeated; plus a variant flushing after every ``turn/end``. Each also in
+   CPU time per event (all threads), against the in-memory ceiling's: on a shared machine the wall-clock rate
+   swings with the load, the CPU the persistence side adds much less.
 
 Numbers are medians (the machine is shared). Run: ``uv run python benchmarks/persistence.py [--events N]``.
 """
@@ -217,18 +219,27 @@ def append_in_memory(count: int) -> float:
 
 def bench_appends(count: int, repeat: int, workdir: Path) -> None:
     print(f"\n== batched durable appends: {count:,} events through Session.append + the plugins ==")
-    ceiling = [append_in_memory(count) for _ in range(repeat)]
-    print(f"ceiling, Session.append with no persistence mounted: median {statistics.median(ceiling):,.0f} appends/s")
+    ceiling, ceiling_cpu = [], []
+    for _ in range(repeat):
+        start = time.process_time()
+        ceiling.append(append_in_memory(count))
+        ceiling_cpu.append((time.process_time() - start) / count * 1e6)
+    base_cpu = statistics.median(ceiling_cpu)
+    print(f"ceiling, Session.append with no persistence mounted: median {statistics.median(ceiling):,.0f} appends/s "
+          f"({base_cpu:.1f} us CPU/event)")
     for compression in ("none", "zstd"):
         for flush_turns, label in ((False, "200 ms write-behind window, durable at the end"),
                                    (True, "flushed at every turn/end (~83 events a batch)")):
-            rates = []
+            rates, cpu = [], []
             for sample in range(repeat):
                 root = workdir / f"append-{compression}-{sample}"
+                start = time.process_time()  # every thread of the process: the writer's encoding included
                 rates.append(append_all(root, compression, count, flush_turns=flush_turns)[0])
+                cpu.append((time.process_time() - start) / count * 1e6)
                 shutil.rmtree(root)
             print(f"{compression:>4}, {label}: median {statistics.median(rates):,.0f} appends/s "
-                  f"(min {min(rates):,.0f}, max {max(rates):,.0f})")
+                  f"(min {min(rates):,.0f}, max {max(rates):,.0f}); CPU {statistics.median(cpu):.1f} us/event, "
+                  f"+{statistics.median(cpu) - base_cpu:.1f} over the ceiling")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import secrets
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,52 @@ def hanging_tool(ctx: Context, name: str = "slow") -> Any:
     ctx.tools.register(define_tool(name=name, description="never returns", parameters={}, execute=forever,
                                    render=lambda _args, _value: "done"))
     return started
+
+
+class DiskSyncs:
+    """Every ``os.fsync`` and ``os.replace`` while installed (:func:`disk_syncs`), with the thread that made it.
+
+    How the durability tests count what an acknowledged write costs the caller (never a timing): persistence
+    calls both through the ``os`` module, so wrapping the module's functions sees them all.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self._lock = threading.Lock()
+
+    def record(self, kind: str) -> None:
+        with self._lock:
+            self.calls.append((kind, threading.get_ident()))
+
+    def here(self, kind: str) -> int:
+        """How many ``kind`` (``"fsync"``, ``"replace"``) calls the current thread made since :meth:`reset`."""
+        me = threading.get_ident()
+        with self._lock:
+            return sum(1 for made, thread in self.calls if made == kind and thread == me)
+
+    def elsewhere(self, kind: str) -> int:
+        me = threading.get_ident()
+        with self._lock:
+            return sum(1 for made, thread in self.calls if made == kind and thread != me)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+
+@pytest.fixture
+def disk_syncs(monkeypatch: pytest.MonkeyPatch) -> DiskSyncs:
+    syncs = DiskSyncs()
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        syncs.record("fsync")
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+        syncs.record("replace")
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return syncs

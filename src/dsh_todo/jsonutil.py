@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any, Final
 
 import orjson
@@ -37,6 +38,21 @@ def dumps_bytes(value: Any) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return _fallback(value).encode("utf-8")
+
+
+def dumps_lines(values: Iterable[Any]) -> bytes:
+    """Each value as :func:`dumps_bytes` writes it, on its own ``\\n``-terminated line (empty for no values).
+
+    One pass of orjson over the whole batch when it takes every value (a log batch, the hot path of durable
+    appends); the values it refuses then go through :func:`dumps_bytes` one by one.
+    """
+    values = values if isinstance(values, list) else list(values)
+    if not values:
+        return b""
+    try:
+        return b"\n".join(map(orjson.dumps, values)) + b"\n"
+    except (TypeError, orjson.JSONEncodeError):
+        return b"\n".join(map(dumps_bytes, values)) + b"\n"
 
 
 def dumps(value: Any) -> str:

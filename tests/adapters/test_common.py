@@ -12,9 +12,10 @@ import pytest
 
 from dsh_todo.adapters import bind_todo
 from dsh_todo.adapters.common import TodoBinding, open_turn, standing_plan, turn_end_reason
+from dsh_todo.logview import read_session
 from dsh_todo.runtime import open_runtime
 from tests.adapters.scenario import CANONICAL, RAW, TEXT
-from tests.conftest import plan_json, todo_writes
+from tests.conftest import DiskSyncs, plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
 
@@ -306,3 +307,28 @@ def test_a_rejected_first_call_after_a_closed_turn_leaves_the_plan_alone(tmp_pat
         assert todos.call_sync(ONE).is_error is False
         assert todos.plan == [{"content": "a", "status": "in_progress"}]
     assert plan_json(log) == [{"content": "a", "status": "in_progress"}]
+
+
+def test_each_acknowledgement_costs_its_caller_one_fsync(tmp_path: Path, disk_syncs: DiskSyncs) -> None:
+    """Repro (issue 14 goal 3): a ``turn()`` around one call cost five fsyncs and two renames on the caller's thread:
+    the standing turn's end was flushed on its own before the new ``turn/start``, and the turn's end wrote the
+    projection checkpoint too. Now each acknowledgement (a call's answer, a turn's end) is one fsync, and the
+    checkpoint is written by its own thread."""
+    root = tmp_path / "sessions"
+    with bind_todo(root=root, session="fsyncs", cwd=str(tmp_path)) as todos:
+        assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]  # creates the log (its directory entry is fsynced too)
+        log = todos.ctx.session_persistence.locate("fsyncs")
+        assert log is not None
+        disk_syncs.reset()
+        assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]  # a step of the standing turn
+        assert (disk_syncs.here("fsync"), disk_syncs.here("replace")) == (1, 0)
+        disk_syncs.reset()
+        with todos.turn():  # ends the standing turn: made durable with the next acknowledgement, not alone
+            assert disk_syncs.here("fsync") == 0
+            assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]
+            assert disk_syncs.here("fsync") == 1
+            assert plan_json(log) == CANONICAL  # the answer is durable before it comes back
+        assert (disk_syncs.here("fsync"), disk_syncs.here("replace")) == (2, 0)
+        types = [line["type"] for line in read_session(Path(log)).events]
+        assert types[-8:] == ["turn/end", "turn/start", "step/start", "tool/call", "todo/write", "tool/result",
+                              "step/end", "turn/end"], "everything acknowledged is on disk"

@@ -186,27 +186,35 @@ class Turns:
     # Turns and steps -----------------------------------------------------------------------------------------
 
     def begin(self) -> int:
-        """Open the next turn (``turn/start``) and own it; a standing turn this writer holds ends ``completed``."""
+        """Open the next turn (``turn/start``) and own it; a standing turn this writer holds ends ``completed``.
+
+        That ``turn/end`` is not flushed on its own: nobody is told the standing turn ended, and it becomes durable
+        with the new turn's first acknowledged write (a crash before then leaves it for recovery to close)."""
         if self.owned is not None:
             if not self.standing:
                 raise RuntimeError(f"turn {self.owned} is still open")
-            self.end(completed())
+            self._close(completed())
         turn = next_turn_number(self.session)
         self._mark("turn/start", {"turn": turn}, OpenTurn(turn, 0, False))
         self.owned = turn
         return turn
 
     def end(self, reason: Reason) -> None:
-        """Close the turn this writer opened (its open step first) with ``reason``, and flush.
+        """Close the turn this writer opened (its open step first) with ``reason``, and flush: one fsync.
 
         A call still running in the turn (a framework that stopped awaiting its tool task when its run was cancelled)
         is answered ``Error: tool call aborted`` here, so its result stays inside the turn; should its tool finish
         after all, the log keeps that answer (SPEC §13.5's race: the log and the caller may then disagree).
         """
+        if self._close(reason):
+            self.flush()
+
+    def _close(self, reason: Reason) -> bool:
+        """:meth:`end` without the flush; whether it wrote anything."""
         turn, self.owned, self.standing = self.owned, None, False
         where = self.position()
         if turn is None or where is None or where.turn != turn:
-            return  # nothing of ours is open (or someone else already closed it)
+            return False  # nothing of ours is open (or someone else already closed it)
         for call_seq, (call_turn, step, call_id) in list(self._pending.items()):
             if call_turn == turn:  # still running in a task the block's end left behind: answered now, in the turn
                 del self._pending[call_seq]
@@ -214,7 +222,7 @@ class Turns:
         if where.step_open:
             self.end_step()
         self._mark("turn/end", {"turn": turn, "reason": reason}, None)
-        self.flush()
+        return True
 
     def begin_step(self) -> int:
         """Open the next step of the open turn."""

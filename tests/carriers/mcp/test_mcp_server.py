@@ -32,7 +32,7 @@ from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import open_runtime
 from dsh_todo.testing import stop
 from dsh_todo.tool_todo.rules import standing_plan
-from tests.conftest import BootFactory, fixtures_dir, hanging_tool, plan_json, read_jsonl
+from tests.conftest import BootFactory, DiskSyncs, fixtures_dir, hanging_tool, plan_json, read_jsonl
 
 pytestmark = pytest.mark.anyio
 
@@ -441,3 +441,29 @@ async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFac
     assert session.events[3]["data"]["message"]["content"][0]["content"] == [
         {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
     assert session.events[-1]["type"] == "turn/end"
+
+
+async def test_each_call_is_durable_at_one_fsync(tmp_path: Path, disk_syncs: DiskSyncs) -> None:
+    """Repro (issue 14 goal 3): a durable MCP call cost two fsyncs and a checkpoint rename while each call was a turn
+    of its own. A call is a step of the connection's turn: one fsync, whoever makes it, with everything the client
+    is told already on disk when the answer comes back; the turn's end at close is one more."""
+    ctx = open_runtime(tmp_path / "root")
+    calls = CallSession(ctx, cwd=str(tmp_path))
+    try:
+        await calls.call("todo_write", {"todos": [{"content": "first", "status": "pending"}]})  # creates the log
+        log = Path(ctx.session_persistence.locate(calls.session_id) or "")
+        for number in range(3):
+            todos = [{"content": f"task {number}", "status": "in_progress"}]
+            disk_syncs.reset()
+            result = await calls.call("todo_write", {"todos": todos})
+            assert not result.is_error
+            assert (disk_syncs.here("fsync"), disk_syncs.elsewhere("fsync")) == (1, 0)
+            assert (disk_syncs.here("replace"), disk_syncs.elsewhere("replace")) == (0, 0)
+            assert plan_json(log) == todos
+        disk_syncs.reset()
+        calls.close()
+        assert disk_syncs.here("fsync") == 1  # the turn's end
+        assert disk_syncs.here("replace") + disk_syncs.elsewhere("replace") == 1  # its checkpoint, by close
+    finally:
+        calls.close()
+        ctx.dispose()

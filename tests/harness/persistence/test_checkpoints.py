@@ -26,6 +26,7 @@ from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
 from dsh_todo.runtime import composition, open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
+from tests.conftest import DiskSyncs
 from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
@@ -101,12 +102,35 @@ def test_turn_end_checkpoint_waits_for_durability(runtime: Context, tmp_path: Pa
     root = tmp_path / "root"
     assert not list(root.glob(f"*/s/{CHECKPOINT_NAME}")), "nothing is durable yet: no checkpoint may exist"
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()  # written behind, off the flush's path
     log = the_log(root)
     record = stored_checkpoint(log)
     assert record["rows"] == {"todos": {"ver": 2, "seq": session.seq - 1,
                                         "val": [{"content": "a", "status": "in_progress"}]}}
     assert record["identity"] == {"createdAt": session.header["createdAt"], "cwd": "/w"}
     assert record["log"] == log.name
+    assert_same_as_full(log, "checkpoint")
+
+
+def test_a_flushed_turn_end_costs_its_caller_one_fsync_and_no_checkpoint_write(runtime: Context, tmp_path: Path,
+                                                                             disk_syncs: DiskSyncs) -> None:
+    """Repro (issue 14 goal 3): the flush that made a ``turn/end`` durable also wrote the projection checkpoint on the
+    caller's thread (temporary file, fsync, rename), so acknowledging a turn cost two fsyncs and a rename. The
+    checkpoint is now written by the plugin's own thread, after the caller's one fsync."""
+    session = runtime.sessions.create("s", cwd="/w")
+    turn(runtime, session, 1, ("a", "pending"))
+    runtime.session_persistence.flush()  # creates the log: a new file has a fsynced directory entry too
+    cache = runtime.get("session_projection_cache")
+    cache.settle()
+    disk_syncs.reset()
+    turn(runtime, session, 2, ("b", "in_progress"))
+    runtime.session_persistence.flush()
+    assert (disk_syncs.here("fsync"), disk_syncs.here("replace")) == (1, 0)
+    log = the_log(tmp_path / "root")
+    assert len(read_session(log).events) == session.seq, "acknowledged: every event is on disk"
+    cache.settle()
+    assert (disk_syncs.elsewhere("fsync"), disk_syncs.elsewhere("replace")) == (1, 1)
+    assert stored_checkpoint(log)["rows"]["todos"]["seq"] == session.seq - 1
     assert_same_as_full(log, "checkpoint")
 
 
@@ -181,11 +205,13 @@ def test_unknown_event_type_stops_checkpointing(runtime: Context, tmp_path: Path
     session = runtime.sessions.create("s", cwd="/w")
     turn(runtime, session, 1, ("a", "pending"))
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()
     log = the_log(tmp_path / "root")
     before = stored_checkpoint(log)
     session.append("future/thing", {})
     turn(runtime, session, 2, ("b", "pending"))
     runtime.session_persistence.flush()
+    runtime.get("session_projection_cache").settle()
     assert stored_checkpoint(log) == before, "a checkpoint past the unknown event would hide it from cold reads"
     with pytest.raises(SessionFormatUnsupportedError) as full:
         read_session(log)

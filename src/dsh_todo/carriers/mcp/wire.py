@@ -32,6 +32,8 @@ import json
 import math
 import os
 import re
+import select
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -124,6 +126,13 @@ def parse(text: str) -> Any:
 def raw_json(value: Any) -> str:
     """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
     have sent (``1e400``), never as ``null``: the text ``tool/call`` records must parse back to what was sent."""
+    try:
+        text = dumps_bytes(value)
+    except (TypeError, ValueError, RecursionError):  # a RawNumber, or nesting too deep for the encoders
+        pass
+    else:
+        if b"null" not in text:  # a non-finite float is written as null: without any null, nothing was one
+            return text.decode("utf-8")
     try:
         if not _has_unusual_number(value):
             return dumps(value)
@@ -339,7 +348,8 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                     continue  # the client stopped reading: drop answers, keep serving until stdin ends
                 data = encode(message)
                 try:
-                    await anyio.to_thread.run_sync(_write_fully, stdout_fd, data)
+                    if not _write_now(stdout_fd, data):
+                        await anyio.to_thread.run_sync(_write_fully, stdout_fd, data)
                 except OSError:
                     broken = True
 
@@ -353,6 +363,27 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
             with contextlib.suppress(OSError):
                 os.dup2(private_out, 1)
                 os.close(private_out)
+
+
+def _write_now(fd: int, data: bytes) -> bool:
+    """Write ``data`` on the event loop when that cannot block: a pipe that has room for it (a write of at most
+    ``PIPE_BUF`` bytes to a pipe with room completes at once). Otherwise (a larger answer, a full pipe, a client
+    that stopped reading, any other kind of stdout) the caller writes it on a worker thread. Handing every answer to
+    a thread cost a thread switch each way per call, about as much as the rest of the server's work on it."""
+    if len(data) > select.PIPE_BUF or not _is_pipe(fd):
+        return False
+    writable = select.select([], [fd], [], 0)[1]
+    if not writable:
+        return False
+    _write_fully(fd, data)
+    return True
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _write_fully(fd: int, data: bytes) -> None:

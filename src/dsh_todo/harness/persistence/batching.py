@@ -1,8 +1,11 @@
 """Write-behind: live appends are queued at once and made durable in batches, off the caller's path.
 
-``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event (a lock and a
-list append). The first event queued for an idle session opens a fixed window (``writeBatchMaxDelayMs``, 200 ms by
-default); when it closes, everything queued is written as one batch, which is one fsync and, under zstd, one frame.
+``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event: a seq check and
+a ``deque.append``, with no lock unless the event is the first of a window. (A lock per event cost more than the
+append itself: while the writer thread encodes a batch it holds the GIL, and a caller blocked on the condition's
+lock then waits a whole switch interval for it.) The first event queued for an idle session opens a fixed window
+(``writeBatchMaxDelayMs``, 200 ms by default); when it closes, everything queued is written as one batch, which is
+one fsync and, under zstd, one frame.
 :meth:`WriteBehind.flush` skips the wait.
 
 The window is kept by one background thread per store rather than by an asyncio timer, because sessions are appended
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -34,16 +39,25 @@ from dsh_todo.harness.persistence.errors import SessionWriteError
 log = logging.getLogger("dsh_todo.persistence")
 
 RETRY_PAUSE_S: Final = 1.0
+LINGER_S: Final = 5.0
+"""How long the writer thread keeps waking once per window after its last batch, before it sleeps until called."""
 
 
 class SessionQueue:
-    """One session's pending events and its writer. ``next_seq`` is the seq the next queued event must carry."""
+    """One session's pending events and its writer. ``next_seq`` is the seq the next queued event must carry.
 
-    __slots__ = ("cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
+    ``pending`` is appended to by the session's (one) appending thread without a lock and emptied from the left by
+    whoever writes, under the condition; ``armed`` (changed only under the condition) says a window is open for
+    what is pending. The writer disarms *before* it takes events, so an event appended meanwhile is either taken or
+    finds the queue disarmed and opens a window itself.
+    """
+
+    __slots__ = ("armed", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
-        self.pending: list[Mapping[str, Any]] = []
+        self.pending: deque[Mapping[str, Any]] = deque()
+        self.armed = False
         self.cuts: list[int] = []
         """Seqs after which a batch must end (ascending), asked for by :meth:`WriteBehind.flush_soon`."""
         self.deadline = 0.0
@@ -61,6 +75,9 @@ class WriteBehind:
         self._queues: dict[str, SessionQueue] = {}
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._wake_at: float | None = -math.inf
+        """When the writer thread will look at the queues next by itself: ``None`` when it sleeps until notified,
+        ``-inf`` while it is awake (it looks again before it sleeps)."""
         self._written: list[WrittenListener] = []
         atexit.register(self.close)
 
@@ -97,25 +114,32 @@ class WriteBehind:
         return self._queues.get(session_id)
 
     def enqueue(self, queue: SessionQueue, event: Mapping[str, Any]) -> None:
-        """Queue one event; the first event of an idle queue opens the batch window."""
-        with self._cond:
-            if self._queues.get(queue.writer.session_id) is not queue:
-                raise SessionWriteError(f'session "{queue.writer.session_id}" is no longer persisted')
-            if event.get("seq") != queue.next_seq:
-                raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
-                                        f"{queue.next_seq}, got {event.get('seq')!r}")
-            queue.next_seq += 1
-            if not queue.pending:
-                queue.deadline = time.monotonic() + self.delay
-                self._start()
-                self._cond.notify()
-            queue.pending.append(event)
+        """Queue one event (from the session's appending thread); the first event of an idle queue opens the batch
+        window."""
+        if self._queues.get(queue.writer.session_id) is not queue:
+            raise SessionWriteError(f'session "{queue.writer.session_id}" is no longer persisted')
+        if event.get("seq") != queue.next_seq:
+            raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
+                                    f"{queue.next_seq}, got {event.get('seq')!r}")
+        queue.next_seq += 1
+        queue.pending.append(event)
+        if not queue.armed:
+            with self._cond:
+                if not queue.armed and queue.pending:
+                    queue.armed = True
+                    queue.deadline = deadline = time.monotonic() + self.delay
+                    self._start()
+                    # Wake the writer thread only if it would not look in time by itself: a durable call (arm,
+                    # then flush at once) would otherwise cost a thread switch for a window it never needs.
+                    if self._wake_at is None or deadline < self._wake_at:
+                        self._cond.notify()
 
     def flush_soon(self, session_id: str, through: int) -> None:
         """Write everything queued up to seq ``through`` soon, on the writer thread, as a batch ending there.
 
         Cheap for the caller (no I/O); what is queued after ``through`` waits for its own window. This is how a
-        ``turn/end`` gets its batch boundary: a zstd frame, and a durable point to checkpoint, right after it.
+        ``turn/end`` gets its batch boundary: a zstd frame, and a durable point to checkpoint, right after it. A
+        :meth:`flush` that comes first writes through the cut (one batch, one fsync for the caller waiting on it).
         """
         with self._cond:
             queue = self._queues.get(session_id)
@@ -124,6 +148,7 @@ class WriteBehind:
             cuts = queue.cuts
             if not cuts or cuts[-1] < through:
                 cuts.append(through)
+            queue.armed = True
             queue.deadline = time.monotonic()
             self._start()
             self._cond.notify()
@@ -181,28 +206,38 @@ class WriteBehind:
             self._thread.start()
 
     def _run(self) -> None:
+        """Write each window when it closes. With nothing queued the thread still wakes once per window for a
+        while (:data:`LINGER_S`), so a window opened meanwhile needs no notification; then it sleeps until one."""
+        idle_since: float | None = None
         while True:
             with self._cond:
                 while True:
                     if self._stopping:
                         return
                     now = time.monotonic()
-                    waiting = [queue for queue in self._queues.values() if queue.pending]
+                    waiting = [queue for queue in self._queues.values() if queue.armed]
                     due = [queue for queue in waiting if queue.deadline <= now]
                     if due:
                         break
-                    timeout = min(queue.deadline for queue in waiting) - now if waiting else None
-                    self._cond.wait(timeout)
+                    if waiting:
+                        idle_since = None
+                        self._wake_at = min(queue.deadline for queue in waiting)
+                    else:
+                        idle_since = now if idle_since is None else idle_since
+                        self._wake_at = now + self.delay if now - idle_since < LINGER_S else None
+                    self._cond.wait(None if self._wake_at is None else self._wake_at - now)
+                self._wake_at = -math.inf
             for queue in due:
                 self._write(queue, background=True)
 
     def _write(self, queue: SessionQueue, *, background: bool) -> None:
-        """Write what is queued as batches, each ending at a cut if one falls inside: everything when flushing;
-        when timed, the due part (a batch up to a cut leaves the rest to its own window unless it holds a cut)."""
+        """Write what is queued: when flushing, everything as one batch (someone waits for it: one fsync, whatever
+        cuts were asked for); when timed, the due part as batches each ending at a cut if one falls inside (a batch
+        up to a cut leaves the rest to its own window unless it holds a cut)."""
         with queue.io_lock:
             while True:
                 with self._cond:
-                    batch, cut = self._take(queue)
+                    batch, cut = self._take(queue, whole=not background)
                     more = bool(queue.pending) and queue.deadline <= time.monotonic()
                 if not batch:
                     return
@@ -210,9 +245,10 @@ class WriteBehind:
                     queue.writer.append(batch)
                 except Exception as exc:
                     with self._cond:
-                        queue.pending[:0] = batch
+                        queue.pending.extendleft(reversed(batch))
                         if cut:
                             queue.cuts.insert(0, batch[-1]["seq"])
+                        queue.armed = True
                         queue.deadline = time.monotonic() + max(self.delay, RETRY_PAUSE_S)
                         self._cond.notify()
                     queue.error = exc
@@ -227,29 +263,37 @@ class WriteBehind:
                 if background and not more:
                     return
 
-    def _take(self, queue: SessionQueue) -> tuple[list[Mapping[str, Any]], bool]:
-        """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all.
+    def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:
+        """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all
+        (always all when ``whole``).
 
         Returns the batch and whether it ends at a cut that left events behind.
         """
+        queue.armed = False  # first: an event appended from here on is taken below or re-arms the queue itself
         pending = queue.pending
-        if not pending:
+        count = len(pending)  # what is queued now; later appends wait for their own window
+        if not count:
             return [], False
         cuts = queue.cuts
         first: int = pending[0]["seq"]
-        last: int = pending[-1]["seq"]
+        last: int = pending[count - 1]["seq"]
         while cuts and cuts[0] < first:
             cuts.pop(0)
-        if cuts and cuts[0] < last:
+        popleft = pending.popleft
+        if cuts and cuts[0] < last and not whole:
             size = cuts.pop(0) - first + 1
-            batch, queue.pending = pending[:size], pending[size:]
+            batch = [popleft() for _ in range(size)]
             # The rest is due at once if it holds another cut; otherwise it opens its own window.
+            queue.armed = True
             queue.deadline = time.monotonic() + (0 if cuts and cuts[0] <= last else self.delay)
             return batch, True
         while cuts and cuts[0] <= last:
             cuts.pop(0)
-        queue.pending = []
-        return pending, False
+        batch = [popleft() for _ in range(count)]
+        if pending:  # appended while we took: their window opens now
+            queue.armed = True
+            queue.deadline = time.monotonic() + self.delay
+        return batch, False
 
     def _notify(self, queue: SessionQueue) -> None:
         landed = queue.writer.last_batch

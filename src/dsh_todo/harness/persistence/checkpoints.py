@@ -10,12 +10,22 @@ then restores from the rows and folds only the tail (:meth:`ProjectionCache.rest
 **It never leads the log.** A checkpoint is written only for an event that is already durable: at every
 ``turn/end`` the rows are snapshotted (a deep copy of each state; nothing is folded), the write-behind is asked for a
 batch ending at that event (``session_persistence.flush_soon``: written at once by the writer thread), and the rows
-are written from the durability callback once that batch is durable. ``turn/end`` itself therefore costs a snapshot
-and no I/O, and the record a cold reader starts from holds at most one turn (under zstd, the frame ends at the
-``turn/end``). Those batch boundaries are asked for at most once per batch window per session, so turns that end
-faster than that (a replay, a benchmark) are batched as usual and the record holds at most one window of events.
+are handed to the plugin's writing thread from the durability callback once that batch is durable. ``turn/end``
+itself therefore costs a snapshot and no I/O, and the record a cold reader starts from holds at most one turn
+(under zstd, the frame ends at the ``turn/end``). Those batch boundaries are asked for at most once per batch
+window per session, so turns that end faster than that (a replay, a benchmark) are batched as usual and the record
+holds at most one window of events.
+A front door that flushes the ``turn/end`` itself (to acknowledge it) gets it written at once in one batch with
+whatever it queued since its last flush, which is then the record (one fsync for the caller, not one per cut).
 Closing a session and disposing the plugin write one more checkpoint, for the session's last event, once
-persistence has flushed it. A crash leaves the previous checkpoint, which only lags. A session holding an event type
+persistence has flushed it.
+
+**Written behind.** The file itself (temporary file, fsync, rename) is written by this plugin's own background
+thread, never by the caller whose flush made the batch durable: a ``turn/end`` flushed by a front door is
+acknowledged after the log's one fsync, not after the checkpoint's fsync and rename too (docs/decisions/0009). Only
+the newest checkpoint waiting per session is kept, so a burst of turns costs one file write. Closing a session and
+disposing the plugin write synchronously, after what is waiting; :meth:`ProjectionCache.settle` waits for the
+thread (tests, benchmarks). A crash leaves the previous checkpoint, which only lags. A session holding an event type
 this harness does not know (and not marked ``ignorable``) gets no further checkpoints, so a cold reader always meets
 such an event in the tail it reads, and refuses the log exactly as a full read does.
 
@@ -75,6 +85,10 @@ class ProjectionCache:
         self._tainted: set[str] = set()
         self._cut_at: dict[str, float] = {}
         self._closed = False
+        self._behind = threading.Condition()
+        self._waiting: dict[str, tuple[Mapping[str, Any], int, Rows, Batch]] = {}
+        self._busy = False
+        self._thread: threading.Thread | None = None
 
     # -- cold reads -----------------------------------------------------------------------------------------
 
@@ -113,7 +127,7 @@ class ProjectionCache:
                 self._cut_at[session.id] = now
                 self.persistence.flush_soon(session.id, seq)
         elif durable.first_seq <= seq:  # the writer thread made this event durable before we got here
-            self._write(session.id, session.header, seq, rows, durable)
+            self._submit(session.id, session.header, seq, rows, durable)
 
     def on_written(self, session_id: str, batch: Batch) -> None:
         """A batch of ``session_id`` is durable: write the pending checkpoint if the batch holds its event."""
@@ -124,7 +138,7 @@ class ProjectionCache:
                 return
             del self._pending[session_id]
         if pending.seq >= batch.first_seq:
-            self._write(session_id, pending.header, pending.seq, pending.rows, batch)
+            self._submit(session_id, pending.header, pending.seq, pending.rows, batch)
 
     def on_close(self, session: Session) -> None:
         """A session closed (persistence has flushed it): checkpoint its last event, then forget it."""
@@ -145,6 +159,18 @@ class ProjectionCache:
                 self._final(session)
             except Exception:
                 log.warning('could not checkpoint session "%s" on dispose', session.id, exc_info=True)
+        self.settle()
+        with self._behind:
+            thread, self._thread = self._thread, None
+            self._behind.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def settle(self) -> None:
+        """Wait until every checkpoint handed to the background thread is written (or failed and logged)."""
+        with self._behind:
+            while self._waiting or self._busy:
+                self._behind.wait()
 
     # -- internals ------------------------------------------------------------------------------------------
 
@@ -155,6 +181,7 @@ class ProjectionCache:
         with self._lock:
             durable = self._durable.get(session.id)
             self._pending.pop(session.id, None)
+        self.settle()  # what is still waiting is older: written first, so this one is the last word
         if durable is None or durable.last_seq != seq:
             return  # not (all) durable: the previous checkpoint stands
         rows = self._rows(session, seq)
@@ -182,6 +209,31 @@ class ProjectionCache:
                 return False
         self._checked[session.id] = seq + 1
         return True
+
+    def _submit(self, session_id: str, header: Mapping[str, Any], seq: int, rows: Rows, batch: Batch) -> None:
+        """Hand a checkpoint to the background thread (replacing an older one still waiting for this session)."""
+        with self._behind:
+            if self._closed and self._thread is None:
+                return
+            self._waiting[session_id] = (header, seq, rows, batch)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dsh-checkpoint-writer", daemon=True)
+                self._thread.start()
+            self._behind.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._behind:
+                self._busy = False
+                self._behind.notify_all()
+                while not self._waiting:
+                    if self._thread is not threading.current_thread():
+                        return
+                    self._behind.wait()
+                session_id = next(iter(self._waiting))
+                header, seq, rows, batch = self._waiting.pop(session_id)
+                self._busy = True
+            self._write(session_id, header, seq, rows, batch)
 
     def _write(self, session_id: str, header: Mapping[str, Any], seq: int, rows: Rows, batch: Batch) -> None:
         """Write ``rows`` (as of ``seq``, which ``batch`` holds) unless a checkpoint as recent is already there."""

@@ -59,11 +59,13 @@ def _is_mapping(value: object) -> bool:
     return isinstance(value, dict) or isinstance(value, Mapping)  # noqa: SIM101 (the dict check alone is C-fast)
 
 
-def _delta_kind(event: Mapping[str, Any]) -> str | None:
-    """The delta kind of an event the encoder may pack, or ``None`` to store it verbatim.
+def _run_key(event: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What an event the encoder may pack must share with its neighbours to join their run, or ``None`` to store it
+    verbatim: ``(delta kind, turn, step, index)``, plus ``(id, has name, name)`` for tool-call deltas.
 
-    It runs on every event a live session writes, so the checks are inlined and the common refusal (another event
-    type) is the first test.
+    It runs on every event a live session writes, so the shape checks are inlined, the common refusal (another
+    event type) is the first test, and whether the next event continues a run is one tuple comparison (plus its seq
+    and time) instead of a walk over both events.
     """
     if event.get("type") != "assistant/chunk" or event.keys() != _EVENT_KEYS:
         return None
@@ -77,31 +79,25 @@ def _delta_kind(event: Mapping[str, Any]) -> str | None:
     turn, step, chunk = data["turn"], data["step"], data["chunk"]
     if type(turn) not in _NUMBER_TYPES or type(step) not in _NUMBER_TYPES or not _is_mapping(chunk):
         return None
-    if type(chunk.get("index")) not in _NUMBER_TYPES:
+    index = chunk.get("index")
+    if type(index) not in _NUMBER_TYPES:
         return None
     kind = chunk.get("type")
     if kind == "text-delta" or kind == "reasoning-delta":
-        return kind if chunk.keys() == _TEXT_CHUNK_KEYS and isinstance(chunk["text"], str) else None
+        if chunk.keys() == _TEXT_CHUNK_KEYS and isinstance(chunk["text"], str):
+            return (kind, turn, step, index)
+        return None
     if kind == "tool-call-delta":
         keys = chunk.keys()
-        shape_ok = keys == _CALL_CHUNK_KEYS or (keys == _NAMED_CALL_CHUNK_KEYS and isinstance(chunk["name"], str))
-        if shape_ok and isinstance(chunk["id"], str) and isinstance(chunk["argumentsDelta"], str):
-            return "tool-call-delta"
+        named = keys == _NAMED_CALL_CHUNK_KEYS
+        if not named and keys != _CALL_CHUNK_KEYS:
+            return None
+        name = chunk["name"] if named else None
+        if (named and not isinstance(name, str)) or not isinstance(chunk["id"], str) or not isinstance(
+                chunk["argumentsDelta"], str):
+            return None
+        return (kind, turn, step, index, chunk["id"], named, name)
     return None
-
-
-def _continues(prev: Mapping[str, Any], nxt: Mapping[str, Any], kind: str) -> bool:
-    if nxt["seq"] != prev["seq"] + 1 or not _safe_int(nxt["time"] - prev["time"]):
-        return False
-    a, b = prev["data"], nxt["data"]
-    if a["turn"] != b["turn"] or a["step"] != b["step"]:
-        return False
-    ca, cb = a["chunk"], b["chunk"]
-    if ca["index"] != cb["index"]:
-        return False
-    if kind != "tool-call-delta":
-        return True
-    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb) and ca.get("name") == cb.get("name")
 
 
 def _build_row(kind: str, run: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -129,31 +125,37 @@ def pack_chunk_runs(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, An
     """The storage records for one write batch: each packable run of ``MIN_RUN`` or more becomes a row.
 
     Pure and per batch: a run split across two batches packs separately, exactly as DSH's writer does, which is why
-    byte-for-byte reproduction of a DSH log needs DSH's batch boundaries.
+    byte-for-byte reproduction of a DSH log needs DSH's batch boundaries. An event continues a run when it has the
+    run's key (:func:`_run_key`), the next seq, and a time whose distance from the previous one is a safe integer.
     """
     out: list[Mapping[str, Any]] = []
     run: list[Mapping[str, Any]] = []
-    run_kind: str | None = None
-
-    def close_run() -> None:
-        if run_kind is not None and len(run) >= MIN_RUN:
-            out.append(_build_row(run_kind, run))
+    run_key: tuple[Any, ...] | None = None
+    last_seq = last_time = 0
+    for event in events:
+        key = _run_key(event)
+        if key is not None:
+            seq, time = event["seq"], event["time"]
+            if key == run_key and seq == last_seq + 1 and -MAX_SAFE_INTEGER <= time - last_time <= MAX_SAFE_INTEGER:
+                run.append(event)
+                last_seq, last_time = seq, time
+                continue
+        if run:
+            if len(run) >= MIN_RUN:
+                out.append(_build_row(run_key[0], run))  # type: ignore[index]
+            else:
+                out.extend(run)
+        if key is None:
+            out.append(event)
+            run, run_key = [], None
+        else:
+            run, run_key = [event], key
+            last_seq, last_time = seq, time
+    if run:
+        if len(run) >= MIN_RUN:
+            out.append(_build_row(run_key[0], run))  # type: ignore[index]
         else:
             out.extend(run)
-
-    for event in events:
-        kind = _delta_kind(event)
-        if kind is None:
-            close_run()
-            run, run_kind = [], None
-            out.append(event)
-            continue
-        if kind == run_kind and run and _continues(run[-1], event, kind):
-            run.append(event)
-            continue
-        close_run()
-        run, run_kind = [event], kind
-    close_run()
     return out
 
 

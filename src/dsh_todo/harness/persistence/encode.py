@@ -9,7 +9,7 @@ from dsh_todo.harness.persistence.chunk_rows import pack_chunk_runs
 from dsh_todo.harness.persistence.header import header_line
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.zstd import compress_frame
-from dsh_todo.jsonutil import dumps_bytes
+from dsh_todo.jsonutil import dumps_bytes, dumps_lines
 
 
 def storage_records(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> list[Mapping[str, Any]]:
@@ -19,10 +19,7 @@ def storage_records(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = 
 
 def batch_plaintext(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> bytes:
     """The JSONL text of one batch, each record on its own ``\\n``-terminated line."""
-    records = storage_records(events, pack_chunks=pack_chunks)
-    if not records:
-        return b""
-    return b"\n".join(map(dumps_bytes, records)) + b"\n"
+    return dumps_lines(storage_records(events, pack_chunks=pack_chunks))
 
 
 def header_plaintext(meta: Mapping[str, Any]) -> bytes:

@@ -261,6 +261,7 @@ def test_projection_checkpoints_commit_with_their_turn_end_and_restore_cold(boot
     close_turn(session)  # seq 4: turn/end stages the checkpoint; nothing is written before the batch is
     assert store.read_checkpoint("checkpointed") is None
     persistence.flush()
+    ctx.get("session_projection_cache").settle()  # the checkpoint is written behind, off the flush's path
     record, as_of = store.read_checkpoint("checkpointed") or ({}, -1)
     assert as_of == 4
     assert record == {"identity": {"createdAt": session.header["createdAt"], "cwd": "/w"},

@@ -1,0 +1,220 @@
+"""One durable call against one durable MCP ``tools/call``, on the same persisted runtime, with the ratio.
+
+- **durable call**: ``ctx.tools.execute("todo_write", <10 items>, agent)`` on a persisted session, then
+  ``session_persistence.flush`` (acknowledged = fsynced): one ``todo/write`` event, one fsync.
+- **MCP call over stdio**: ``dsh-todo mcp --root …`` as a subprocess, as an MCP host runs it, driven by a minimal
+  client that writes one ``tools/call`` line and reads its answer line (the real server path: our line transport,
+  the SDK's server, the carrier, the flush). The call is a step of the connection's turn (``step/start``,
+  ``tool/call``, ``todo/write``, ``tool/result``, ``step/end``), flushed before it is answered.
+- **MCP call in process**: the SDK's own client against ``build_server`` over in-memory streams (this adds the
+  Python SDK client's work, e.g. validating the result against the tool's output schema with ``jsonschema``).
+- ``CallSession.call`` alone: the carrier's turn writing without the SDK, to show which part is the SDK's.
+
+Each sample times a run of calls on a warm session (its log already exists, so the one-off creation of the file is
+not counted) and reports µs per call; samples of the kinds are interleaved so machine load hits them alike. The
+fsyncs per in-process call are counted too (``os.fsync`` wrapped), as a check on the shape, not a timing. On a
+shared disk an fsync's own time swings by 10× between minutes, so also read the CPU line: the same calls with
+``os.fsync`` stubbed out, in CPU time.
+
+Run: ``uv run python benchmarks/mcp_call.py [--compression zstd|none] [--calls 200] [--samples 15]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.harness import Agent, Context
+from dsh_todo.runtime import open_runtime
+
+ARGS = {"todos": [{"content": f"step {i}: do the thing number {i}",
+                   "status": ("completed", "in_progress", "pending")[i % 3]} for i in range(10)]}
+
+Call = Callable[[], Awaitable[Any]]
+
+
+class FsyncCounter:
+    """Counts ``os.fsync`` calls while installed (the writer calls it through the ``os`` module)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._real = os.fsync
+
+    def __enter__(self) -> FsyncCounter:
+        def counted(fd: int) -> None:
+            self.count += 1
+            self._real(fd)
+
+        os.fsync = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.fsync = self._real
+
+
+async def time_calls(call: Call, calls: int) -> tuple[float, float]:
+    """µs per call over ``calls`` calls, and fsyncs per call."""
+    with FsyncCounter() as fsyncs:
+        start = time.perf_counter()
+        for _ in range(calls):
+            await call()
+        elapsed = time.perf_counter() - start
+    return elapsed / calls * 1e6, fsyncs.count / calls
+
+
+def durable_call(ctx: Context) -> Call:
+    session = ctx.sessions.create("durable", cwd="/bench")
+    agent = Agent("durable", session)
+    execute = ctx.tools.execute
+    flush = ctx.session_persistence.flush
+
+    async def call() -> None:
+        await execute("todo_write", ARGS, agent)
+        flush("durable")
+
+    return call
+
+
+def carrier_call(ctx: Context) -> Call:
+    from dsh_todo.carriers.mcp.calls import CallSession
+
+    session = CallSession(ctx, cwd="/bench", session_id="carrier")
+
+    async def call() -> None:
+        result = await session.call("todo_write", ARGS)
+        assert not result.is_error
+
+    return call
+
+
+class StdioServer:
+    """``dsh-todo mcp`` over stdio, initialized, answering one ``tools/call`` line at a time."""
+
+    def __init__(self, root: Path, compression: str) -> None:
+        command = Path(sys.executable).with_name("dsh-todo")
+        self.process = subprocess.Popen([str(command), "mcp", "--root", str(root), "--compression", compression],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        cwd=root)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.line = self.encode("tools/call", {"name": "todo_write", "arguments": ARGS})
+
+    def encode(self, method: str, params: dict[str, Any]) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n"
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": method, "params": params})
+        assert self.process.stdout is not None
+        return json.loads(self.process.stdout.readline())
+
+    async def call(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(self.line)
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        assert b'"isError":false' in answer, answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+async def run(root: Path, compression: str, calls: int, samples: int) -> None:
+    from mcp.client import Client
+
+    from dsh_todo.carriers.mcp.server import build_server
+
+    ctx = open_runtime(root / "in-process", compression=compression)
+    (root / "stdio").mkdir()
+    server = StdioServer(root / "stdio", compression)
+    try:
+        async with Client(build_server(ctx, cwd="/bench")) as client:
+            async def mcp_call() -> None:
+                result = await client.call_tool("todo_write", ARGS)
+                assert not result.is_error
+
+            kinds: dict[str, Call] = {DURABLE: durable_call(ctx),
+                                      "MCP tools/call over stdio (the server)": server.call,
+                                      "MCP tools/call, SDK client in process": mcp_call,
+                                      "CallSession.call (carrier, no SDK)": carrier_call(ctx)}
+            for call in kinds.values():  # warm up: the log files exist from here on
+                for _ in range(20):
+                    await call()
+            times: dict[str, list[float]] = {name: [] for name in kinds}
+            fsyncs: dict[str, list[float]] = {name: [] for name in kinds}
+            cpu: dict[str, list[float]] = {DURABLE: [], CARRIER: []}
+            for _ in range(samples):
+                for name, call in kinds.items():
+                    per_call, per_call_fsyncs = await time_calls(call, calls)
+                    times[name].append(per_call)
+                    fsyncs[name].append(per_call_fsyncs)
+                for name in cpu:
+                    cpu[name].append(await cpu_per_call(kinds[name], calls))
+    finally:
+        server.close()
+        ctx.dispose()
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    base = medians[DURABLE]
+    print(f"\n== compression {compression!r}: {samples} samples x {calls} calls, medians (wall) ==")
+    for name, value in medians.items():
+        counted = "" if name.endswith("(the server)") else f"{statistics.median(fsyncs[name]):.2f} fsyncs/call, "
+        print(f"{name:<42} {value:8.0f} us/call  ({counted}{value / base:.2f}x the durable call; "
+              f"min {min(times[name]):.0f}, max {max(times[name]):.0f})")
+    durable_cpu, carrier_cpu = (statistics.median(cpu[name]) for name in (DURABLE, CARRIER))
+    print(f"CPU per call with fsync stubbed out: durable call {durable_cpu:.0f} us, CallSession.call "
+          f"{carrier_cpu:.0f} us ({carrier_cpu / durable_cpu:.2f}x)")
+
+
+DURABLE = "durable call (execute + flush)"
+CARRIER = "CallSession.call (carrier, no SDK)"
+
+
+async def cpu_per_call(call: Call, calls: int) -> float:
+    """CPU µs per call with ``os.fsync`` a no-op: what the path costs besides the disk."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        start = time.process_time()
+        for _ in range(calls):
+            await call()
+        return (time.process_time() - start) / calls * 1e6
+    finally:
+        os.fsync = real
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--compression", choices=("zstd", "none", "both"), default="both")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=15)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    for compression in ("none", "zstd") if args.compression == "both" else (args.compression,):
+        workdir = Path(tempfile.mkdtemp(prefix="dsh-bench-mcp-"))
+        try:
+            asyncio.run(run(workdir, compression, args.calls, args.samples))
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

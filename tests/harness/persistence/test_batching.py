@@ -1,0 +1,108 @@
+"""The write-behind queue: events queued without a lock still land once each, in order, in the window they opened.
+
+Driven with an in-memory writer, so what is checked is the queue's bookkeeping (windows, the writer thread's
+wake-ups, flushes racing appends), not a file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness.persistence import batching
+from dsh_todo.harness.persistence.batching import WriteBehind
+from dsh_todo.harness.persistence.contract import Batch
+
+
+class MemoryWriter:
+    """A :class:`~dsh_todo.harness.persistence.contract.LogWriter` that keeps its batches in a list."""
+
+    def __init__(self, session_id: str = "s") -> None:
+        self.session_id = session_id
+        self.cursor = 0
+        self.last_batch: Batch | None = None
+        self.open = True
+        self.batches: list[list[int]] = []
+        self.landed = threading.Condition()
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        seqs = [event["seq"] for event in events]
+        assert seqs == list(range(self.cursor, self.cursor + len(seqs))), "batches continue the log exactly"
+        with self.landed:
+            self.batches.append(seqs)
+            self.cursor += len(seqs)
+            self.last_batch = Batch(seqs[0], seqs[-1])
+            self.landed.notify_all()
+
+    def close(self) -> None:
+        self.open = False
+
+    def wait_for(self, count: int) -> bool:
+        """Whether ``count`` events are written within a generous bound (never a timing assertion)."""
+        with self.landed:
+            return self.landed.wait_for(lambda: self.cursor >= count, timeout=30)
+
+
+@pytest.fixture
+def writes() -> Iterator[WriteBehind]:
+    behind = WriteBehind(delay_ms=20)
+    yield behind
+    behind.close()
+
+
+def event(seq: int) -> dict[str, Any]:
+    return {"type": "step/start", "seq": seq, "time": 0, "data": {}}
+
+
+def test_a_window_opened_while_the_thread_lingers_is_written_without_a_flush(writes: WriteBehind) -> None:
+    """Opening a window does not wake the writer thread when it will look in time anyway (it lingers, waking once
+    per window, after a batch): the window must still be written when it closes."""
+    writer = MemoryWriter()
+    queue = writes.open(writer)
+    writes.enqueue(queue, event(0))
+    writes.flush()
+    writes.enqueue(queue, event(1))
+    writes.enqueue(queue, event(2))
+    assert writer.wait_for(3)
+    assert writer.batches == [[0], [1, 2]]
+
+
+def test_a_window_opened_after_the_thread_stopped_lingering_wakes_it(writes: WriteBehind,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batching, "LINGER_S", 0.0)
+    writer = MemoryWriter()
+    queue = writes.open(writer)
+    writes.enqueue(queue, event(0))
+    assert writer.wait_for(1)
+    with writes._cond:  # the thread sleeps until called once its linger is over
+        assert writes._cond.wait_for(lambda: writes._wake_at is None, timeout=30)
+    writes.enqueue(queue, event(1))
+    assert writer.wait_for(2)
+    assert writer.batches == [[0], [1]]
+
+
+def test_flushes_racing_appends_write_every_event_once_in_order(writes: WriteBehind) -> None:
+    """One thread appends (as a session does) while another flushes over and over and the writer thread writes
+    the windows: no event is lost, none written twice, the batches continue one another exactly."""
+    writer = MemoryWriter()
+    queue = writes.open(writer)
+    total = 20_000
+    done = threading.Event()
+
+    def flusher() -> None:
+        while not done.is_set():
+            writes.flush("s")
+
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    try:
+        for seq in range(total):
+            writes.enqueue(queue, event(seq))
+    finally:
+        done.set()
+        thread.join()
+    assert writer.wait_for(total)
+    assert [seq for batch in writer.batches for seq in batch] == list(range(total))
