@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Final
 
 import orjson
+
+MAX_DEPTH: Final = 512
+"""The deepest nesting of objects and arrays accepted from outside (an MCP message, a log line). Deeper input is
+refused before anything recursive walks it; orjson itself parses up to 1,024 levels and Python's recursion limit
+(1,000 frames) would not carry a value much deeper than this bound through the standard library."""
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -58,4 +63,28 @@ def loads(text: str | bytes) -> Any:
     except orjson.JSONDecodeError:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return json.loads(text, parse_constant=_no_constants)
+        try:
+            return json.loads(text, parse_constant=_no_constants)
+        except RecursionError:
+            raise TooDeepError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+
+
+class TooDeepError(ValueError):
+    """JSON text nested deeper than the parsers follow (see :data:`MAX_DEPTH`)."""
+
+
+def nests_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests objects and arrays deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

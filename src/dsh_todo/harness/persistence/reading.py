@@ -15,7 +15,7 @@ whole log (a ``turn/start`` or ``turn/end`` resets everything the closers depend
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -29,10 +29,11 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.limits import max_line, too_long
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 
 Observer = Callable[[list[Event], list[Any]], object]
@@ -77,6 +78,7 @@ class _Pass:
 
     def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None) -> None:
         self.scanner = scanner
+        scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
 
@@ -91,7 +93,7 @@ class _Pass:
             return
         found = self.found
         types = list(map(dict.get, events, repeat("type")))
-        if found.unknown is None and not _KNOWN.issuperset(types):
+        if found.unknown is None and not _all_known(types):
             try:
                 refuse_unknown_types(str(found.meta["id"]), events, found.path)
             except SessionLogError as exc:
@@ -99,12 +101,21 @@ class _Pass:
         if self.observe is not None:
             self.observe(events, types)
         _follow_turn(found.open_turn, events, types)
-        found.count += len(events)
+        handed = len(events) + scanner.unexpanded
+        found.count += handed
         if found.events is not None:
             found.events.extend(events)
-        # The scanner counts seqs from ``base + len(events)``: move the base past what it hands over.
-        scanner.base += len(events)
+        # The scanner counts seqs from ``base + len(events) + unexpanded``: move the base past what it hands over.
+        scanner.base += handed
+        scanner.unexpanded = 0
         scanner.events = []
+
+
+def _all_known(types: list[Any]) -> bool:
+    try:
+        return _KNOWN.issuperset(types)
+    except TypeError:  # a ``type`` that is a list or an object: not a type this harness knows
+        return False
 
 
 def _follow_turn(open_turn: list[Event], events: Sequence[Event], kinds: list[Any]) -> None:
@@ -192,39 +203,81 @@ def _line_start(file: BinaryIO, end: int) -> int:
     return 0
 
 
-def _plaintext(buffer: bytes, start: int, end: int) -> bytes:
+def _frame(data: memoryview, start: int, at: int) -> Iterator[bytes]:
+    """The plaintext of the complete frame ``data`` (which starts at byte ``at`` of the file), piece by piece."""
     try:
-        return decode_frame(buffer[start:end])
+        yield from frame_pieces(data, CHUNK_SIZE)
     except FrameError as exc:
         raise CorruptSessionLogError(
-            f"corrupt Zstandard session log: frame at byte {start} failed validation") from exc
+            f"corrupt Zstandard session log: frame at byte {at + start} failed validation") from exc
 
 
-def header_frame(plaintext: bytes) -> bytes:
-    """A zstd log's first frame, which must be exactly the header line."""
+def header_frame(pieces: Iterable[bytes], limit: int | None = None) -> bytes:
+    """A zstd log's first frame, which must be exactly the header line (no longer than ``limit`` bytes, the
+    maximum line length by default)."""
+    limit = max_line() if limit is None else limit
+    plaintext = b""
+    for piece in pieces:
+        plaintext += piece
+        if len(plaintext) > limit:
+            raise too_long("the header", limit)
     if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
         raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
     return plaintext
 
 
+def _frames(file: BinaryIO) -> Iterator[tuple[int, memoryview | None, bytes]]:
+    """``(offset, frame, torn)`` for each complete frame of the file read piece by piece (``torn`` empty), then,
+    if the file ends inside a frame, ``(offset, None, the torn bytes)``. Memory: one read piece and one frame."""
+    pending = b""
+    offset = 0
+    while True:
+        chunk = file.read(CHUNK_SIZE)
+        if chunk:
+            pending = pending + chunk if pending else chunk
+        scan = scan_frames(pending)
+        with memoryview(pending) as view:
+            for start, end in scan.frames:
+                yield offset + start, view[start:end], b""
+        done = scan.frames[-1][1] if scan.frames else 0
+        offset += done
+        pending = pending[done:]
+        if not chunk:
+            break
+    if pending:
+        yield offset, None, pending
+
+
 def _scan_zstd(path: Path, keep: bool, observe: Observer | None) -> Scanned:
-    buffer = read_stable(path)
-    frames = scan_frames(buffer)
-    if not frames.frames:
-        raise CorruptSessionLogError("empty or header-less Zstandard session log")
-    (first_start, first_end), *rest = frames.frames
-    header = header_frame(_plaintext(buffer, first_start, first_end))
-    one = _Pass(LogScanner(header), path, keep, observe)
-    for start, end in rest:
-        one.feed(_plaintext(buffer, start, end))
+    with path.open("rb") as file:
+        frames = _frames(file)
+        first = next(frames, None)
+        if first is None:
+            raise CorruptSessionLogError("empty or header-less Zstandard session log")
+        at, head, _ = first
+        if head is None:
+            raise CorruptSessionLogError("empty or header-less Zstandard session log")
+        header = header_frame(_frame(head, at, 0))
+        one = _Pass(LogScanner(header), path, keep, observe)
+        last_start: int | None = None
+        torn_start: int | None = None
+        torn = b""
+        for at, frame, rest in frames:
+            if frame is None:
+                torn_start, torn = at, rest
+                break
+            for piece in _frame(frame, at, 0):
+                one.feed(piece)
+            last_start = at
     if not one.scanner.clean:
         raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
-    if rest and one.found.count:
-        one.found.last_record = rest[-1][0]
-    if frames.torn_start is not None:
+    if last_start is not None and one.found.count:
+        one.found.last_record = last_start
+    if torn_start is not None:
         one.found.last_record = None
         complete = one.found.count
-        one.feed(decode_prefix(buffer[frames.torn_start:]))
-        one.found.torn_at = frames.torn_start
+        for piece in prefix_pieces(torn, CHUNK_SIZE):
+            one.feed(piece)
+        one.found.torn_at = torn_start
         one.found.cut_frame_events = one.found.count - complete
     return one.found

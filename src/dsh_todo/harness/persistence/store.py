@@ -67,7 +67,7 @@ from dsh_todo.harness.persistence.paths import (
 )
 from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
 from dsh_todo.jsonutil import dumps_bytes, loads
 
@@ -396,7 +396,7 @@ class JsonlStore:
                     if scan.frames:
                         start, end = scan.frames[0]
                         try:
-                            record = header_frame(decode_frame(content[start:end]))
+                            record = header_frame(frame_pieces(content[start:end], 1 << 20))
                         except FrameError as exc:
                             raise CorruptSessionLogError(
                                 "corrupt Zstandard session log: header frame failed validation") from exc
