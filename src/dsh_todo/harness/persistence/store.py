@@ -52,6 +52,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
+from dsh_todo.harness.persistence.limits import max_line
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.paths import (
@@ -168,11 +169,26 @@ class JsonlStore:
 
     def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
-        not where its header says, or its id stored twice under this root."""
+        not where its header says, or its id stored twice under this root; both are checked on the header alone,
+        before the rest is read (a misplaced copy of a million events is refused at once)."""
+        meta = self._placed(path, None)
+        if meta is not None:
+            self.find(str(meta["id"]))  # refuses an id stored in two project directories
         found = scan_log(path, keep=keep, observe=observe)
         self._check_identity(path, found.meta, None)
-        self.find(str(found.meta["id"]))  # refuses an id stored in two project directories
+        self.find(str(found.meta["id"]))
         return found
+
+    def _placed(self, path: Path, expected_id: str | None) -> Meta | None:
+        """The header of the log at ``path``, checked to be where it says it belongs (``None`` when the header
+        cannot be read on its own: the full read then says why)."""
+        try:
+            meta = self._read_header_only(path)
+        except CorruptSessionLogError:
+            return None
+        if meta is not None:
+            self._check_identity(path, meta, expected_id)
+        return meta
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -189,6 +205,7 @@ class JsonlStore:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
+        self._placed(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
         self._check_identity(path, found.meta, session_id)
         assert found.events is not None
@@ -381,7 +398,7 @@ class JsonlStore:
         """The header of a log without reading the rest: the first line, or the first zstd frame."""
         with path.open("rb") as file:
             if compression_of(path) == "none":
-                first = file.readline()
+                first = file.readline(max_line() + 1)
                 if not first.endswith(b"\n"):
                     return None
                 record = first
