@@ -19,6 +19,7 @@ from itertools import compress
 from operator import not_
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.logview.health import Refusal
@@ -46,7 +47,22 @@ class PlanFold:
     def _restart(self) -> None:
         self._fold = READER_PROJECTIONS.fold_for()
         self._next = 0
+        self._from = 0
         self.breaker: str | None = None
+
+    def resume(self, rows: Rows) -> bool:
+        """Start from a checkpoint's rows instead of the first event (``False``: its ``todos`` row is unusable);
+        the events the rows already cover are then passed over. A pass from a checkpoint is never restarted."""
+        row = rows.get(KEY)
+        seq = row.get("seq") if isinstance(row, dict) else None
+        if type(seq) is not int:
+            return False
+        try:
+            self._fold = READER_PROJECTIONS.fold_for((), rows, seq + 1)
+        except ValueError:
+            return False
+        self._from = seq + 1
+        return True
 
     def see(self, events: Sequence[Any], types: Sequence[Any] | None = None) -> None:
         """Take the next run of events, in seq order (a pass the reader restarts begins again at seq 0).
@@ -56,6 +72,10 @@ class PlanFold:
         ``todos`` unit is the only one :data:`READER_PROJECTIONS` holds, and every other known type leaves it as
         it was, so the result is the same as folding every event.
         """
+        if self._from and events and events[0].get("seq") < self._from:
+            kept = [index for index, event in enumerate(events) if event.get("seq") >= self._from]
+            events = events[kept[0]:] if kept else []
+            types = None if types is None else types[len(types) - len(events):]
         if not events:
             return
         first = events[0].get("seq")

@@ -3,7 +3,11 @@
 The file::
 
     {"version": 1, "log": "session.jsonl.zstd", "identity": {"createdAt": …, "cwd"?: …},
-     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}}
+     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}, "prefix"?: {"sha256": <hex>}}
+
+``prefix`` (:mod:`.prefix`) is the digest of the log's bytes before ``offset``: with it a reader that owes an exact
+verdict can prove those bytes unchanged (``dsh_todo.logview``); without it only the projection-cache service uses
+the checkpoint.
 
 ``offset`` is the start of a log record (a raw line, or a zstd frame) at or before the one holding event ``seq``:
 decoding from there yields events starting at some seq ≤ ``seq`` + 1, and the reader skips what the rows already
@@ -29,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.reading import first_seq as _first_seq
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, loads
@@ -56,10 +60,15 @@ class Checkpoint:
     identity: dict[str, Any]
     offset: int
     rows: Rows
+    prefix: str | None = None
+    """The SHA-256 (hex) of the log's bytes before ``offset`` (:mod:`.prefix`); older checkpoints have none."""
 
     def encode(self) -> bytes:
-        return dumps_bytes({"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
-                            "offset": self.offset, "rows": self.rows})
+        value: dict[str, Any] = {"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
+                                 "offset": self.offset, "rows": self.rows}
+        if self.prefix is not None:
+            value["prefix"] = {"sha256": self.prefix}
+        return dumps_bytes(value)
 
 
 def identity_of(header: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,7 +94,9 @@ def read_checkpoint(log_path: Path) -> Checkpoint | None:
     identity, offset, rows = value.get("identity"), value.get("offset"), value.get("rows")
     if not isinstance(identity, dict) or type(offset) is not int or offset < 1 or not isinstance(rows, dict):
         return None
-    return Checkpoint(log_path.name, identity, offset, rows)
+    prefix = value.get("prefix")
+    digest = prefix.get("sha256") if isinstance(prefix, dict) else None
+    return Checkpoint(log_path.name, identity, offset, rows, digest if isinstance(digest, str) else None)
 
 
 def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
@@ -141,18 +152,6 @@ class Tail:
 
     base: int
     events: list[dict[str, Any]]
-
-
-def _first_seq(plaintext: bytes) -> int | None:
-    end = plaintext.find(b"\n")
-    try:
-        first = loads(plaintext[:end if end >= 0 else len(plaintext)])
-    except ValueError:
-        return None
-    if not isinstance(first, dict):
-        return None
-    seq = first.get("seq0") if first.get("type") in ROW_TYPES else first.get("seq")
-    return seq if type(seq) is int and seq >= 0 else None
 
 
 def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int) -> Tail | None:

@@ -22,7 +22,7 @@ import builtins
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,8 @@ from dsh_todo.harness.persistence.paths import (
     session_dir,
     session_segment,
 )
-from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log
+from dsh_todo.harness.persistence.prefix import prefix_digest, running_digest
+from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log, scan_tail
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
@@ -178,6 +179,32 @@ class JsonlStore:
         self._check_identity(path, found.meta, None)
         self.find(str(found.meta["id"]))
         return found
+
+    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None]) -> Scanned | None:
+        """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
+        checkpoint proves the bytes before its offset unchanged (:mod:`.prefix`); ``None`` whenever anything is off
+        (no digest, another digest, a tail a full pass must judge): then :meth:`scan` the whole log. Refused like
+        :meth:`scan` when the log is not where its header says, or its id is stored twice.
+
+        ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
+        the observer of the tail's events (``None``: the rows are of no use, give up)."""
+        meta = self._placed(path, None)
+        if meta is None:
+            return None
+        self.find(str(meta["id"]))
+        found = usable_checkpoint(self, path)
+        if found is None or found[1].prefix is None:
+            return None
+        meta, checkpoint = found
+        try:
+            if prefix_digest(path, checkpoint.offset) != checkpoint.prefix:
+                return None
+        except OSError:
+            return None
+        observe = start(checkpoint.rows, checkpoint.offset)
+        if observe is None:
+            return None
+        return scan_tail(path, meta, checkpoint.offset, observe)
 
     def _placed(self, path: Path, expected_id: str | None) -> Meta | None:
         """The header of the log at ``path``, checked to be where it says it belongs (``None`` when the header
@@ -330,7 +357,8 @@ class JsonlStore:
         path = self.find(session_id)
         if path is None:
             return
-        write_checkpoint(path, Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows))
+        offset = batch.record_of(seq)
+        write_checkpoint(path, Checkpoint(path.name, identity_of(header), offset, rows, running_digest(path, offset)))
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
