@@ -21,6 +21,9 @@ from typing import Any, Final
 PIECE: Final = 1 << 20
 """Bytes hashed at a time (memory stays at one piece)."""
 
+KEPT: Final = 1024
+"""Running hashes kept (the most recently used files'); a file dropped from them is hashed from the start again."""
+
 _running: dict[tuple[int, int], tuple[int, Any]] = {}
 _lock = threading.Lock()
 
@@ -54,21 +57,13 @@ def running_digest(path: Path, offset: int) -> str:
         stat = os.fstat(fd)
         key = (stat.st_dev, stat.st_ino)
         with _lock:
-            done, digest = _running.get(key, (0, None))
+            done, digest = _running.pop(key, (0, None))
             if digest is None or done > offset:
                 done, digest = 0, hashlib.sha256()
             _update(fd, digest, done, offset)
             _running[key] = (offset, digest)
+            if len(_running) > KEPT:
+                del _running[next(iter(_running))]
             return str(digest.hexdigest())
     finally:
         os.close(fd)
-
-
-def forget(path: Path) -> None:
-    """Drop the running hash of the file at ``path`` (it is being rewritten or removed)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return
-    with _lock:
-        _running.pop((stat.st_dev, stat.st_ino), None)
