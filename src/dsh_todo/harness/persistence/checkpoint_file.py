@@ -37,9 +37,10 @@ from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.reading import CHUNK_SIZE
 from dsh_todo.harness.persistence.reading import first_seq as _first_seq
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
@@ -191,20 +192,23 @@ def _raw_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
 
 
 def _zstd_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
-    """Like the full zstd read: complete frames must hold complete lines; an incomplete last frame yields what its
-    whole blocks decode."""
+    """Like the full zstd read: complete frames must hold complete lines, decoded piece by piece (memory stays at
+    one piece and the events); an incomplete last frame yields what its whole blocks decode."""
     scan = scan_frames(data)
     if not scan.frames:
         return None
-    plaintexts = [decode_frame(data[start:end]) for start, end in scan.frames]
-    base = _first_seq(plaintexts[0])
+    pieces = (piece for start, end in scan.frames for piece in frame_pieces(data[start:end], CHUNK_SIZE))
+    first = next(pieces, b"")
+    base = _first_seq(first)
     if base is None:
         return None
     scanner = LogScanner.continuing(meta, base)
-    for plaintext in plaintexts:
-        scanner.feed(plaintext)
+    scanner.feed(first)
+    for piece in pieces:
+        scanner.feed(piece)
     if not scanner.clean:
         return None
     if scan.torn_start is not None:
-        scanner.feed(decode_prefix(data[scan.torn_start:]))
+        for piece in prefix_pieces(data[scan.torn_start:], CHUNK_SIZE):
+            scanner.feed(piece)
     return scanner.events
