@@ -8,6 +8,7 @@ that cannot be shown) sends the reader through every line, so the verdict is the
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def same_as_full(log: Path) -> PlanView:
 
 
 def test_a_checkpoint_with_a_matching_prefix_is_read_from_its_offset(written: Path) -> None:
-    assert "sha256" in json.loads((written.parent / CHECKPOINT_NAME).read_text())["prefix"]
+    assert "sha256" in json.loads((written.parent / CHECKPOINT_NAME).read_text())["proof"]
     view = same_as_full(written)
     assert view.source == "checkpoint" and view.health.state == "ok"
     assert view.plan == [{"content": "t5", "status": "in_progress"}, {"content": "later", "status": "pending"}]
@@ -72,9 +73,19 @@ def test_a_damaged_prefix_is_read_in_full_and_refused(written: Path, compression
 
 def test_a_checkpoint_without_a_digest_is_not_trusted(written: Path) -> None:
     record = json.loads((written.parent / CHECKPOINT_NAME).read_text())
-    del record["prefix"]
+    del record["proof"]
     (written.parent / CHECKPOINT_NAME).write_text(json.dumps(record))
     assert same_as_full(written).source == "scan"
+
+
+def test_an_edited_checkpoint_is_not_trusted(written: Path) -> None:
+    """The proof covers the rows too: a plan written into ``projections.json`` by hand is not shown."""
+    record = json.loads((written.parent / CHECKPOINT_NAME).read_text())
+    record["rows"]["todos"]["val"] = [{"content": "forged", "status": "pending"}]
+    (written.parent / CHECKPOINT_NAME).write_text(json.dumps(record))
+    view = same_as_full(written)
+    assert view.source == "scan" and view.plan == [{"content": "t5", "status": "in_progress"},
+                                                   {"content": "later", "status": "pending"}]
 
 
 def test_a_torn_tail_is_recovered_by_the_full_pass(written: Path, compression: str) -> None:
@@ -125,3 +136,20 @@ def test_a_tail_that_goes_on_after_the_checkpoint_is_folded(written: Path, compr
     (written.parent / CHECKPOINT_NAME).write_bytes(checkpoint)  # the older checkpoint: a longer tail after it
     view = same_as_full(written)
     assert view.source == "checkpoint" and view.plan == [{"content": "t6", "status": "completed"}]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_damage_gets_the_full_reads_verdict(written: Path, seed: int) -> None:
+    """Bytes flipped or cut anywhere in a log whose checkpoint proves its prefix: ``read_plan`` (from the checkpoint
+    or through every line) answers exactly what the full read answers."""
+    rng = random.Random(seed)
+    original = written.read_bytes()
+    for _ in range(12):
+        data = bytearray(original)
+        if rng.random() < 0.2:
+            del data[rng.randrange(1, len(data)):]
+        else:
+            for _ in range(rng.randint(1, 3)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        written.write_bytes(bytes(data))
+        same_as_full(written)

@@ -3,9 +3,10 @@
 The file::
 
     {"version": 1, "log": "session.jsonl.zstd", "identity": {"createdAt": …, "cwd"?: …},
-     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}, "prefix"?: {"sha256": <hex>}}
+     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}, "proof"?: {"sha256": <hex>}}
 
-``prefix`` (:mod:`.prefix`) is the digest of the log's bytes before ``offset``: with it a reader that owes an exact
+``proof`` (:mod:`.prefix`) digests the log's bytes before ``offset`` and the checkpoint's own offset and rows: with
+it a reader that owes an exact
 verdict can prove those bytes unchanged (``dsh_todo.logview``); without it only the projection-cache service uses
 the checkpoint.
 
@@ -61,14 +62,19 @@ class Checkpoint:
     identity: dict[str, Any]
     offset: int
     rows: Rows
-    prefix: str | None = None
-    """The SHA-256 (hex) of the log's bytes before ``offset`` (:mod:`.prefix`); older checkpoints have none."""
+    proof: str | None = None
+    """The SHA-256 (hex) of the log's bytes before ``offset``, then :meth:`sealed` (:mod:`.prefix`); older
+    checkpoints have none."""
+
+    def sealed(self) -> bytes:
+        """What the proof covers after the log's prefix: the offset and the rows, as canonical JSON."""
+        return dumps_bytes({"offset": self.offset, "rows": self.rows})
 
     def encode(self) -> bytes:
         value: dict[str, Any] = {"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
                                  "offset": self.offset, "rows": self.rows}
-        if self.prefix is not None:
-            value["prefix"] = {"sha256": self.prefix}
+        if self.proof is not None:
+            value["proof"] = {"sha256": self.proof}
         return dumps_bytes(value)
 
 
@@ -95,8 +101,8 @@ def read_checkpoint(log_path: Path) -> Checkpoint | None:
     identity, offset, rows = value.get("identity"), value.get("offset"), value.get("rows")
     if not isinstance(identity, dict) or type(offset) is not int or offset < 1 or not isinstance(rows, dict):
         return None
-    prefix = value.get("prefix")
-    digest = prefix.get("sha256") if isinstance(prefix, dict) else None
+    proof = value.get("proof")
+    digest = proof.get("sha256") if isinstance(proof, dict) else None
     return Checkpoint(log_path.name, identity, offset, rows, digest if isinstance(digest, str) else None)
 
 

@@ -193,11 +193,11 @@ class JsonlStore:
             return None
         self.find(str(meta["id"]))
         found = usable_checkpoint(self, path)
-        if found is None or found[1].prefix is None:
+        if found is None or found[1].proof is None:
             return None
         meta, checkpoint = found
         try:
-            if prefix_digest(path, checkpoint.offset) != checkpoint.prefix:
+            if prefix_digest(path, checkpoint.offset, checkpoint.sealed()) != checkpoint.proof:
                 return None
         except OSError:
             return None
@@ -357,8 +357,9 @@ class JsonlStore:
         path = self.find(session_id)
         if path is None:
             return
-        offset = batch.record_of(seq)
-        write_checkpoint(path, Checkpoint(path.name, identity_of(header), offset, rows, running_digest(path, offset)))
+        checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
+        proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
+        write_checkpoint(path, dataclasses.replace(checkpoint, proof=proof))
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
