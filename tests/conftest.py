@@ -191,3 +191,15 @@ def hanging_tool(ctx: Context, name: str = "slow") -> Any:
     ctx.tools.register(define_tool(name=name, description="never returns", parameters={}, execute=forever,
                                    render=lambda _args, _value: "done"))
     return started
+
+
+@pytest.fixture(autouse=True)
+def _sigpipe_restored() -> Iterator[None]:
+    """An in-process ``plan`` or ``events`` restores SIGPIPE's default for the whole process, as the real filter
+    command must; put the handler back after each test, or a later test whose server writes to a socket a browser
+    has closed kills the test run itself (exit 141)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    yield
+    signal.signal(signal.SIGPIPE, before)
