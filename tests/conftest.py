@@ -26,6 +26,12 @@ import pytest
 from dsh_todo.harness import Context, boot
 from dsh_todo.testing import ClusterUnavailable, memory_composition, start_cluster
 
+with contextlib.suppress(ImportError):
+    # The MCP SDK's stdio client binds ``errlog=sys.stderr`` when it is first imported. Import it now, under
+    # pytest's file-descriptor capture, so a test that first imports it under ``capsys`` (whose stream has no
+    # ``fileno``; an in-process ``dsh-todo mcp`` does) does not leave every later stdio client broken.
+    import mcp.client.stdio  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 """DSH's fixture logs and the reference's conformance vectors, copied into the repository (see its README)."""

@@ -114,7 +114,7 @@ def flat_layout(root: Path) -> Path:
 
 
 DEEP: Final = 1000
-"""How deep the crafted line nests: beyond the reader's bound (:data:`dsh_todo.jsonutil.MAX_DEPTH`)."""
+"""How deep the crafted line nests: beyond the reader's bound (:data:`dsh_todo.jsonutil.MAX_VALUE_DEPTH`)."""
 
 
 def deep_line(root: Path, *, at_end: bool = False) -> Path:

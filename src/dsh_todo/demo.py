@@ -9,7 +9,6 @@ root, ``--root`` or ``--database``), and the demo's last lines are the exact com
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -82,10 +81,9 @@ def look_again(storage: Storage, session_id: str) -> list[str]:
             f"dsh-todo web {where}   (then open /?session={session_id})"]
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    from dsh_todo.cliargs import storage_of
-
-    storage = storage_of(args)
+def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:
+    """Play the task into ``storage``; with ``web``, serve the live page on ``port`` and pause ``pace`` seconds
+    per model reply so a person can follow it."""
     ctx = open_storage(storage)
     printer = PlanPrinter(ctx)
     printer.say("dsh-todo demo: the model is SCRIPTED (offline); the loop, tool, log and projection are real.")
@@ -95,12 +93,12 @@ def run_demo(args: argparse.Namespace) -> int:
         pause = 0.0
         # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
         session = ctx.sessions.create(session_id, cwd=os.getcwd())
-        if args.web:
+        if web:
             from dsh_todo.carriers.web import serve_in_background
 
-            url, stop_web = serve_in_background(ctx, port=args.port)
+            url, stop_web = serve_in_background(ctx, port=port)
             printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
-            pause = args.pace
+            pause = pace
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()

@@ -15,10 +15,14 @@ from typing import Any, Final
 
 import orjson
 
-MAX_DEPTH: Final = 512
-"""The deepest nesting of objects and arrays accepted from outside (an MCP message, a log line). Deeper input is
-refused before anything recursive walks it; orjson itself parses up to 1,024 levels and Python's recursion limit
-(1,000 frames) would not carry a value much deeper than this bound through the standard library."""
+MAX_DEPTH: Final = 1024
+"""How deeply :func:`loads` nests: orjson's own limit. A valid ``todo_write`` call needs three levels; deeper text is
+refused as not JSON rather than parsed by a recursive fallback that would exhaust Python's stack."""
+
+MAX_VALUE_DEPTH: Final = 512
+"""The deepest nesting accepted in a value taken whole from outside (an MCP message, a stored log line): deeper is
+refused before anything recursive walks it (printing, folding, freezing), which Python's stack (1,000 frames) would
+not carry much beyond this bound through the standard library."""
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -60,20 +64,22 @@ def loads(text: str | bytes) -> Any:
     """
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):
+            raise TooDeepError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         try:
             return json.loads(text, parse_constant=_no_constants)
-        except RecursionError:
+        except RecursionError:  # a text orjson refused for another reason, nested deeper than the stack allows
             raise TooDeepError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
 
 
 class TooDeepError(ValueError):
-    """JSON text nested deeper than the parsers follow (see :data:`MAX_DEPTH`)."""
+    """JSON text nested deeper than :func:`loads` follows (:data:`MAX_DEPTH`)."""
 
 
-def nests_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+def nests_deeper(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
     """Whether ``value`` nests objects and arrays deeper than ``limit`` (iterative: no recursion on hostile input)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:

@@ -278,3 +278,31 @@ def test_a_rejected_call_leaves_the_persisted_plan_alone(tmp_path: Path) -> None
         assert log is not None
         assert plan_json(log) == CANONICAL  # durable before the answer came back
     assert plan_json(log) == CANONICAL
+
+
+def test_a_rejected_first_call_after_a_closed_turn_leaves_the_plan_alone(tmp_path: Path) -> None:
+    """Repro (issue 12, the documented exception of decision 0005): a binding resumes a session whose last turn is
+    closed with a plan standing; its first call is rejected. That call had to open a new turn, whose ``turn/start``
+    cleared the plan (``dsh-todo plan`` printed ``null``). Now a call that would need a new turn is checked first;
+    refused, it is answered and nothing is appended, so the plan, the log and its durable copy stay as they were."""
+    root = tmp_path / "sessions"
+    with bind_todo(root=root, session="resumed", cwd=str(tmp_path)) as todos:
+        assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]
+        with todos.turn():
+            assert todos.call_sync(RAW["c1"]).text == TEXT["c1"]
+        log = todos.ctx.session_persistence.locate("resumed")
+        assert log is not None
+        before = list(todos.session.events)
+        rejected = todos.call_sync(RAW["c4"])  # no turn open: the standing turn ended when turn() began
+        assert (rejected.is_error, rejected.text) == (True, TEXT["c4"])
+        assert list(todos.session.events) == before
+        assert todos.plan == CANONICAL
+    assert plan_json(log) == CANONICAL
+    with bind_todo(root=root, session="resumed") as todos:
+        before = list(todos.session.events)
+        assert todos.call_value_sync({"todos": "x"}).is_error
+        assert list(todos.session.events) == before and todos.plan == CANONICAL
+        # An accepted call still opens the next turn as DSH does, and its plan stands.
+        assert todos.call_sync(ONE).is_error is False
+        assert todos.plan == [{"content": "a", "status": "in_progress"}]
+    assert plan_json(log) == [{"content": "a", "status": "in_progress"}]

@@ -53,6 +53,27 @@ def test_an_unreachable_database(script: Path, capsys: pytest.CaptureFixture[str
     assert "Connection refused" in line
 
 
+def test_import_from_an_unreachable_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``dsh-todo import ROOT --database <unreachable>`` printed libpq's two-line text once per session, then
+    "0 sessions imported, 1 failed" and exit 1: a setup problem reported as failed sessions."""
+    (tmp_path / "some-project").mkdir()
+    assert main(["import", str(tmp_path), "--database", UNREACHABLE]) == 2
+    assert one_error_line(capsys) == (
+        "dsh-todo import: cannot open the database postgresql://127.0.0.1:1/nothing (schema public): "
+        "Connection refused")
+
+
+def test_reading_commands_name_an_unreachable_database_in_one_short_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: the reader's refusal carried libpq's hint ("Is the server running on that host and accepting
+    TCP/IP connections?") and the address twice."""
+    for command in (["plan", "x"], ["events", "x"], ["sessions"]):
+        assert main([*command, "--database", UNREACHABLE]) == 2
+        assert one_error_line(capsys) == (
+            f"dsh-todo {command[0]}: cannot open the database postgresql://127.0.0.1:1/nothing (schema public): "
+            "Connection refused")
+
+
 def test_import_of_a_file(a_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Repro: ``dsh-todo import /etc/passwd --database …`` raised NotADirectoryError with a traceback."""
     assert main(["import", str(a_file), "--database", UNREACHABLE]) == 2
@@ -106,12 +127,14 @@ def test_a_port_out_of_range(command: list[str], capsys: pytest.CaptureFixture[s
 def test_anything_unexpected_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A bug is still one line; ``--debug`` or ``DSH_TODO_DEBUG=1`` lets the traceback through."""
-    import dsh_todo.cli as cli
+    import dataclasses
+
+    from dsh_todo.commands import schema
 
     def broken(_args: object) -> int:
         raise KeyError("boom")
 
-    monkeypatch.setattr(cli, "_cmd_schema", broken)
+    monkeypatch.setattr(schema, "COMMAND", dataclasses.replace(schema.COMMAND, run=broken))
     assert main(["schema"]) == 1
     assert one_error_line(capsys) == "dsh-todo: error: 'boom'"
     with pytest.raises(KeyError):

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from dsh_todo.cli import SCRIPT_FORMAT, build_parser, main
+from dsh_todo.cli import build_parser, main
+from dsh_todo.commands.options import SCRIPT_FORMAT
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm import parse_script
 

@@ -284,3 +284,14 @@ async def test_every_call_is_durable_before_the_model_reads_its_result(tmp_path:
         assert log is not None and plan_json(log) == PLAN
     finally:
         ctx.dispose()
+
+
+@pytest.mark.parametrize("depth", [1025, 5000, 100_000])
+def test_raw_arguments_nested_beyond_the_parser_are_not_json(depth: int) -> None:
+    """Repro (found by tests/test_fuzz.py): a model's ``arguments`` of ``"[" * 1975 + "]" * 1975`` made the loop
+    raise ``RecursionError`` (orjson stops at 1,024 levels, and the standard library's fallback recursed), leaving
+    the turn open. Text nested deeper than the parser goes is not JSON to us, so the reference's rule applies: the
+    raw string reaches validation, which refuses it."""
+    raw = "[" * depth + "]" * depth
+    assert parse_arguments(raw) == raw
+    assert parse_arguments('{"todos":' + "[" * depth) == '{"todos":' + "[" * depth

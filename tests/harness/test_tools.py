@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.harness import Context
 from dsh_todo.harness.errors import HarnessError, ToolArgsError
-from dsh_todo.harness.frozen import FrozenDict, snapshot
+from dsh_todo.harness.frozen import FrozenDict, lossless_copy
 from dsh_todo.harness.tools import ToolExecution, ToolRegistry, ToolResult, define_tool, error_result
 from dsh_todo.harness.tools.schema import SchemaAuthorError, compile_parameters, compile_value
 from dsh_todo.harness.tools.validate import compile_acceptor, violations
@@ -111,6 +111,28 @@ def test_acceptor_is_conservative_on_tricky_values() -> None:
     assert violations(schema, FrozenDict(s="a")) == []
 
 
+@pytest.mark.parametrize("value", [
+    {"a": "x", "b": None, "c": {"d": 1}},
+    {"a": "x", "b": None},
+    {"a": "x", "b": None, "c": {"d": 1}, "e": 2},
+    {"a": "x", "b": None, "e": {"d": 1}},
+    {"a": "x", "e": None, "c": {"d": 1}},
+    {"a": None, "b": None, "c": {"d": 1}},
+    {"a": "x", "b": 0, "c": {"d": 1}},
+    {"a": "x", "b": None, "c": []},
+    {"a": "x", "b": None, "c": {"d": 1, "f": 2}},
+    {"a": "x", "b": None, "c": {}},
+])
+def test_acceptor_on_objects_with_exactly_their_declared_keys_agrees_with_the_validator(value: Any) -> None:
+    """Closed objects whose every property is required are accepted on their length and each key's own test."""
+    node = {"type": "object", "additionalProperties": False, "required": True,
+            "properties": {"a": {"type": "string", "required": True}, "b": {"type": "null", "required": True},
+                           "c": {"type": "object", "additionalProperties": False, "required": True,
+                                 "properties": {"d": {"type": "integer", "required": True}}}}}
+    schema = compile_parameters({"v": node})
+    assert compile_acceptor(schema)({"v": value}) is (violations(schema, {"v": value}) == [])
+
+
 # -- the registry --------------------------------------------------------------------------------------------------
 
 def test_register_schemas_and_change_events() -> None:
@@ -164,7 +186,7 @@ async def test_execute_pipeline_results() -> None:
     bad = await registry.execute("echo", {"n": "3", "tag": 1})
     assert bad.text == 'Error: invalid arguments: "n" must be an integer; "tag" must be a string'
     assert bad.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
-    frozen = await registry.execute("echo", snapshot({"n": 4}))
+    frozen = await registry.execute("echo", lossless_copy({"n": 4}))
     assert frozen.value == {"n": 4}
 
 

@@ -17,7 +17,7 @@ import pytest
 import zstandard
 
 from dsh_todo.harness.persistence.limits import DEFAULT_MAX_LINE, MAX_LINE_ENV
-from dsh_todo.jsonutil import MAX_DEPTH
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH
 from dsh_todo.logview import read_plan, read_session
 from tests.crafted import B_ID, copy_fixture, deep_line
 
@@ -58,13 +58,13 @@ def test_a_line_nested_beyond_the_bound_is_refused_as_corrupt(tmp_path: Path, at
     line = 1 + next(i for i, text in enumerate(log.read_bytes().split(b"\n")) if b"[[[[" in text)
     for view in (read_plan(log), read_session(log)):
         assert view.health.state == "refused" and view.health.code == "corrupt-log"
-        assert view.health.reason == (f"corrupt session log: event at line {line - 1} nests deeper than {MAX_DEPTH} "
-                                      "levels (this reader's bound)")
+        assert view.health.reason == (f"corrupt session log: event at line {line - 1} nests deeper than "
+                                      f"{MAX_VALUE_DEPTH} levels (this reader's bound)")
 
 
 def test_a_line_at_the_bound_is_read(tmp_path: Path) -> None:
     log = copy_fixture("b-three-turns/none", tmp_path)
-    nested = b"[" * (MAX_DEPTH - 2) + b"]" * (MAX_DEPTH - 2)  # the event object, its data, then the arrays
+    nested = b"[" * (MAX_VALUE_DEPTH - 2) + b"]" * (MAX_VALUE_DEPTH - 2)  # the event object, its data, then the arrays
     lines = log.read_bytes().split(b"\n")
     index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"step/end"'))
     lines[index] = lines[index][:lines[index].index(b'"data":') + len(b'"data":')] + nested + b"}"
@@ -86,7 +86,7 @@ def test_run_resume_of_a_deep_log_is_a_one_line_refusal(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert proc.returncode != 0
     assert proc.stderr.splitlines()[-1] == (f"dsh-todo run: corrupt session log: event at line {line} nests deeper "
-                                            f"than {MAX_DEPTH} levels (this reader's bound)"), proc.stderr
+                                            f"than {MAX_VALUE_DEPTH} levels (this reader's bound)"), proc.stderr
     assert "Traceback" not in proc.stderr
     assert log.read_bytes() == before
 

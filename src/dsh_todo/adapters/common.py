@@ -20,7 +20,8 @@ the agent loop writes one, ``step/start`` → ``tool/call`` (the raw argument te
   ones that follow, until the next ``turn()`` begins (it then ends ``completed``) or the binding is closed. So a
   rejected or cancelled call never writes a ``turn/start``, and the plan changes only when a call is accepted.
   The one call that must open a turn is the first after a closed one (a resumed session, a finished ``turn()``):
-  its ``turn/start`` clears the old plan, as every new turn does in DSH, even if that call is then rejected.
+  accepted, its ``turn/start`` clears the old plan as every new turn does in DSH; refused, it is answered without
+  opening the turn, so nothing is appended and the old plan stands (``Turns.call_alone``).
 * A call that finds a turn already open (``turn()``, or a host that opened one itself) joins it as the next step.
 
 Calls on one binding are serialised: the tool is ``exclusive`` in DSH (an ordering barrier), and frameworks run

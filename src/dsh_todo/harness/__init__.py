@@ -7,11 +7,33 @@ raises, and :class:`DshTodoError`, the root of every error dsh-todo raises on pu
 ``persistence``, ``projections``, ``invariants``, ``agent_loop``, ``turns``), each with its own surface.
 """
 
-from dsh_todo.harness.agent import Agent
-from dsh_todo.harness.context import Context, Disposer, Plugin, PluginHandle
-from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
-from dsh_todo.harness.loader import boot
-from dsh_todo.harness.session import Session, SessionStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.agent import Agent
+    from dsh_todo.harness.context import Context, Disposer, Plugin, PluginHandle
+    from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
+    from dsh_todo.harness.loader import boot
+    from dsh_todo.harness.session import Session, SessionStore
 
 __all__ = ["Agent", "BootError", "ConfigError", "Context", "Disposer", "DshTodoError", "Plugin", "PluginHandle",
            "Session", "SessionStore", "boot"]
+
+_HOMES = {"Agent": "agent", "Context": "context", "Disposer": "context", "Plugin": "context",
+          "PluginHandle": "context", "BootError": "errors", "ConfigError": "errors", "DshTodoError": "errors",
+          "boot": "loader", "Session": "session", "SessionStore": "session"}
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name on first use (PEP 562), so importing a seam (``harness.errors``, ``harness.persistence``)
+    does not import the loader and its plugin discovery (``importlib.metadata``, YAML): a ``dsh-todo plan`` process
+    never boots a composition, and those imports were a third of its start-up."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

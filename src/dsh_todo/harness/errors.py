@@ -7,6 +7,7 @@
     │   ├── ConfigError                   a plugin row's config was rejected; the plugin is not mounted
     │   ├── BootError                     a composition could not boot (.row, .plugin)
     │   ├── StorageError (ValueError)     where sessions live is contradictory or unusable (--root, --database)
+    │   ├── DatabaseUnavailableError      the PostgreSQL server cannot be reached or refused the connection
     │   ├── SchemaAuthorError (ValueError) a tool author's parameter schema uses what the DSL lacks
     │   └── ClusterUnavailable (RuntimeError) no throwaway PostgreSQL can start here (dsh_todo.testing)
     ├── InputError                        bad input from a model or a person: tell the sender, who may retry
@@ -85,6 +86,10 @@ class BootError(SetupError):
 
 class StorageError(SetupError, ValueError):
     """Where sessions live was asked for in two contradicting ways, or cannot be used (a root that is a file)."""
+
+
+class DatabaseUnavailableError(SetupError):
+    """The database cannot be opened: ``cannot open the database <where>: <cause>``, on one line."""
 
 
 class SchemaAuthorError(SetupError, ValueError):
@@ -252,9 +257,9 @@ class ModelError(DshTodoError):
 
 __all__ = [
     "AbortError", "BootError", "ClusterUnavailable", "CommandError", "ConfigError", "CorruptSessionLogError",
-    "DshTodoError", "EncodingError", "FrameError", "HarnessError", "InputError", "InvalidTodosView",
-    "InvariantError", "InvariantViolation", "MalformedRowError", "ModelError", "NotLosslessJSON", "SchemaAuthorError",
-    "SessionAppendError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
-    "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "SetupError",
-    "StorageError", "TodoRejectedError", "ToolArgsError", "ToolCallError",
+    "DatabaseUnavailableError", "DshTodoError", "EncodingError", "FrameError", "HarnessError", "InputError",
+    "InvalidTodosView", "InvariantError", "InvariantViolation", "MalformedRowError", "ModelError", "NotLosslessJSON",
+    "SchemaAuthorError", "SessionAppendError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
+    "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "SetupError", "StorageError",
+    "TodoRejectedError", "ToolArgsError", "ToolCallError",
 ]

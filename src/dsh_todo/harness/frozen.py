@@ -1,22 +1,64 @@
-"""Lossless JSON snapshots that nobody can change afterwards.
+"""Lossless JSON copies that nobody can change afterwards.
 
 DSH deep-copies and deep-freezes every appended payload (SPEC §5.3): the caller may keep mutating its own objects,
-and a reader can never change the log under everybody else. :func:`snapshot` makes that copy in one walk, refusing
-what JSON cannot carry losslessly (NaN, infinities, ``-0``, non-string keys, other types). The frozen containers are
-``dict`` / ``list`` subclasses so that they compare equal to plain JSON values and serialize with the canonical
-encoder unchanged.
+and a reader can never change the log under everybody else. :func:`lossless_copy` makes that copy in one walk,
+refusing what JSON cannot carry losslessly (NaN, infinities, ``-0``, non-string keys, other types). The frozen
+containers are ``dict`` / ``list`` subclasses so that they compare equal to plain JSON values and serialize with the
+canonical encoder unchanged.
+
+Every container this module builds is taken off the cyclic garbage collector's books (:func:`untracked`): a logged
+event lives as long as its session, and a tracked one is walked again by every full collection, which made a call
+cost half as much again once a long-running agent held 20,000 events (docs/decisions/0008-untracked-log.md).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 from dsh_todo.harness.errors import NotLosslessJSON as NotLosslessJSON
 
 
 def _refuse(*_: Any, **__: Any) -> NoReturn:
     raise TypeError("session events are immutable")
+
+
+_Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
+
+
+def _load_untrack() -> Callable[[Any], None]:
+    """CPython's ``PyObject_GC_UnTrack`` through ctypes (imported on first use, not at start-up); elsewhere a no-op."""
+    try:
+        import ctypes
+
+        untrack: Callable[[Any], None] = ctypes.PYFUNCTYPE(None, ctypes.py_object)(
+            ("PyObject_GC_UnTrack", ctypes.pythonapi))
+    except (ImportError, AttributeError, OSError):  # no ctypes, or not CPython: the collector keeps tracking
+        def untrack(_: Any) -> None:
+            return None
+    return untrack
+
+
+def _first_untrack(container: Any) -> None:
+    global _untrack
+    _untrack = _load_untrack()
+    _untrack(container)
+
+
+_untrack: Callable[[Any], None] = _first_untrack
+
+
+def untracked(container: _Container) -> _Container:
+    """``container`` (finished: nothing is added to it afterwards), no longer tracked by the cyclic collector.
+
+    Safe because a frozen container cannot be part of a cycle: it is built bottom-up from JSON values and frozen
+    children and can never be changed to point back at itself, so reference counting alone frees it. An untracked
+    container costs a full collection nothing, however many the logs hold. Adding to a dict afterwards (only
+    ``dict.__setitem__`` can) may track it again, so untrack last.
+    """
+    _untrack(container)
+    return container
 
 
 class FrozenDict(dict[str, Any]):
@@ -55,8 +97,6 @@ class FrozenList(list[Any]):
     __hash__ = None  # still unhashable, like every list
 
 
-
-
 def _describe(path: str) -> str:
     return path or "value"
 
@@ -76,20 +116,23 @@ def _snap(value: Any) -> Any:
     if kind is FrozenDict or kind is FrozenList:  # made by this module from checked JSON: share, never copy
         return value
     if kind is dict:
-        return FrozenDict({(key if type(key) is str else _bad()): _snap(item) for key, item in value.items()})
-    if kind is list or kind is tuple:
-        return FrozenList([_snap(item) for item in value])
-    if kind is float:
+        out: Any = FrozenDict({(key if type(key) is str else _bad()): _snap(item) for key, item in value.items()})
+    elif kind is list or kind is tuple:
+        out = FrozenList([_snap(item) for item in value])
+    elif kind is float:
         if value != value or value in (_INF, -_INF) or (value == 0.0 and math.copysign(1.0, value) < 0):
             _bad()
         return value
-    raise _Bad
+    else:
+        raise _Bad
+    _untrack(out)
+    return out
 
 
 _INF = float("inf")
 
 
-def snapshot(value: Any, path: str = "") -> Any:
+def lossless_copy(value: Any, path: str = "") -> Any:
     """A frozen deep copy of a JSON value; raises :class:`NotLosslessJSON` naming the first bad place.
 
     Frozen containers are shared, not copied: they can only have come from here (or from a parsed log), so they are
@@ -140,9 +183,9 @@ def _explain(value: Any, path: str) -> Any:
             if type(key) is not str:
                 raise NotLosslessJSON(f"{_describe(path)} has a non-string key {key!r}")
             out[key] = _explain(item, f"{path}.{key}" if path else key)
-        return FrozenDict(out)
+        return untracked(FrozenDict(out))
     if isinstance(value, (list, tuple)):
-        return FrozenList([_explain(item, f"{path}[{i}]") for i, item in enumerate(value)])
+        return untracked(FrozenList([_explain(item, f"{path}[{i}]") for i, item in enumerate(value)]))
     if kind is float:
         if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
             raise NotLosslessJSON(f"{_describe(path)} is {value!r}, which JSON cannot carry losslessly")
@@ -160,9 +203,9 @@ def freeze_trusted(value: Any) -> Any:
     """Freeze a value already known to be plain JSON (read from a log) without re-checking it."""
     kind = type(value)
     if kind is dict:
-        return FrozenDict({k: freeze_trusted(v) for k, v in value.items()})
+        return untracked(FrozenDict({k: freeze_trusted(v) for k, v in value.items()}))
     if kind is list:
-        return FrozenList([freeze_trusted(v) for v in value])
+        return untracked(FrozenList([freeze_trusted(v) for v in value]))
     return value
 
 

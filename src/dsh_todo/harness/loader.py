@@ -19,7 +19,7 @@ from typing import Any, cast
 import yaml
 
 from dsh_todo.harness.context import Context, Plugin
-from dsh_todo.harness.errors import BootError, ConfigError
+from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
 
 ENTRY_POINT_GROUP = "dsh_todo.plugins"
 
@@ -133,7 +133,7 @@ def boot(composition: str | Path | Sequence[Row], ctx: Context | None = None) ->
                 loaded = resolve(row["name"])
                 plugin = check_plugin_shape(loaded)
                 handles.append(root.plugin(plugin, row.get("config")))
-            except (BootError, ConfigError) as exc:
+            except DshTodoError as exc:  # a deliberate error's message is already for people
                 raise BootError(f"{where}: {exc}", row=row, plugin=loaded) from exc
             except Exception as exc:
                 raise BootError(f"{where}: {type(exc).__name__}: {exc}", row=row, plugin=loaded) from exc

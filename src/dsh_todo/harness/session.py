@@ -1,10 +1,10 @@
 """The session log: one append-only, event-sourced list per agent session (SPEC §5).
 
-``@deepseek-ai/dsh-session`` in DSH. A :class:`Session` only ever grows; :meth:`Session.append` snapshots the payload
-losslessly, asks the pre-commit observers (invariant companions live there and may veto), pushes the event, then
-tells the post-commit listeners (projections, persistence, carriers), whose failures are logged, never raised: once
-an event is in the log nothing can take it back. The :class:`SessionStore` is the ``sessions`` service: it owns the
-live sessions and the two listener lists that every session reports to.
+``@deepseek-ai/dsh-session`` in DSH. A :class:`Session` only ever grows; :meth:`Session.append` takes a lossless,
+frozen copy of the payload, asks the pre-commit observers (invariant companions live there and may veto), pushes the
+event, then tells the post-commit listeners (projections, persistence, carriers), whose failures are logged, never
+raised: once an event is in the log nothing can take it back. The :class:`SessionStore` is the ``sessions``
+service: it owns the live sessions and the two listener lists that every session reports to.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, overload
 
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, snapshot
+from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, lossless_copy, untracked
 
 log = logging.getLogger("dsh_todo.session")
 
@@ -139,17 +139,17 @@ class Session:
         elif surface_op is not None:
             raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
         try:
-            frozen = snapshot(data, "data")
+            frozen = lossless_copy(data, "data")
         except NotLosslessJSON as exc:
             raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
         event = FrozenDict(type=type, seq=len(self._events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
-            dict.__setitem__(event, "sourceEventSeqs", FrozenList(int(s) for s in source_event_seqs))
+            dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList(int(s) for s in source_event_seqs)))
         if surface_op is not None:
             dict.__setitem__(event, "surfaceOp", surface_op)
         if ignorable:
             dict.__setitem__(event, "ignorable", True)
-        return self._commit(event)
+        return self._commit(untracked(event))
 
     def _commit(self, event: Event) -> Event:
         store = self._store

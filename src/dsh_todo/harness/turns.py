@@ -251,8 +251,16 @@ class Turns:
         It joins the turn open at the end of the log, or opens this writer's standing turn, kept open for the calls
         that follow; it runs in a step of its own unless one is open. A rejected or cancelled call therefore never
         writes a ``turn/start``: the standing plan changes only when a call is accepted.
+
+        Opening a turn after a closed one would clear what that turn left standing (SPEC §5.4) even if the call were
+        then rejected, so such a call is first tried on a detached copy (:meth:`_refusal`); refused, it is answered
+        and nothing is appended. Accepted, it runs for real in the new turn.
         """
         if self.position() is None:
+            if next_turn_number(self.session) > 1:  # a closed turn may have left a plan standing
+                refusal = await self._refusal(call, arguments, signal)
+                if refusal is not None:
+                    return refusal
             self.begin()
             self.standing = True
         where = self._inside()
@@ -263,6 +271,15 @@ class Turns:
             if own is not None and self.position() == own:  # unless the turn was closed around it meanwhile
                 self.end_step()
             self.flush()
+
+    async def _refusal(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult | None:
+        """The answer ``call`` gets if the registry refuses it, tried against a detached session that nothing listens
+        to (no projection, no persistence, no push), so trying appends nothing anywhere; ``None`` if it is taken."""
+        scratch = Session(self.session.id, header=self.session.header)
+        parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
+        result = await self.tools.execute(call.name, parsed, Agent(self.agent.id, scratch), signal=signal,
+                                          call_id=call.id)
+        return result if result.is_error else None
 
     async def _run(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult:
         where = self._inside()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh_todo.harness.persistence import (
-    JsonlStore,
+    JsonlBackend,
     LogBackend,
     SessionLogError,
     SessionNotFoundError,
@@ -120,12 +120,12 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
     """Where ``source`` is read from (raises :class:`Refusal` when it names nothing): with a ``backend`` it is a
     session id; without one, a path when one exists there, else a session id under ``root``."""
     text = os.fspath(source)
-    if backend is not None and not isinstance(backend, JsonlStore):
+    if backend is not None and not isinstance(backend, JsonlBackend):
         return _Target(backend, text, None)
     if backend is None and os.path.exists(text):
         log = find_log(text)
-        return _Target(JsonlStore(root_of(log)), None, Path(os.path.abspath(log)))
-    files = backend if backend is not None else JsonlStore(root) if root is not None else None
+        return _Target(JsonlBackend(root_of(log)), None, Path(os.path.abspath(log)))
+    files = backend if backend is not None else JsonlBackend(root) if root is not None else None
     if files is None:
         raise Refusal("not-found", f"{text} does not exist")
     found = files.find(text)
@@ -136,7 +136,7 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
 
 def _read(target: _Target, *, keep: bool) -> _Read:
     backend = target.backend
-    if isinstance(backend, JsonlStore):
+    if isinstance(backend, JsonlBackend):
         log = target.log if target.log is not None else backend.find(str(target.session_id))
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
@@ -161,7 +161,7 @@ def _read(target: _Target, *, keep: bool) -> _Read:
                  [] if live else interrupted_turn_closers(events), live)
 
 
-def _from_checkpoint(backend: JsonlStore, log: Path) -> _Read | None:
+def _from_checkpoint(backend: JsonlBackend, log: Path) -> _Read | None:
     """The read of a log from its projection checkpoint, when the checkpoint proves the bytes before its offset
     unchanged and the tail after it is clean and gives a plan that can be shown. The interrupted-turn closers come
     from the tail when it holds a turn boundary, else from the turn open at the offset read back from there.
@@ -211,7 +211,7 @@ def _guarded(target: _Target, keep: bool) -> _Read | Health:
     except (Refusal, SessionLogError, OSError) as exc:
         return refusal_of(exc)
     except Exception as exc:
-        if isinstance(target.backend, JsonlStore):
+        if isinstance(target.backend, JsonlBackend):
             raise
         return refusal_of(Refusal("internal", f"cannot read {target.where}: {' '.join(str(exc).split())}"))
 
@@ -276,7 +276,7 @@ def list_sessions(backend: Backend) -> list[PlanView]:
     """Every session of a backend with its plan and verdict; one that cannot be read is a refused row, never a
     reason to hide the others. Raises only when the listing itself fails (an unreadable root, a lost database)."""
     views: list[PlanView] = []
-    for entry in backend.list():
+    for entry in backend.stored_sessions():
         if entry.problem is not None:
             views.append(PlanView(entry.location, entry.path, entry.id, entry.meta, None, -1, False,
                                   refusal_of(entry.problem)))

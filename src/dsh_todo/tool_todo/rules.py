@@ -5,11 +5,11 @@ Standard library only, so any carrier or adapter can reuse them without the harn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
 from typing import Any, Final, Literal, NoReturn, TypedDict
 
-from dsh_todo.jscompat import JS_WHITESPACE, js_string
+from dsh_todo.jscompat import js_string
 
 Status = Literal["pending", "in_progress", "completed"]
 STATUSES: Final = ("pending", "in_progress", "completed")
@@ -40,27 +40,21 @@ def too_many_active(count: int) -> str:
     return f"invalid todos: at most one task may be in_progress (got {count})"
 
 
-def canonicalize(items: Sequence[Mapping[str, Any]], allow_parallel: bool,
-                 make_item: Callable[..., Any] = dict) -> tuple[list[TodoItem], Counts]:
-    """Trimmed items with exactly ``content`` and ``status``, and their counts; raises :class:`TodoError`.
+def check_list(contents: Sequence[str], statuses: Sequence[str], allow_parallel: bool) -> Counts:
+    """The list rules over the trimmed contents and the statuses; the counts, or :class:`TodoError`.
 
     Checks run per item in list order (empty, then duplicate) and the first failure wins; the ``in_progress`` cap
-    is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2).
-    ``make_item(content=…, status=…)`` builds each canonical item (the plugin passes an immutable mapping, so the
-    list can go into the log without another copy). A valid list is checked with whole-list operations; only a
-    list that breaks a rule takes the item-by-item walk that names the first failure.
+    is checked only after every item passed, so a duplicate is reported before the cap (SPEC §2.2). A valid list is
+    checked with whole-list operations; only a list that breaks a rule takes the item-by-item walk that names the
+    first failure.
     """
-    whitespace = JS_WHITESPACE
-    contents = [item["content"].strip(whitespace) for item in items]
     if not all(contents) or len(set(contents)) != len(contents):
         _first_failure(contents)
-    statuses = [item["status"] for item in items]
     active = statuses.count("in_progress")
     if not allow_parallel and active > 1:
         raise TodoError(too_many_active(active))
     done = statuses.count("completed")
-    todos = [make_item(content=content, status=status) for content, status in zip(contents, statuses, strict=True)]
-    return todos, {"pending": len(todos) - active - done, "inProgress": active, "completed": done}
+    return {"pending": len(contents) - active - done, "inProgress": active, "completed": done}
 
 
 def _first_failure(contents: Sequence[str]) -> NoReturn:
@@ -105,7 +99,8 @@ def plan_after(plan: Any, event: Mapping[str, Any]) -> Any:
             data = event["data"]
         except KeyError:
             raise UnfoldableEvent(f"the todo/write at seq {event.get('seq')} has no data") from None
-        return data.get("todos") if type(data) is dict or isinstance(data, Mapping) else None
+        mapping = isinstance(data, dict) or isinstance(data, Mapping)  # noqa: SIM101 (logged data is a dict: C-fast)
+        return data.get("todos") if mapping else None
     if kind == "turn/start":
         return None
     return plan

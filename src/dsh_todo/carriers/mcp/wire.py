@@ -44,10 +44,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from dsh_todo.jsonutil import MAX_DEPTH, dumps, dumps_bytes, nests_deeper
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH, dumps, dumps_bytes, nests_deeper
 
 MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line read, in bytes (the SDK's default HTTP body limit): longer lines are skipped and refused."""
+
+MAX_DEPTH: Final = MAX_VALUE_DEPTH
+"""Deepest nesting a message may have (objects and arrays). Deeper is refused before anything walks it."""
 
 TOO_DEEP: Final = f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels"
 

@@ -132,12 +132,7 @@ def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, toke
     if problem is not None:
         print(f"dsh-todo web: {problem}", file=err)
         return 2
-    try:
-        ctx = open_storage(storage)
-    except Exception as exc:
-        where = "database" if storage.database is not None else f"root {storage.root}"
-        print(f"dsh-todo web: cannot open the session {where}: {exc}", file=err)
-        return 1
+    ctx = open_storage(storage)  # a storage that cannot be opened is the caller's one-line error (cli.main)
     try:
         try:
             server = BackgroundServer(ctx, host=host, port=port, token=token)

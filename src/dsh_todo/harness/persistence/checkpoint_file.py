@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_p
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.store import JsonlStore
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 
 CHECKPOINT_NAME: Final = "projections.json"
 FORMAT_VERSION: Final = 1
@@ -112,7 +111,7 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
     The directory is not fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags.
     """
     target = checkpoint_path(log_path)
-    tmp = target.with_name(f"{CHECKPOINT_NAME}.{secrets.token_hex(6)}.tmp")
+    tmp = target.with_name(f"{CHECKPOINT_NAME}.{os.urandom(6).hex()}.tmp")
     data = checkpoint.encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -130,7 +129,7 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
         raise
 
 
-def usable_checkpoint(store: JsonlStore, log_path: Path) -> tuple[Meta, Checkpoint] | None:
+def usable_checkpoint(store: JsonlBackend, log_path: Path) -> tuple[Meta, Checkpoint] | None:
     """The log's header and its checkpoint, if the checkpoint belongs to this log and points inside it.
 
     Row-level checks (version, schema, seq within the log) are the projection registry's; see the module docstring.

@@ -12,7 +12,7 @@ import os
 from typing import Final
 
 from dsh_todo.harness.errors import CorruptSessionLogError
-from dsh_todo.jsonutil import MAX_DEPTH
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH
 
 MAX_LINE_ENV: Final = "DSH_TODO_MAX_LINE"
 """The environment variable that sets the longest line (in bytes) a reader accepts."""
@@ -23,7 +23,7 @@ DEFAULT_MAX_LINE: Final = 64 << 20
 MAX_WINDOW: Final = 32 << 20
 """The largest zstd window a frame may require (DSH writes level 3 frames: a 2 MiB window at most)."""
 
-__all__ = ["DEFAULT_MAX_LINE", "MAX_DEPTH", "MAX_LINE_ENV", "MAX_WINDOW", "max_line", "too_deep", "too_long"]
+__all__ = ["DEFAULT_MAX_LINE", "MAX_LINE_ENV", "MAX_VALUE_DEPTH", "MAX_WINDOW", "max_line", "too_deep", "too_long"]
 
 
 def max_line() -> int:
@@ -50,4 +50,4 @@ def too_long(line: int | str, limit: int) -> CorruptSessionLogError:
 
 def too_deep(line: int) -> CorruptSessionLogError:
     return CorruptSessionLogError(
-        f"corrupt session log: event at line {line} nests deeper than {MAX_DEPTH} levels (this reader's bound)")
+        f"corrupt session log: event at line {line} nests deeper than {MAX_VALUE_DEPTH} levels (this reader's bound)")

@@ -22,7 +22,7 @@ from typing import Any
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
-from dsh_todo.harness.persistence.limits import MAX_DEPTH, max_line, too_deep, too_long
+from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH, max_line, too_deep, too_long
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
 
@@ -32,8 +32,8 @@ _ROW_TAGS = tuple(ROW_TYPES)
 _SLICE = 256 << 10
 """Plaintext split into lines at a time when its lines are very short."""
 
-_DEEP_CANDIDATE = 2 * MAX_DEPTH
-"""A line nesting deeper than :data:`MAX_DEPTH` has at least this many bytes (an opening and a closing bracket per
+_DEEP_CANDIDATE = 2 * MAX_VALUE_DEPTH
+"""A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket per
 level), so only such lines are walked for their depth."""
 
 

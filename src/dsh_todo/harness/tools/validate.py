@@ -6,6 +6,9 @@ missing required keys first, then the declared properties that are present (decl
 
 The schema is compiled once into nested closures (:func:`compile_validator`): validation sits on the hot path of
 every tool call, and walking the schema dictionaries afresh for each item would cost more than the tool itself.
+A refused call pays for it only where it is wrong: an array asks the generated acceptor (:func:`compile_acceptor`)
+about each item first and walks only the items it refuses, so one bad status in ten items costs one item's walk,
+not ten (the error path stayed within 1.5x of a valid call; docs/decisions/0008-untracked-log.md).
 """
 
 from __future__ import annotations
@@ -105,10 +108,12 @@ def _compile_object(schema: dict[str, Any]) -> Check:
 
 def _compile_array(items_schema: dict[str, Any]) -> Check:
     item_check = _compile(items_schema)
+    item_accept = compile_acceptor(items_schema)
 
     def check_array(value: list[Any], path: str, out: list[str]) -> None:
-        for index, item in enumerate(value):
-            item_check(item, f"{path}[{index}]", out)
+        for index, item in enumerate(value):  # the generated acceptor passes good items without building a path
+            if not item_accept(item):
+                item_check(item, f"{path}[{index}]", out)
 
     return check_array
 
@@ -163,21 +168,29 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
     def emit(node: dict[str, Any], var: str, indent: str) -> None:
         kind = node.get("type")
         if kind == "object":
-            lines.append(f"{indent}if type({var}) is not dict: return False")
             properties: dict[str, Any] = node.get("properties", {})
-            for key in node.get("required", ()):
-                lines.append(f"{indent}if {key!r} not in {var}: return False")
             declared = fresh("D")
             names[declared] = frozenset(properties)
-            if node.get("additionalProperties") is False:
-                lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
-            else:  # undeclared values of an open object are not checked below: they must still be lossless
+            closed = node.get("additionalProperties") is False
+            exact = closed and set(node.get("required", ())) == set(properties)
+            if exact:  # exactly these keys: the length here, and each .get() below fails its type test if missing
+                lines.append(f"{indent}if type({var}) is not dict or len({var}) != {len(properties)}: return False")
+            else:
+                lines.append(f"{indent}if type({var}) is not dict: return False")
+                for key in node.get("required", ()):
+                    lines.append(f"{indent}if {key!r} not in {var}: return False")
+                if closed:
+                    lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
+            if not closed:  # undeclared values of an open object are not checked below: they must still be lossless
                 lines.append(f"{indent}for k, x in {var}.items():")
                 lines.append(f"{indent}    if k not in {declared} and not LOSSLESS(x): return False")
             required = set(node.get("required", ()))
             for key, child in properties.items():
                 item = fresh("v")
-                if key in required:  # presence already checked above
+                if exact:  # MISSING is no JSON value: the child's first test refuses it
+                    lines.append(f"{indent}{item} = {var}.get({key!r}, MISSING)")
+                    emit(child, item, indent)
+                elif key in required:  # presence already checked above
                     lines.append(f"{indent}{item} = {var}[{key!r}]")
                     emit(child, item, indent)
                 else:

@@ -10,12 +10,13 @@ import pytest
 
 from dsh_todo.cli import main as cli
 from dsh_todo.harness import boot
-from dsh_todo.harness.persistence import JsonlStore, SessionExistsError
+from dsh_todo.harness.persistence import JsonlBackend, SessionExistsError
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.postgres import PgStore
-from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
+from dsh_todo.harness.persistence.postgres import PgBackend
+from dsh_todo.harness.persistence.postgres.transfer import Failed, Moved, export_root, import_root
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import composition
+from tests.crafted import A_ID, B_ID, broken_json_middle, copy_fixture
 from tests.harness.persistence.fixture_logs import FIXTURE_NAMES, copy_store, load_fixture
 
 pytestmark = pytest.mark.skipif(not FIXTURE_NAMES, reason="DSH fixture logs (tests/fixtures) are absent")
@@ -37,7 +38,7 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
     fixture = load_fixture(name)
     source = copy_store(fixture, tmp_path / "source")
     compression = "none" if fixture.compression == "none" else "zstd"
-    store = PgStore(pg_url, schema=pg_schema)
+    store = PgBackend(pg_url, schema=pg_schema)
     try:
         [imported] = import_root(source, store) or [None]
         if not fixture.expected["load"]["ok"]:
@@ -45,9 +46,10 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
                 assert fixture.expected["load"]["error"]["message"].startswith(f'session "{fixture.session_id}"')
                 return
             # Refused exactly as the JSONL backend's load refuses it (DSH's message), and nothing was imported.
-            with pytest.raises(type(imported)) as refused:
-                JsonlStore(copy_store(fixture, tmp_path / "again"), compression).load(fixture.session_id)
-            assert str(imported).replace(str(source), "<root>") == str(refused.value).replace(
+            assert isinstance(imported, Failed), imported
+            with pytest.raises(type(imported.error)) as refused:
+                JsonlBackend(copy_store(fixture, tmp_path / "again"), compression).load(fixture.session_id)
+            assert str(imported.error).replace(str(source), "<root>") == str(refused.value).replace(
                 str(tmp_path / "again"), "<root>")
             assert store.locate(fixture.session_id) is None
             return
@@ -95,7 +97,7 @@ def test_our_own_logs_round_trip_in_both_encodings(tmp_path: Path, pg_url: str, 
         session.append("step/end", {"turn": 1, "step": 1})
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         ctx.dispose()
-        store = PgStore(pg_url, schema=pg_schema)
+        store = PgBackend(pg_url, schema=pg_schema)
         try:
             [moved] = import_root(root, store)
             assert isinstance(moved, Moved) and moved.faithful, moved
@@ -122,12 +124,12 @@ def test_sessions_written_to_postgres_export_and_come_back_identical(
     assert [row[2] for row in before] == [0, 0, 2, 3, 3, 5]
 
     assert cli(["export", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 0
-    exported = JsonlStore(tmp_path / "out").read("from-pg")
+    exported = JsonlBackend(tmp_path / "out").read("from-pg")
     assert [dumps(event) for event in exported.events] == [dumps(event) for event in session.events]
     assert exported.meta["cwd"] == "/srv"
     # Exporting again would overwrite: refused, and the run says so.
     with pytest.raises(SessionExistsError):
-        JsonlStore(tmp_path / "out").create({"id": "from-pg", "createdAt": 1, "cwd": "/srv"})
+        JsonlBackend(tmp_path / "out").create({"id": "from-pg", "createdAt": 1, "cwd": "/srv"})
     assert cli(["export", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 1
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -135,6 +137,27 @@ def test_sessions_written_to_postgres_export_and_come_back_identical(
     assert cli(["import", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 0
     assert stored_rows(pg_url, pg_schema) == before  # seqs, batches, types and text, all as they were
     assert cli(["import", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 1
+
+
+def test_import_of_a_root_with_a_corrupt_log_imports_the_rest(
+        tmp_path: Path, pg_url: str, pg_schema: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A root holding one good and one corrupt log: the good one is imported, the corrupt one is named in one line
+    with the reader's reason and leaves nothing in the database, and the command exits 1.
+
+    Repro: the failure line said ``corrupt session log: unparsable committed event at line 24`` without saying
+    which of the root's sessions it was about."""
+    root = tmp_path / "root"
+    copy_fixture("a-one-turn/none", root)
+    broken_json_middle(root)
+    assert cli(["import", str(root), "--database", pg_url, "--schema", pg_schema]) == 1
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert lines[0] == f"dsh-todo import: {B_ID}: corrupt session log: unparsable committed event at line 24"
+    assert lines[1] == "1 sessions imported, 1 failed"
+    assert A_ID in out
+    imported = {row[0] for row in stored_rows(pg_url, pg_schema)}
+    assert imported == {A_ID}
 
 
 def test_transfer_commands_need_a_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

@@ -77,5 +77,8 @@ def test_a_page_served_by_one_process_shows_a_plan_another_process_appends(
 
 
 def test_web_refuses_a_database_it_cannot_reach(capsys: Any) -> None:
-    assert cli(["web", "--database", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "--port", "0"]) == 1
-    assert "dsh-todo web: cannot open the session database:" in capsys.readouterr().err
+    """Repro: the refusal took two lines (libpq's hint) and exit 1, unlike every other command's one line and 2."""
+    assert cli(["web", "--database", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        'dsh-todo web: composition row "persistence" (@deepseek-ai/dsh-session-persistence-postgres): cannot open '
+        "the database postgresql://127.0.0.1:1/none (schema public): Connection refused\n")

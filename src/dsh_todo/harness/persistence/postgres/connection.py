@@ -10,6 +10,7 @@ the kernel's two-hour default.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Any, Final
 
@@ -74,6 +75,14 @@ def describe(url: str) -> str:
     port = params.get("port") or "5432"
     dbname = params.get("dbname") or params.get("user") or ""
     return f"postgresql://{host}:{port}/{dbname}"
+
+
+def cause(exc: BaseException) -> str:
+    """Why a connection failed, in one line: libpq's text without the address the caller already names, nor its
+    second-line hint (``connection failed: connection to server at "h", port 1 failed: Connection refused`` →
+    ``Connection refused``)."""
+    text = " ".join(str(exc).split("\n")[0].split())
+    return re.sub(r'^connection failed: (connection to server (at|on) .*? failed: )?', "", text) or type(exc).__name__
 
 
 def broken(conn: Conn | None) -> bool:

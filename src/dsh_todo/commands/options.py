@@ -1,0 +1,95 @@
+"""Options and texts that several commands share, so each means the same everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import TYPE_CHECKING
+
+from dsh_todo.harness.errors import CommandError
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence import LogBackend
+    from dsh_todo.runtime import Storage
+
+SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
+
+SCRIPT_FORMAT = """\
+A script (--script FILE) is a JSON list of model replies, played in order:
+  [{"tool_calls": [{"name": "todo_write",
+     "arguments": "{\\"todos\\": [{\\"content\\": \\"read the code\\", \\"status\\": \\"in_progress\\"}]}"}]},
+   {"text": "Plan recorded."}]
+Each reply has "text" and/or "tool_calls"; a call's "arguments" is the raw JSON string a model would send. A turn
+ends at a reply without tool calls, or after 50 model steps (the agent loop's cap)."""
+
+
+def add_storage_options(parser: argparse.ArgumentParser, *, writes: bool) -> None:
+    """``--root`` / ``--database`` (and, for commands that create logs, ``--compression``): where sessions live,
+    resolved by :func:`storage_of` as :meth:`~dsh_todo.runtime.Storage.resolve` says."""
+    parser.add_argument("--root", metavar="DIR",
+                        help="JSONL session root (default $DSH_TODO_ROOT or ./.dsh-todo/sessions)")
+    parser.add_argument("--database", metavar="URL",
+                        help="PostgreSQL instead of a root (default $DSH_TODO_DATABASE_URL)")
+    parser.add_argument("--schema", default="public", help="PostgreSQL schema holding the tables (default public)")
+    if writes:
+        parser.add_argument("--compression", choices=["zstd", "none"],
+                            help="encoding of new logs under the root (default zstd, as DSH); existing logs keep "
+                                 "theirs")
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """What an agent-loop command (``run``, ``acp``) needs: the model's source, the storage and the tool's policy."""
+    add_model_options(parser)
+    add_storage_options(parser, writes=True)
+    add_policy_option(parser)
+
+
+def add_policy_option(parser: argparse.ArgumentParser) -> None:
+    """``--single-active``: the tool's ``allowParallelInProgress: false``."""
+    parser.add_argument("--single-active", action="store_true", help="allowParallelInProgress: false")
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Where the model's replies come from: a script (offline) or an OpenAI-compatible endpoint, never both."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--script", help="a JSON list of scripted assistant replies (offline)")
+    source.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
+
+
+def storage_of(args: argparse.Namespace) -> Storage:
+    """The storage the options name (a contradiction raises :class:`~dsh_todo.runtime.StorageError`)."""
+    from dsh_todo.runtime import Storage
+
+    return Storage.resolve(args.root, args.database, getattr(args, "compression", None), args.schema)
+
+
+def open_backend(storage: Storage) -> LogBackend:
+    """The backend a reader reads ``storage`` through (no runtime booted: readers never write). A database that
+    cannot be reached raises :class:`~dsh_todo.logview.Refusal`."""
+    if storage.database is not None:
+        from dsh_todo.logview.database import open_database
+
+        return open_database(storage.database, schema=storage.schema)
+    from dsh_todo.harness.persistence import JsonlBackend
+    from dsh_todo.runtime import default_root
+
+    return JsonlBackend(storage.root or default_root(), storage.compression)
+
+
+def check_port(port: int) -> int:
+    """``port``, or refused if no socket can have it: asyncio and uvicorn would otherwise wrap it silently
+    (99999 → 34463)."""
+    if not 0 <= port <= 65535:
+        raise CommandError(f"--port must be between 0 and 65535 (0 picks a free one), not {port}")
+    return port
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports the error in one line)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {text!r}")
+    return value

@@ -1,0 +1,57 @@
+"""How the reading commands (``plan``, ``events``, ``sessions``, ``watch``) find a session and report its verdict."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from dsh_todo.carriers.terminal import safe
+from dsh_todo.commands.options import open_backend, storage_of
+from dsh_todo.harness.errors import CommandError
+
+
+def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
+    """How to read ``source``: as a path when one exists there, else as a session id under ``--root``, or in
+    ``--database`` (``$DSH_TODO_DATABASE_URL`` when neither is given; else the default root)."""
+    if os.path.exists(source):
+        return {}
+    return backend_of(args)
+
+
+def backend_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The reader's backend for the storage options, or the reader's refusal as a one-line error."""
+    from dsh_todo.logview import Refusal
+
+    try:
+        return {"backend": open_backend(storage_of(args))}
+    except Refusal as exc:
+        raise CommandError(exc.reason) from None
+
+
+def close(reading: dict[str, Any]) -> None:
+    backend = reading.get("backend")
+    if backend is not None:
+        backend.close()
+
+
+def note(args: argparse.Namespace, view: Any) -> None:
+    """Refuse (exit 2) or, for a recovered log, say what recovery did; both in one line on stderr."""
+    health = view.health
+    if health.refused:
+        raise CommandError(health.reason)
+    if health.state == "recovered":
+        print(f"dsh-todo {args.command}: {safe(health.reason)}", file=sys.stderr)
+
+
+def view_of(args: argparse.Namespace, read: Callable[..., Any]) -> Any:
+    """``read(session, ...)`` of the session the arguments name, refused or noted as :func:`note` says."""
+    reading = reading_of(args, args.session)
+    try:
+        view = read(args.session, **reading)
+    finally:
+        close(reading)
+    note(args, view)
+    return view

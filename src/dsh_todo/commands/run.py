@@ -1,0 +1,70 @@
+"""``dsh-todo run``: one turn of the agent loop with ``todo_write`` mounted, against a model or a script."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dsh_todo.commands.command import Command
+from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
+from dsh_todo.harness.errors import CommandError
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompt")
+    parser.add_argument("--session", help="session id; an existing one is resumed")
+    add_agent_options(parser)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import uuid
+
+    from dsh_todo.carriers.terminal import PlanPrinter, safe
+    from dsh_todo.harness import Agent
+    from dsh_todo.harness.agent_loop import AgentLoop
+    from dsh_todo.harness.llm import ModelError, make_model
+    from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
+    from dsh_todo.runtime import open_storage
+
+    storage = storage_of(args)
+    if args.session == "":
+        raise CommandError("--session needs a non-empty id")
+    try:
+        model = make_model(args.script, args.model)
+    except ModelError as exc:
+        raise CommandError(str(exc)) from None
+    ctx = open_storage(storage, allow_parallel=not args.single_active)
+    try:
+        printer = PlanPrinter(ctx)
+        mounted = ", ".join(ctx.tools.names()) or "none"
+        print(f"tools mounted: {mounted} (allowParallelInProgress: {str(not args.single_active).lower()})",
+              file=sys.stderr)
+        session_id = args.session or str(uuid.uuid4())
+        try:
+            try:
+                session = ctx.session_persistence.load(session_id)
+                printer.say(f"resuming session {session_id} at seq {session.seq}")
+            except SessionNotFoundError:  # another process may be creating it this very moment: same refusal
+                session = ctx.sessions.create(session_id, cwd=os.getcwd())
+        except SessionLogError as exc:
+            raise CommandError(str(exc)) from None
+        loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)  # each call durable as it returns
+        outcome = asyncio.run(loop.run_turn(Agent("dsh-todo", session), args.prompt))
+        path = ctx.session_persistence.locate(session_id)
+    finally:
+        ctx.dispose()
+    print(f"session {safe(session_id)}: {safe(path)}", file=sys.stderr)
+    if outcome.reason["kind"] != "completed":
+        detail = outcome.reason.get("error", {}).get("message", "")
+        print(f"turn ended: {outcome.reason['kind']} {detail}".rstrip(), file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMAND = Command(
+    "run", "one turn of the agent loop with todo_write mounted",
+    "Run one turn of the agent loop with todo_write mounted, against a model endpoint (--model, DEEPSEEK_API_KEY) "
+    "or a script (--script). --session resumes an existing session.\n\n" + SCRIPT_FORMAT,
+    'dsh-todo run --script replies.json --session s1 "plan the release"', _arguments, _run)

@@ -1,0 +1,33 @@
+"""``dsh-todo schema``: the tool exactly as a model receives it, and what it costs in tokens."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dsh_todo.commands.command import Command
+from dsh_todo.commands.options import add_policy_option
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_policy_option(parser)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.harness.llm.wire import function_tool
+    from dsh_todo.jsonutil import dumps
+    from dsh_todo.tokens import count_tokens
+    from dsh_todo.tool_todo import build_tool
+
+    text = dumps(function_tool(build_tool(not args.single_active).schema()))
+    print(text)
+    policy = "single-active" if args.single_active else "parallel"
+    print(f"# {count_tokens(text)} DeepSeek-V4 tokens ({policy}, compact JSON as sent to the model)",
+          file=sys.stderr)
+    return 0
+
+
+COMMAND = Command(
+    "schema", "print todo_write exactly as sent to a model, with its token count",
+    "Print the todo_write tool exactly as it is sent to a model, and its token count on stderr.",
+    "dsh-todo schema --single-active", _arguments, _run, filter=True)

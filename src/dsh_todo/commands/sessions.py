@@ -1,0 +1,60 @@
+"""``dsh-todo sessions``: every session under a root (or in a database), its plan and its log's verdict."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dsh_todo.commands.command import Command
+from dsh_todo.commands.options import add_storage_options
+from dsh_todo.harness.errors import CommandError
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root_arg", nargs="?", metavar="ROOT",
+                        help="a persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    add_storage_options(parser, writes=False)
+
+
+def plan_label(view: Any) -> str:
+    if view.health.refused:
+        return "-"
+    plan = view.plan
+    from dsh_todo.carriers.terminal import progress_label
+
+    return "no plan" if plan is None else (progress_label(plan) or "empty plan")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.carriers.terminal import safe
+    from dsh_todo.commands.reading import backend_of, close
+    from dsh_todo.harness.persistence import JsonlBackend
+    from dsh_todo.logview import list_sessions
+
+    if args.root_arg and args.root and args.root_arg != args.root:
+        raise CommandError("give the root once: as an argument or as --root")
+    args.root = args.root or args.root_arg
+    reading = backend_of(args)
+    backend = reading["backend"]
+    try:
+        if isinstance(backend, JsonlBackend) and not backend.root.is_dir():
+            raise CommandError(f"{backend.root} is not a directory")
+        try:
+            views = list_sessions(backend)
+        except CommandError:
+            raise
+        except Exception as exc:  # the listing itself failed (an unreadable root, a lost database)
+            raise CommandError(f"cannot list the sessions: {' '.join(str(exc).split())}") from None
+    finally:
+        close(reading)
+    if not views:
+        print(f"no sessions in {backend.location}")
+    for view in views:
+        print(f"{safe(view.session_id)}\t{plan_label(view)}\t{safe(view.where)}\t{safe(view.health.describe())}")
+    return 0
+
+
+COMMAND = Command(
+    "sessions", "the sessions under a root, with their standing plans and verdicts",
+    "List the sessions under a root (or in a database) with their plans and whether their logs read.",
+    "dsh-todo sessions ./sessions", _arguments, _run, filter=True)

@@ -1,0 +1,78 @@
+"""``dsh-todo export`` and ``dsh-todo import``: sessions copied byte for byte between a JSONL root and PostgreSQL.
+
+The two directions are one command body (:func:`_transfer`) with two names, so what they check and print agrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from dsh_todo.commands.command import Command
+from dsh_todo.harness.errors import CommandError
+
+
+def _arguments(direction: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("root", metavar="ROOT", help="the JSONL persistence root")
+        parser.add_argument("--database", metavar="URL", help="PostgreSQL URL (default $DSH_TODO_DATABASE_URL)")
+        parser.add_argument("--schema", default="public",
+                            help="PostgreSQL schema holding the tables (default public)")
+        if direction == "export":
+            parser.add_argument("--compression", choices=["zstd", "none"], default="zstd",
+                                help="encoding of the exported logs (default zstd, as DSH)")
+        parser.add_argument("--session", action="append", metavar="ID", help="only this session (repeatable)")
+
+    return add
+
+
+def _transfer(args: argparse.Namespace) -> int:
+    from dsh_todo.runtime import default_database
+
+    direction = args.command
+    url = args.database or default_database()
+    if not url:
+        raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    root = Path(args.root)
+    if direction == "import" and not root.exists():  # an empty import of a typo would look like success
+        raise CommandError(f"{root} does not exist")
+    if root.exists() and not root.is_dir():
+        raise CommandError(f"{root} is not a directory (a JSONL persistence root is one)")
+    from dsh_todo.harness.persistence.postgres.schema import check_schema_name
+
+    check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
+    from dsh_todo.carriers.terminal import safe
+    from dsh_todo.harness.persistence.postgres import PgBackend
+    from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
+
+    store = PgBackend(url, schema=args.schema)
+    store.open()  # one line for an unreachable database, not one failure per session
+    try:
+        if direction == "import":
+            results = import_root(args.root, store, session_ids=args.session)
+        else:
+            results = export_root(store, args.root, compression=args.compression, session_ids=args.session)
+    finally:
+        store.close()
+    failed = 0
+    for result in results:
+        if isinstance(result, Moved):
+            print(safe(result.describe(f"{direction}ed")))
+        else:
+            failed += 1
+            print(f"dsh-todo {direction}: {safe(result.describe())}", file=sys.stderr)
+    print(f"{len(results) - failed} sessions {direction}ed, {failed} failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+EXPORT = Command(
+    "export", "copy sessions from PostgreSQL into a JSONL root (byte-faithful)",
+    "Copy sessions from PostgreSQL into a JSONL root, byte for byte.",
+    "dsh-todo export ./sessions --database postgresql://localhost/dsh", _arguments("export"), _transfer)
+
+IMPORT = Command(
+    "import", "copy the sessions of a JSONL root into PostgreSQL (byte-faithful)",
+    "Copy the sessions of a JSONL root into PostgreSQL, byte for byte; the root must exist.",
+    "dsh-todo import ./sessions --database postgresql://localhost/dsh", _arguments("import"), _transfer)

@@ -1,0 +1,88 @@
+"""``dsh-todo watch``: a session's plan, followed while another process writes it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dsh_todo.commands.command import Command
+from dsh_todo.commands.options import SESSION_HELP, add_storage_options
+from dsh_todo.harness.errors import CommandError
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    parser.add_argument("--interval", type=float, default=0.2, help="seconds between polls (default 0.2)")
+    parser.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl-C)")
+    add_storage_options(parser, writes=False)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.commands.reading import close, reading_of
+
+    if not args.interval > 0:  # time.sleep refuses a negative pause with a traceback; 0 would spin a core
+        raise CommandError(f"--interval must be a positive number of seconds, not {args.interval:g}")
+    if not args.seconds >= 0:
+        raise CommandError(f"--seconds must be zero (until Ctrl-C) or a positive number, not {args.seconds:g}")
+    reading = reading_of(args, args.session)
+    try:
+        return _watch(args, reading)
+    finally:
+        close(reading)
+
+
+def _watch(args: argparse.Namespace, reading: dict[str, Any]) -> int:
+    """Poll the log (its size and mtime; a database is read each time) and print each plan change; a verdict that
+    is not ``ok`` is said once on stderr, and watching goes on (a log being fixed, or written, may read later)."""
+    from dsh_todo.carriers.terminal import plan_delta, plan_lines
+    from dsh_todo.logview import Refusal, read_plan, resolve
+
+    try:
+        target = resolve(args.session, **reading)
+    except Refusal as exc:
+        raise CommandError(exc.reason) from None
+    log: Path | None = target.log
+    interactive = sys.stdout.isatty()
+    last_plan: object = object()
+    last_said = ""
+    last_stamp: object = object()
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            stamp: object = _stamp(log) if log is not None else time.monotonic()  # a database: every poll
+            if stamp != last_stamp:
+                last_stamp = stamp
+                view = read_plan(args.session, **reading)
+                said = "" if view.health.ok else view.health.reason
+                if said and said != last_said:
+                    print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
+                last_said = said
+                if view.health.refused:
+                    last_plan = object()  # show the plan again once the log reads
+                elif view.plan != last_plan:
+                    last_plan = view.plan
+                    if interactive:
+                        print("\x1b[2J\x1b[H" + f"{view.where}\n" + "\n".join(plan_lines(view.plan)), flush=True)
+                    else:
+                        print(plan_delta(view.plan), flush=True)
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _stamp(log: Path) -> tuple[int, int] | None:
+    try:
+        stat = log.stat()
+    except OSError:
+        return None
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+COMMAND = Command(
+    "watch", "follow a session's plan while another process writes it",
+    "Follow a session's plan while another process writes it; problems are said once on stderr.",
+    "dsh-todo watch SESSION --interval 0.5", _arguments, _run, filter=True)

@@ -1,0 +1,28 @@
+"""``dsh-todo web``: the live page over the stored sessions (:mod:`dsh_todo.carriers.web`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from dsh_todo.commands.command import Command
+from dsh_todo.commands.options import add_storage_options, check_port, storage_of
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    add_storage_options(parser, writes=False)
+    parser.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1; others need --token)")
+    parser.add_argument("--token", help="access token every request must carry (required off loopback)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.carriers.web.server import run_web
+
+    return run_web(storage_of(args), host=args.host, port=check_port(args.port), token=args.token)
+
+
+COMMAND = Command(
+    "web", "serve the live plan strip and tool rows of the sessions under a root",
+    "Serve a page with the live plan strip and tool rows of the stored sessions.",
+    "dsh-todo web --port 8766", _arguments, _run)
