@@ -247,3 +247,15 @@ def disk_syncs(monkeypatch: pytest.MonkeyPatch) -> DiskSyncs:
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
     return syncs
+
+
+@pytest.fixture(autouse=True)
+def _sigpipe_restored() -> Iterator[None]:
+    """An in-process ``plan`` or ``events`` restores SIGPIPE's default for the whole process, as the real filter
+    command must; put the handler back after each test, or a later test whose server writes to a socket a browser
+    has closed kills the test run itself (exit 141)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    yield
+    signal.signal(signal.SIGPIPE, before)

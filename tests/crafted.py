@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from tests.conftest import FIXTURES_DIR
 
@@ -112,6 +113,29 @@ def flat_layout(root: Path) -> Path:
     return flat
 
 
+DEEP: Final = 1000
+"""How deep the crafted line nests: beyond the reader's bound (:data:`dsh_todo.jsonutil.MAX_VALUE_DEPTH`)."""
+
+
+def deep_line(root: Path, *, at_end: bool = False) -> Path:
+    """b/none with one ``step/end`` (or, ``at_end``, an extra last event) whose data nests :data:`DEEP` arrays.
+
+    Repro before the bound: ``events`` and ``run --session`` died of ``RecursionError`` ("maximum recursion depth
+    exceeded while encoding a JSON object"), ``plan`` showed a plan for it, and the web history answered 500.
+    """
+    nested = b"[" * DEEP + b"]" * DEEP
+
+    def edit(lines: list[bytes]) -> None:
+        if at_end:
+            seq = len(lines) - 2  # the header, then seqs 0..n-1, then the empty string after the final newline
+            lines.insert(-1, b'{"type":"step/end","seq":%d,"time":1,"data":%s}' % (seq, nested))
+            return
+        index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"step/end"'))
+        lines[index] = lines[index][:lines[index].index(b'"data":') + len(b'"data":')] + nested + b"}"
+
+    return _edit_lines(copy_fixture("b-three-turns/none", root), edit)
+
+
 CRAFTED: dict[str, Callable[[Path], Path]] = {
     "broken-json-middle": broken_json_middle,
     "torn-tail": torn_tail,
@@ -122,5 +146,7 @@ CRAFTED: dict[str, Callable[[Path], Path]] = {
     "unknown-type": unknown_type,
     "seq-gap": seq_gap,
     "both-encodings": both_encodings,
+    "deep-line": deep_line,
+    "deep-last-line": lambda root: deep_line(root, at_end=True),
 }
 """Every crafted variant whose log a path can name (the flat layout and mixed roots are checked on their own)."""

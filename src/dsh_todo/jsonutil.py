@@ -20,6 +20,11 @@ MAX_DEPTH: Final = 1024
 """How deeply :func:`loads` nests: orjson's own limit. A valid ``todo_write`` call needs three levels; deeper text is
 refused as not JSON rather than parsed by a recursive fallback that would exhaust Python's stack."""
 
+MAX_VALUE_DEPTH: Final = 512
+"""The deepest nesting accepted in a value taken whole from outside (an MCP message, a stored log line): deeper is
+refused before anything recursive walks it (printing, folding, freezing), which Python's stack (1,000 frames) would
+not carry much beyond this bound through the standard library."""
+
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -77,10 +82,31 @@ def loads(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         if str(exc).startswith("depth limit exceeded"):
-            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+            raise TooDeepError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         try:
             return json.loads(text, parse_constant=_no_constants)
         except RecursionError:  # a text orjson refused for another reason, nested deeper than the stack allows
-            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+            raise TooDeepError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+
+
+class TooDeepError(ValueError):
+    """JSON text nested deeper than :func:`loads` follows (:data:`MAX_DEPTH`)."""
+
+
+def nests_deeper(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
+    """Whether ``value`` nests objects and arrays deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -13,10 +13,15 @@ so the reader refuses the log with that code: an event the fold cannot take at a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from itertools import compress
+from operator import not_
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.projections import ProjectionRegistry
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.logview.health import Refusal
 from dsh_todo.tool_todo.projection import KEY, TODOS_UNIT
 from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, UnfoldableEvent
@@ -29,6 +34,9 @@ READER_PROJECTIONS.register(TODOS_UNIT)
 
 _CANNOT: Final = "the standing plan cannot be shown: "
 
+_PASSIVE: Final = KNOWN_SESSION_EVENT_TYPES - PLAN_EVENT_TYPES
+"""Known event types the standing plan never reacts to."""
+
 
 class PlanFold:
     """The plan of the events a pass has read so far, and the first event that broke the fold."""
@@ -39,18 +47,47 @@ class PlanFold:
     def _restart(self) -> None:
         self._fold = READER_PROJECTIONS.fold_for()
         self._next = 0
+        self._from = 0
         self.breaker: str | None = None
 
-    def see(self, events: Sequence[Any], _types: Sequence[Any] | None = None) -> None:
-        """Take the next run of events, in seq order (a pass the reader restarts begins again at seq 0)."""
+    def resume(self, rows: Rows) -> bool:
+        """Start from a checkpoint's rows instead of the first event (``False``: its ``todos`` row is unusable);
+        the events the rows already cover are then passed over. A pass from a checkpoint is never restarted."""
+        row = rows.get(KEY)
+        seq = row.get("seq") if isinstance(row, dict) else None
+        if type(seq) is not int:
+            return False
+        try:
+            self._fold = READER_PROJECTIONS.fold_for((), rows, seq + 1)
+        except ValueError:
+            return False
+        self._from = seq + 1
+        return True
+
+    def see(self, events: Sequence[Any], types: Sequence[Any] | None = None) -> None:
+        """Take the next run of events, in seq order (a pass the reader restarts begins again at seq 0).
+
+        With their ``types``, only the events the plan can react to are folded: a plan event, or one of a type
+        this harness does not know (``ignorable``, or without a type), which the fold must see to refuse it. The
+        ``todos`` unit is the only one :data:`READER_PROJECTIONS` holds, and every other known type leaves it as
+        it was, so the result is the same as folding every event.
+        """
+        if self._from and events and events[0].get("seq") < self._from:
+            kept = [index for index, event in enumerate(events) if event.get("seq") >= self._from]
+            events = events[kept[0]:] if kept else []
+            types = None if types is None else types[len(types) - len(events):]
         if not events:
             return
         first = events[0].get("seq")
         if type(first) is int and first < self._next:  # the file changed under the pass, which read it again
             self._restart()
-        self._next += len(events)
+        last = events[-1].get("seq")
+        self._next = last + 1 if type(last) is int else self._next + len(events)
         if self.breaker is not None:
             return
+        if types is not None:
+            with contextlib.suppress(TypeError):  # an unhashable type value: fold them all
+                events = list(compress(events, map(not_, map(_PASSIVE.__contains__, types))))
         try:
             self._fold.extend(events)
         except UnfoldableEvent as exc:

@@ -15,9 +15,10 @@ gets the same verdict everywhere:
 - **ok** otherwise.
 
 :func:`read_session` keeps every event; :func:`read_plan` runs the very same pass but keeps only what the plan and
-the verdict need, so it costs a parse of every line and no more memory than one piece of the file. There is no
-shortcut that trusts part of a log without reading it: projection checkpoints are not used here, because nothing
-proves the bytes before a checkpoint are still the bytes it was computed from.
+the verdict need, so it costs a parse of every line and no more memory than one piece of the file. Its one shortcut
+is a projection checkpoint that proves the bytes before its offset unchanged (their SHA-256 is in the checkpoint):
+the rows stand for those bytes, the tail is read exactly, and any anomaly sends the read through every line, so
+the answer is the full pass's either way (decision 0010).
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ from dsh_todo.harness.persistence import (
     SessionNotFoundError,
     interrupted_turn_closers,
 )
+from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import decode_segment
+from dsh_todo.harness.persistence.reading import Observer, open_turn_before
 from dsh_todo.logview.files import find_log, root_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PlanFold
 
 Event = dict[str, Any]
 Backend = LogBackend
-PlanSource = Literal["scan", "full"]
+PlanSource = Literal["scan", "full", "checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class _Read:
     plan: PlanFold
     closers: list[Event] = field(default_factory=list)
     live: bool = False
+    source: PlanSource = "scan"
 
 
 def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
@@ -136,6 +140,10 @@ def _read(target: _Target, *, keep: bool) -> _Read:
         log = target.log if target.log is not None else backend.find(str(target.session_id))
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
+        if not keep:
+            fast = _from_checkpoint(backend, log)
+            if fast is not None:
+                return fast
         plan = PlanFold()
         found = backend.scan(log, keep=keep, observe=plan.see)
         live = backend.writer_alive(str(found.meta["id"]))
@@ -151,6 +159,49 @@ def _read(target: _Target, *, keep: bool) -> _Read:
     return _Read(dict(stored.meta), events, len(events), None if torn is None else torn.truncate_to,
                  0 if torn is None else len(torn.recovered), plan,
                  [] if live else interrupted_turn_closers(events), live)
+
+
+def _from_checkpoint(backend: JsonlBackend, log: Path) -> _Read | None:
+    """The read of a log from its projection checkpoint, when the checkpoint proves the bytes before its offset
+    unchanged and the tail after it is clean and gives a plan that can be shown. The interrupted-turn closers come
+    from the tail when it holds a turn boundary, else from the turn open at the offset read back from there.
+    Anything else, and the caller reads every line: this path only ever answers what the full pass would."""
+    plan = PlanFold()
+    unbounded: list[Event] = []
+    bounded: list[bool] = []
+    offset: list[int] = []
+
+    def start(rows: Rows, at: int) -> Observer | None:
+        offset.append(at)
+        return observe if plan.resume(rows) else None
+
+    def observe(events: list[Event], types: list[Any]) -> None:
+        if not bounded:
+            if "turn/start" in types or "turn/end" in types:
+                bounded.append(True)
+                unbounded.clear()
+            else:
+                unbounded.extend(events)
+        plan.see(events, types)
+
+    tail = backend.scan_checkpointed(log, start)
+    if tail is None:
+        return None
+    try:
+        plan.plan()
+    except Refusal:
+        return None
+    live = backend.writer_alive(str(tail.meta["id"]))
+    if live:
+        closers: list[Event] = []
+    elif bounded:
+        closers = tail.closers()
+    else:
+        before = open_turn_before(log, offset[0])
+        if before is None:
+            return None
+        closers = interrupted_turn_closers([*before, *unbounded]) if before else []
+    return _Read(tail.meta, None, tail.count, None, 0, plan, closers, live, "checkpoint")
 
 
 def _guarded(target: _Target, keep: bool) -> _Read | Health:
@@ -216,7 +267,7 @@ def _plan_view(target: _Target) -> PlanView:
     if isinstance(read, Health):
         return PlanView(target.where, target.log, _session_id(target, None), None, None, -1, False, read)
     health, plan = _verdict(read)
-    source: PlanSource = "full" if read.events is not None else "scan"
+    source: PlanSource = "full" if read.events is not None else read.source
     return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.count - 1,
                     read.live, health, source)
 

@@ -46,13 +46,13 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from dsh_todo.jsonutil import dumps, dumps_bytes
-
-MAX_DEPTH: Final = 512
-"""Deepest nesting a message may have (objects and arrays). Deeper is refused before anything walks it."""
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH, dumps, dumps_bytes, nests_deeper
 
 MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line read, in bytes (the SDK's default HTTP body limit): longer lines are skipped and refused."""
+
+MAX_DEPTH: Final = MAX_VALUE_DEPTH
+"""Deepest nesting a message may have (objects and arrays). Deeper is refused before anything walks it."""
 
 TOO_DEEP: Final = f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels"
 
@@ -98,23 +98,6 @@ def _int(text: str) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests containers deeper than ``limit`` (iterative: no recursion on hostile input)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def parse(text: str) -> Any:
@@ -250,7 +233,7 @@ def decode(line: bytes) -> SessionMessage | None:
     except ValueError as exc:
         return error_answer(None, PARSE_ERROR, f"Parse error: {exc}")
     request_id = value.get("id") if isinstance(value, dict) and _usable_id(value.get("id")) else None
-    if _too_deep(value, MAX_DEPTH):
+    if nests_deeper(value, MAX_DEPTH):
         return error_answer(request_id, INVALID_REQUEST, TOO_DEEP)
     if not isinstance(value, dict):
         return error_answer(None, INVALID_REQUEST, "Invalid Request: a message is a JSON object")

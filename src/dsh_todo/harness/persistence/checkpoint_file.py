@@ -3,7 +3,12 @@
 The file::
 
     {"version": 1, "log": "session.jsonl.zstd", "identity": {"createdAt": …, "cwd"?: …},
-     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}}
+     "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}, "proof"?: {"sha256": <hex>}}
+
+``proof`` (:mod:`.prefix`) digests the log's bytes before ``offset`` and the checkpoint's own offset and rows: with
+it a reader that owes an exact
+verdict can prove those bytes unchanged (``dsh_todo.logview``); without it only the projection-cache service uses
+the checkpoint.
 
 ``offset`` is the start of a log record (a raw line, or a zstd frame) at or before the one holding event ``seq``:
 decoding from there yields events starting at some seq ≤ ``seq`` + 1, and the reader skips what the rows already
@@ -28,13 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.reading import CHUNK_SIZE
+from dsh_todo.harness.persistence.reading import first_seq as _first_seq
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
@@ -55,10 +61,20 @@ class Checkpoint:
     identity: dict[str, Any]
     offset: int
     rows: Rows
+    proof: str | None = None
+    """The SHA-256 (hex) of the log's bytes before ``offset``, then :meth:`sealed` (:mod:`.prefix`); older
+    checkpoints have none."""
+
+    def sealed(self) -> bytes:
+        """What the proof covers after the log's prefix: the offset and the rows, as canonical JSON."""
+        return dumps_bytes({"offset": self.offset, "rows": self.rows})
 
     def encode(self) -> bytes:
-        return dumps_bytes({"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
-                            "offset": self.offset, "rows": self.rows})
+        value: dict[str, Any] = {"version": FORMAT_VERSION, "log": self.log, "identity": self.identity,
+                                 "offset": self.offset, "rows": self.rows}
+        if self.proof is not None:
+            value["proof"] = {"sha256": self.proof}
+        return dumps_bytes(value)
 
 
 def identity_of(header: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,7 +100,9 @@ def read_checkpoint(log_path: Path) -> Checkpoint | None:
     identity, offset, rows = value.get("identity"), value.get("offset"), value.get("rows")
     if not isinstance(identity, dict) or type(offset) is not int or offset < 1 or not isinstance(rows, dict):
         return None
-    return Checkpoint(log_path.name, identity, offset, rows)
+    proof = value.get("proof")
+    digest = proof.get("sha256") if isinstance(proof, dict) else None
+    return Checkpoint(log_path.name, identity, offset, rows, digest if isinstance(digest, str) else None)
 
 
 def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
@@ -142,18 +160,6 @@ class Tail:
     events: list[dict[str, Any]]
 
 
-def _first_seq(plaintext: bytes) -> int | None:
-    end = plaintext.find(b"\n")
-    try:
-        first = loads(plaintext[:end if end >= 0 else len(plaintext)])
-    except ValueError:
-        return None
-    if not isinstance(first, dict):
-        return None
-    seq = first.get("seq0") if first.get("type") in ROW_TYPES else first.get("seq")
-    return seq if type(seq) is int and seq >= 0 else None
-
-
 def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int) -> Tail | None:
     """Every event from ``offset`` on, read with the exact rules of a full read; ``None`` when anything is off
     (a misplaced offset, a damaged tail, an unknown event type): the caller reads the whole log then, which reports
@@ -191,20 +197,23 @@ def _raw_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
 
 
 def _zstd_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
-    """Like the full zstd read: complete frames must hold complete lines; an incomplete last frame yields what its
-    whole blocks decode."""
+    """Like the full zstd read: complete frames must hold complete lines, decoded piece by piece (memory stays at
+    one piece and the events); an incomplete last frame yields what its whole blocks decode."""
     scan = scan_frames(data)
     if not scan.frames:
         return None
-    plaintexts = [decode_frame(data[start:end]) for start, end in scan.frames]
-    base = _first_seq(plaintexts[0])
+    pieces = (piece for start, end in scan.frames for piece in frame_pieces(data[start:end], CHUNK_SIZE))
+    first = next(pieces, b"")
+    base = _first_seq(first)
     if base is None:
         return None
     scanner = LogScanner.continuing(meta, base)
-    for plaintext in plaintexts:
-        scanner.feed(plaintext)
+    scanner.feed(first)
+    for piece in pieces:
+        scanner.feed(piece)
     if not scanner.clean:
         return None
     if scan.torn_start is not None:
-        scanner.feed(decode_prefix(data[scan.torn_start:]))
+        for piece in prefix_pieces(data[scan.torn_start:], CHUNK_SIZE):
+            scanner.feed(piece)
     return scanner.events

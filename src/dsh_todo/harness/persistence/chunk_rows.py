@@ -209,6 +209,13 @@ def member_times(row: Mapping[str, Any]) -> list[int]:
     return times
 
 
+def row_span(row: Mapping[str, Any]) -> tuple[int, int]:
+    """How many events a chunk row stands for and the last one's time, with every check :func:`expand_row` makes
+    (a reader that keeps no events learns what it needs without building them)."""
+    members = _members(row, row["type"])
+    return len(members), member_times(row)[-1]
+
+
 def expand_row(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The exact events a chunk row stands for: member k has ``seq0 + k`` and ``time0 + dt[0] + … + dt[k-1]``."""
     tag = row["type"]

@@ -46,7 +46,7 @@ def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], l
     known = KNOWN_SESSION_EVENT_TYPES
     for event in events:
         kind = event.get("type")
-        if kind not in known and event.get("ignorable") is not True:
+        if not (isinstance(kind, str) and kind in known) and event.get("ignorable") is not True:
             raise SessionFormatUnsupportedError(
                 f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
                 "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "

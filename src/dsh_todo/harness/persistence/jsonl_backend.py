@@ -22,7 +22,7 @@ import builtins
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
+from dsh_todo.harness.persistence.limits import max_line
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.paths import (
@@ -65,9 +66,10 @@ from dsh_todo.harness.persistence.paths import (
     session_dir,
     session_segment,
 )
-from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log
+from dsh_todo.harness.persistence.prefix import prefix_digest, running_digest
+from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log, scan_tail
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
 from dsh_todo.jsonutil import dumps_bytes, loads
 
@@ -168,11 +170,52 @@ class JsonlBackend:
 
     def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
-        not where its header says, or its id stored twice under this root."""
+        not where its header says, or its id stored twice under this root; both are checked on the header alone,
+        before the rest is read (a misplaced copy of a million events is refused at once)."""
+        meta = self._placed(path, None)
+        if meta is not None:
+            self.find(str(meta["id"]))  # refuses an id stored in two project directories
         found = scan_log(path, keep=keep, observe=observe)
         self._check_identity(path, found.meta, None)
-        self.find(str(found.meta["id"]))  # refuses an id stored in two project directories
+        self.find(str(found.meta["id"]))
         return found
+
+    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None]) -> Scanned | None:
+        """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
+        checkpoint proves the bytes before its offset unchanged (:mod:`.prefix`); ``None`` whenever anything is off
+        (no digest, another digest, a tail a full pass must judge): then :meth:`scan` the whole log. Refused like
+        :meth:`scan` when the log is not where its header says, or its id is stored twice.
+
+        ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
+        the observer of the tail's events (``None``: the rows are of no use, give up)."""
+        meta = self._placed(path, None)
+        if meta is None:
+            return None
+        self.find(str(meta["id"]))
+        found = usable_checkpoint(self, path)
+        if found is None or found[1].proof is None:
+            return None
+        meta, checkpoint = found
+        try:
+            if prefix_digest(path, checkpoint.offset, checkpoint.sealed()) != checkpoint.proof:
+                return None
+        except OSError:
+            return None
+        observe = start(checkpoint.rows, checkpoint.offset)
+        if observe is None:
+            return None
+        return scan_tail(path, meta, checkpoint.offset, observe)
+
+    def _placed(self, path: Path, expected_id: str | None) -> Meta | None:
+        """The header of the log at ``path``, checked to be where it says it belongs (``None`` when the header
+        cannot be read on its own: the full read then says why)."""
+        try:
+            meta = self._read_header_only(path)
+        except CorruptSessionLogError:
+            return None
+        if meta is not None:
+            self._check_identity(path, meta, expected_id)
+        return meta
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -189,6 +232,7 @@ class JsonlBackend:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
+        self._placed(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
         self._check_identity(path, found.meta, session_id)
         assert found.events is not None
@@ -313,7 +357,9 @@ class JsonlBackend:
         path = self.find(session_id)
         if path is None:
             return
-        write_checkpoint(path, Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows))
+        checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
+        proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
+        write_checkpoint(path, dataclasses.replace(checkpoint, proof=proof))
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
@@ -381,7 +427,7 @@ class JsonlBackend:
         """The header of a log without reading the rest: the first line, or the first zstd frame."""
         with path.open("rb") as file:
             if compression_of(path) == "none":
-                first = file.readline()
+                first = file.readline(max_line() + 1)
                 if not first.endswith(b"\n"):
                     return None
                 record = first
@@ -396,7 +442,7 @@ class JsonlBackend:
                     if scan.frames:
                         start, end = scan.frames[0]
                         try:
-                            record = header_frame(decode_frame(content[start:end]))
+                            record = header_frame(frame_pieces(content[start:end], 1 << 20))
                         except FrameError as exc:
                             raise CorruptSessionLogError(
                                 "corrupt Zstandard session log: header frame failed validation") from exc

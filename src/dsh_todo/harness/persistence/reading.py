@@ -15,12 +15,13 @@ whole log (a ``turn/start`` or ``turn/end`` resets everything the closers depend
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import Event, TornTail
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
@@ -29,11 +30,13 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.limits import max_line, too_long
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_prefix, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.jsonutil import loads
 
 Observer = Callable[[list[Event], list[Any]], object]
 """Sees each run of events a pass reads, with their ``type`` values."""
@@ -42,6 +45,7 @@ CHUNK_SIZE: Final = 4 << 20
 """Bytes of a raw log fed to the scanner at a time."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
+_ROW_TAGS: Final = tuple(ROW_TYPES)
 
 
 @dataclass
@@ -77,6 +81,7 @@ class _Pass:
 
     def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None) -> None:
         self.scanner = scanner
+        scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
 
@@ -91,7 +96,7 @@ class _Pass:
             return
         found = self.found
         types = list(map(dict.get, events, repeat("type")))
-        if found.unknown is None and not _KNOWN.issuperset(types):
+        if found.unknown is None and not _all_known(types):
             try:
                 refuse_unknown_types(str(found.meta["id"]), events, found.path)
             except SessionLogError as exc:
@@ -99,12 +104,21 @@ class _Pass:
         if self.observe is not None:
             self.observe(events, types)
         _follow_turn(found.open_turn, events, types)
-        found.count += len(events)
+        handed = len(events) + scanner.unexpanded
+        found.count += handed
         if found.events is not None:
             found.events.extend(events)
-        # The scanner counts seqs from ``base + len(events)``: move the base past what it hands over.
-        scanner.base += len(events)
+        # The scanner counts seqs from ``base + len(events) + unexpanded``: move the base past what it hands over.
+        scanner.base += handed
+        scanner.unexpanded = 0
         scanner.events = []
+
+
+def _all_known(types: list[Any]) -> bool:
+    try:
+        return _KNOWN.issuperset(types)
+    except TypeError:  # a ``type`` that is a list or an object: not a type this harness knows
+        return False
 
 
 def _follow_turn(open_turn: list[Event], events: Sequence[Event], kinds: list[Any]) -> None:
@@ -164,8 +178,11 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
 
 def _scan_raw(path: Path, keep: bool, observe: Observer | None) -> Scanned:
     with path.open("rb") as file:
-        header = file.readline()
+        limit = max_line()
+        header = file.readline(limit + 1)
         if not header.endswith(b"\n"):
+            if len(header) > limit:
+                raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
         one = _Pass(LogScanner(header), path, keep, observe)
         while chunk := file.read(CHUNK_SIZE):
@@ -192,39 +209,218 @@ def _line_start(file: BinaryIO, end: int) -> int:
     return 0
 
 
-def _plaintext(buffer: bytes, start: int, end: int) -> bytes:
+def _frame(data: memoryview, start: int, at: int) -> Iterator[bytes]:
+    """The plaintext of the complete frame ``data`` (which starts at byte ``at`` of the file), piece by piece."""
     try:
-        return decode_frame(buffer[start:end])
+        yield from frame_pieces(data, CHUNK_SIZE)
     except FrameError as exc:
         raise CorruptSessionLogError(
-            f"corrupt Zstandard session log: frame at byte {start} failed validation") from exc
+            f"corrupt Zstandard session log: frame at byte {at + start} failed validation") from exc
 
 
-def header_frame(plaintext: bytes) -> bytes:
-    """A zstd log's first frame, which must be exactly the header line."""
+def header_frame(pieces: Iterable[bytes], limit: int | None = None) -> bytes:
+    """A zstd log's first frame, which must be exactly the header line (no longer than ``limit`` bytes, the
+    maximum line length by default)."""
+    limit = max_line() if limit is None else limit
+    plaintext = b""
+    for piece in pieces:
+        plaintext += piece
+        if len(plaintext) > limit:
+            raise too_long("the header", limit)
     if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
         raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
     return plaintext
 
 
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
+    """``(offset, frame, torn)`` for each complete frame of the file read piece by piece (``torn`` empty), then,
+    if the file ends inside a frame, ``(offset, None, the torn bytes)``. Memory: one read piece and one frame."""
+    pending = b""
+    offset = 0
+    while True:
+        chunk = file.read(CHUNK_SIZE)
+        if chunk:
+            pending = pending + chunk if pending else chunk
+        scan = scan_frames(pending)
+        with memoryview(pending) as view:
+            for start, end in scan.frames:
+                yield offset + start, view[start:end], b""
+        done = scan.frames[-1][1] if scan.frames else 0
+        offset += done
+        pending = pending[done:]
+        if not chunk:
+            break
+    if pending:
+        yield offset, None, pending
+
+
 def _scan_zstd(path: Path, keep: bool, observe: Observer | None) -> Scanned:
-    buffer = read_stable(path)
-    frames = scan_frames(buffer)
-    if not frames.frames:
-        raise CorruptSessionLogError("empty or header-less Zstandard session log")
-    (first_start, first_end), *rest = frames.frames
-    header = header_frame(_plaintext(buffer, first_start, first_end))
-    one = _Pass(LogScanner(header), path, keep, observe)
-    for start, end in rest:
-        one.feed(_plaintext(buffer, start, end))
+    with path.open("rb") as file:
+        frames = _frames(file)
+        first = next(frames, None)
+        if first is None:
+            raise CorruptSessionLogError("empty or header-less Zstandard session log")
+        at, head, _ = first
+        if head is None:
+            raise CorruptSessionLogError("empty or header-less Zstandard session log")
+        header = header_frame(_frame(head, at, 0))
+        one = _Pass(LogScanner(header), path, keep, observe)
+        last_start: int | None = None
+        torn_start: int | None = None
+        torn = b""
+        for at, frame, rest in frames:
+            if frame is None:
+                torn_start, torn = at, rest
+                break
+            for piece in _frame(frame, at, 0):
+                one.feed(piece)
+            last_start = at
     if not one.scanner.clean:
         raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
-    if rest and one.found.count:
-        one.found.last_record = rest[-1][0]
-    if frames.torn_start is not None:
+    if last_start is not None and one.found.count:
+        one.found.last_record = last_start
+    if torn_start is not None:
         one.found.last_record = None
         complete = one.found.count
-        one.feed(decode_prefix(buffer[frames.torn_start:]))
-        one.found.torn_at = frames.torn_start
+        for piece in prefix_pieces(torn, CHUNK_SIZE):
+            one.feed(piece)
+        one.found.torn_at = torn_start
         one.found.cut_frame_events = one.found.count - complete
     return one.found
+
+
+def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = None) -> Scanned | None:
+    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read with the exact rules but
+    without keeping them, or ``None`` at anything a full pass would have to judge: a torn or damaged tail, an
+    unknown event type, an offset that is not a record start, a file changing while it is read (then read the
+    whole log). ``count`` is the number of events of the whole log; ``torn_at`` stays ``None``."""
+    zstd = compression_of(path) == "zstd"
+    try:
+        before = _identity(path)
+        with path.open("rb") as file, paused_gc():
+            if offset < 1 or (not zstd and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
+                return None
+            file.seek(offset)
+            pieces = _tail_pieces(file) if zstd else iter(lambda: file.read(CHUNK_SIZE), b"")
+            first = next(pieces, b"")
+            base = first_seq(first)
+            if base is None:
+                return None
+            one = _Pass(LogScanner.continuing(meta, base), path, False, observe)
+            one.feed(first)
+            for piece in pieces:
+                one.feed(piece)
+        if _identity(path) != before or not one.scanner.clean or one.found.unknown is not None:
+            return None
+    except (SessionLogError, OSError, _TornFrame):
+        return None
+    if not one.found.count:
+        return None
+    one.found.count = one.scanner.base  # every event was handed over, so the next seq is the log's event count
+    return one.found
+
+
+class _TornFrame(Exception):
+    """A tail ending inside a frame: recovery is a full pass's to describe."""
+
+
+def _tail_pieces(file: BinaryIO) -> Iterator[bytes]:
+    for at, frame, _ in _frames(file):
+        if frame is None:
+            raise _TornFrame
+        yield from _frame(frame, at, 0)
+
+
+def first_seq(plaintext: bytes) -> int | None:
+    """The seq of the first event in ``plaintext`` (a packed row's ``seq0``), if its first line is complete."""
+    end = plaintext.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        first = loads(plaintext[:end])
+    except ValueError:
+        return None
+    if type(first) is not dict:
+        return None
+    seq = first.get("seq0") if first.get("type") in _ROW_TAGS else first.get("seq")
+    return seq if type(seq) is int and seq >= 0 else None
+
+
+TURN_BUDGET: Final = 16 << 20
+"""Plaintext bytes :func:`open_turn_before` reads back at most before giving up (a full pass then decides)."""
+
+
+def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list[Event] | None:
+    """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted): from
+    its ``turn/start`` to the offset, packed rows left out (the interrupted-turn closers never look at chunks); empty
+    when the last turn boundary before it is a ``turn/end``, or there is none. ``None`` when the turn's start lies
+    more than ``budget`` plaintext bytes back, or anything cannot be read: the caller reads the whole log then."""
+    try:
+        records = _records_back_raw(path, offset) if compression_of(path) == "none" else _frames_back(path, offset)
+        found: list[Event] = []
+        spent = 0
+        for plaintext in records:
+            spent += len(plaintext)
+            if spent > budget:
+                return None
+            for line in reversed(plaintext.split(b"\n")):
+                if not line:
+                    continue
+                value = loads(line)
+                kind = value.get("type") if type(value) is dict else None
+                if kind in _ROW_TAGS:
+                    continue
+                if kind == "turn/end":
+                    return []
+                found.append(value)
+                if kind == "turn/start":
+                    found.reverse()
+                    return found
+        return []
+    except (ValueError, OSError, SessionLogError, FrameError):
+        return None
+
+
+def _records_back_raw(path: Path, offset: int) -> Iterator[bytes]:
+    """Whole lines before ``offset`` (a line start), last ones first, about a MiB at a time."""
+    with path.open("rb") as file:
+        end = offset
+        carry = b""
+        while end > 0:
+            start = max(0, end - (1 << 20))
+            piece = os.pread(file.fileno(), end - start, start) + carry
+            end = start
+            cut = piece.find(b"\n") + 1 if start > 0 else 0
+            carry = piece[:cut]
+            yield piece[cut:]
+
+
+def _frames_back(path: Path, offset: int) -> Iterator[bytes]:
+    """The plaintext of the complete frames before ``offset`` (a frame start), last first, the header frame left
+    out. Frame starts can only be found from the front, so the compressed prefix is walked once (structure only)."""
+    starts: list[int] = []
+    with path.open("rb") as file:
+        for at, frame, _ in _frames(_Bounded(file, offset)):
+            if frame is None:
+                raise CorruptSessionLogError("the prefix ends inside a frame")
+            starts.append(at)
+        ends = [*starts[1:], offset]
+        for start, end in zip(reversed(starts[1:]), reversed(ends[1:]), strict=True):
+            yield b"".join(frame_pieces(os.pread(file.fileno(), end - start, start), CHUNK_SIZE))
+
+
+class _Bounded:
+    """A file read up to ``end`` only."""
+
+    def __init__(self, file: BinaryIO, end: int) -> None:
+        self.file = file
+        self.left = end
+
+    def read(self, size: int) -> bytes:
+        data = self.file.read(min(size, self.left))
+        self.left -= len(data)
+        return data

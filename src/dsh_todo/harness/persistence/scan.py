@@ -19,11 +19,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
+from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH, max_line, too_deep, too_long
 from dsh_todo.jscompat import MISSING, js_text
-from dsh_todo.jsonutil import loads
+from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
+
+_ROW_TAGS = tuple(ROW_TYPES)
+"""The packed row tags, compared rather than hashed: a line's ``type`` may be a list."""
+
+_SLICE = 256 << 10
+"""Plaintext split into lines at a time when its lines are very short."""
+
+_DEEP_CANDIDATE = 2 * MAX_VALUE_DEPTH
+"""A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket per
+level), so only such lines are walked for their depth."""
 
 
 def _unparsable(line: int) -> CorruptSessionLogError:
@@ -67,7 +78,8 @@ class LogScanner:
     (:meth:`continuing`).
     """
 
-    __slots__ = ("_fragment", "_issue", "_line", "base", "committed_bytes", "events", "input_bytes", "meta")
+    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "committed_bytes", "events", "expand",
+                 "input_bytes", "max_line", "meta", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
         self.meta: Meta = parse_header_record(header_record)
@@ -75,9 +87,13 @@ class LogScanner:
         self.base = 0
         self.input_bytes = len(header_record)
         self.committed_bytes = len(header_record)
-        self._fragment = b""
+        self._fragment: list[bytes] = []
+        self._fragment_size = 0
         self._line = 0
         self._issue: CorruptSessionLogError | None = None
+        self.max_line = max_line()
+        self.expand = True
+        self.unexpanded = 0
 
     @classmethod
     def continuing(cls, meta: Meta, base: int) -> LogScanner:
@@ -90,9 +106,13 @@ class LogScanner:
         scanner.events = []
         scanner.base = base
         scanner.input_bytes = scanner.committed_bytes = 0
-        scanner._fragment = b""
+        scanner._fragment = []
+        scanner._fragment_size = 0
         scanner._line = 0
         scanner._issue = None
+        scanner.max_line = max_line()
+        scanner.expand = True
+        scanner.unexpanded = 0
         return scanner
 
     @property
@@ -101,72 +121,132 @@ class LogScanner:
         return self.committed_bytes == self.input_bytes
 
     def feed(self, data: bytes) -> None:
-        """Consume the next plaintext bytes; raises :class:`CorruptSessionLogError` once damage is proven."""
+        """Consume the next plaintext bytes; raises :class:`CorruptSessionLogError` once damage is proven, or at a
+        line longer than :attr:`max_line` (the unfinished last line included: memory stays bounded by it)."""
         if not data:
+            return
+        if len(data) > _SLICE and data.count(b"\n") > len(data) >> 5:
+            # Very short lines: split in slices, so the list of lines stays small (a line costs ~40 bytes).
+            for start in range(0, len(data), _SLICE):
+                self.feed(data[start:start + _SLICE])
+            return
+        if self._issue is not None:
+            self._skim(data)
             return
         self.input_bytes += len(data)
         lines = data.split(b"\n")
         tail = lines.pop()
-        if self._fragment:
+        fragment = self._fragment
+        if fragment:
             if not lines:
-                self._fragment += tail
+                self._grow(tail)
                 return
-            lines[0] = self._fragment + lines[0]
-        self._fragment = tail
+            fragment.append(lines[0])
+            lines[0] = b"".join(fragment)
+        position = self.input_bytes - len(tail) - sum(map(len, lines)) - len(lines)
+        self._fragment = [tail] if tail else []
+        self._fragment_size = len(tail)
+        limit = self.max_line
+        if lines and len(data) + len(lines[0]) > limit and max(map(len, lines)) > limit:
+            at = next(index for index, line in enumerate(lines) if len(line) > limit)
+            with paused_gc():
+                self._consume(lines[:at], position)
+            raise too_long(self._line + 1, limit)
+        if len(tail) > limit:
+            with paused_gc():
+                self._consume(lines, position)
+            raise too_long(self._line + 1, limit)
         if lines:
             with paused_gc():
-                self._consume(lines)
+                self._consume(lines, position)
 
-    def _consume(self, lines: list[bytes]) -> None:
+    def _skim(self, data: bytes) -> None:
+        """After damage: only a later ``turn/end`` line matters (it proves the damage committed), so a piece that
+        cannot hold one is counted, not parsed. Its bytes, or an escape (a backslash), must appear in the line."""
+        self.input_bytes += len(data)
+        seam = b"".join(self._fragment)[-8:] + data[:8]
+        if b"turn/end" in data or b"\\" in data or b"turn/end" in seam or (self._fragment and b"\\" in seam):
+            lines = data.split(b"\n")
+            tail = lines.pop()
+            if lines and self._fragment:
+                self._fragment.append(lines[0])
+                lines[0] = b"".join(self._fragment)
+                self._fragment, self._fragment_size = [], 0
+            if lines:
+                self._fragment, self._fragment_size = [], 0
+                self._after_issue(lines)
+            self._grow(tail)
+            return
+        newline = data.rfind(b"\n")
+        if newline < 0:
+            self._grow(data)
+            return
+        self._line += data.count(b"\n")
+        self._fragment, self._fragment_size = [], 0
+        self._grow(data[newline + 1:])
+
+    def _grow(self, piece: bytes) -> None:
+        """Add to the unfinished last line, refusing it once it is longer than a line may be."""
+        self._fragment_size += len(piece)
+        if self._fragment_size > self.max_line:
+            raise too_long(self._line + 1, self.max_line)
+        if piece:
+            self._fragment.append(piece)
+
+    def _consume(self, lines: list[bytes], position: int) -> None:
+        """Read complete ``lines``, the first of which starts at plaintext byte ``position``."""
+        if self._issue is not None:
+            self._after_issue(lines)
+            return
         events = self.events
         append = events.append
-        count = self.base + len(events)
-        position = self.input_bytes - len(self._fragment) - sum(map(len, lines)) - len(lines)
+        count = self.base + len(events) + self.unexpanded
+        unexpanded = self.unexpanded
+        expand = self.expand
         committed = self.committed_bytes
-        line_no = self._line
-        issue = self._issue
+        line_no = start_line = self._line
+        issue = None
         try:
             for line in lines:
                 position += len(line) + 1
                 line_no += 1
                 try:
                     value = loads(line)
+                except TooDeepError:
+                    raise too_deep(line_no) from None
                 except ValueError:
-                    if issue is None:
-                        issue = _unparsable(line_no)
-                    continue
+                    issue = _unparsable(line_no)
+                    break
+                if len(line) > _DEEP_CANDIDATE and nests_deeper(value):
+                    raise too_deep(line_no)
                 if type(value) is not dict:
                     # DSH reads a non-object line as an event whose seq is undefined.
-                    if issue is None:
-                        issue = _gap(line_no, count, MISSING)
-                    continue
+                    issue = _gap(line_no, count, MISSING)
+                    break
                 kind = value.get("type")
-                if kind in ROW_TYPES:
+                if kind in _ROW_TAGS:
                     try:
-                        members = expand_row(value)
+                        size, last_time = row_span(value)
                     except MalformedRowError:
-                        if issue is None:
-                            issue = _unparsable(line_no)
-                        continue
-                    if issue is not None:
-                        continue
-                    if members[0]["seq"] != count:
-                        issue = _gap(line_no, count, members[0]["seq"])
-                        continue
-                    events.extend(members)
-                    count += len(members)
+                        issue = _unparsable(line_no)
+                        break
+                    if value["seq0"] != count:
+                        issue = _gap(line_no, count, value["seq0"])
+                        break
+                    if expand:
+                        events.extend(expand_row(value))
+                    else:
+                        append({"type": "assistant/chunk", "seq": count + size - 1, "time": last_time})
+                        unexpanded += size - 1
+                    count += size
                     committed = position
-                    continue
-                if issue is not None:
-                    if kind == "turn/end":
-                        raise issue
                     continue
                 seq = value.get("seq", MISSING)
                 if not _seq_matches(seq, count):
                     issue = _gap(line_no, count, seq)
                     if kind == "turn/end":
                         raise issue
-                    continue
+                    break
                 append(value)
                 count += 1
                 committed = position
@@ -174,3 +254,27 @@ class LogScanner:
             self.committed_bytes = committed
             self._line = line_no
             self._issue = issue
+            self.unexpanded = unexpanded
+        if issue is not None:
+            self._after_issue(lines[line_no - start_line:])
+
+    def _after_issue(self, lines: list[bytes]) -> None:
+        """After damage, a line holding a ``turn/end`` proves it is in the committed middle; nothing else counts.
+
+        A ``type`` of ``turn/end`` is written either as those bytes or with an escape (a backslash), so a run of
+        lines holding neither is passed over without parsing (a crash tail of a million blank lines costs nothing).
+        """
+        issue = self._issue
+        assert issue is not None
+        text = b"\n".join(lines)
+        if b"turn/end" not in text and b"\\" not in text:
+            self._line += len(lines)
+            return
+        for line in lines:
+            self._line += 1
+            try:
+                value = loads(line)
+            except ValueError:
+                continue
+            if type(value) is dict and value.get("type") == "turn/end":
+                raise issue

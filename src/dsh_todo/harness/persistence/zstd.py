@@ -12,6 +12,7 @@ start, the second is corruption.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -19,6 +20,7 @@ import zstandard
 
 from dsh_todo.harness.errors import FrameError as FrameError
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
+from dsh_todo.harness.persistence.limits import MAX_WINDOW
 
 MAGIC: Final = b"\x28\xb5\x2f\xfd"
 LEVEL: Final = 3
@@ -126,6 +128,32 @@ def decode_frame(frame: bytes) -> bytes:
     if not decoder.eof:
         raise FrameError("frame ended before its last block")
     return plaintext
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    return zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW)
+
+
+def frame_pieces(frame: bytes | memoryview, size: int) -> Iterator[bytes]:
+    """The plaintext of one structurally complete frame in pieces of at most ``size`` bytes, checksum verified;
+    raises :class:`FrameError`. Memory stays at one piece and one window (at most :data:`MAX_WINDOW`) however much
+    the frame decompresses to: a small file must not be able to ask for gigabytes."""
+    reader = _decompressor().stream_reader(frame, read_across_frames=False)
+    try:
+        while piece := reader.read(size):
+            yield piece
+    except zstandard.ZstdError as exc:
+        raise FrameError(_libzstd_message(exc)) from None
+
+
+def prefix_pieces(data: bytes | memoryview, size: int) -> Iterator[bytes]:
+    """:func:`decode_prefix` in pieces of at most ``size`` bytes; ends quietly at the first decoder failure."""
+    reader = _decompressor().stream_reader(data, read_across_frames=False)
+    try:
+        while piece := reader.read(size):
+            yield piece
+    except zstandard.ZstdError:
+        return
 
 
 def decode_prefix(data: bytes) -> bytes:
