@@ -156,7 +156,8 @@ class SseReader:
 def _serve(tmp_path: Path, **kwargs: Any) -> Iterator[Web]:
     root = tmp_path / "sessions"
     ctx = open_runtime(root, batch_delay_ms=5)
-    server = BackgroundServer(ctx, follow_interval=0.05, **kwargs)
+    ctx.session_persistence.backend.follow_interval = 0.05
+    server = BackgroundServer(ctx, **kwargs)
     web = Web(ctx, root, server, "")
     try:
         url = server.start()

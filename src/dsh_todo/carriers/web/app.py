@@ -89,12 +89,11 @@ def rpc(handler: Handler) -> Handler:
 class WebApp:
     """One booted context served over HTTP. ``asgi`` is what a server runs; ``hub`` exists while it runs."""
 
-    def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0, follow_interval: float = 0.1,
+    def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0,
                  max_body: int = MAX_BODY_BYTES) -> None:
         self.ctx = ctx
         self.sessions = Sessions(ctx)
         self.max_body = max_body
-        self.follow_interval = follow_interval
         self.hub: Hub | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         routes = [
@@ -110,7 +109,7 @@ class WebApp:
     @asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         self.loop = asyncio.get_running_loop()
-        hub = Hub(self.sessions, self.loop, follow_interval=self.follow_interval)
+        hub = Hub(self.sessions, self.loop)
         hub.start()
         self.hub = hub
         try:

@@ -27,7 +27,6 @@ from dsh_todo.carriers.web.follow import Follower
 from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
 from dsh_todo.carriers.web.history import Sessions
 from dsh_todo.carriers.web.protocol import CONNECTED
-from dsh_todo.carriers.web.pushfollow import make_follower
 from dsh_todo.harness.context import Disposer
 from dsh_todo.harness.projections import Change
 from dsh_todo.harness.session import Event, Session
@@ -36,15 +35,17 @@ log = logging.getLogger("dsh_todo.web")
 
 DRAIN_MAX = 256
 """Frames written to the socket in one go when a connection has several queued."""
+LINGER_S = 10.0
+"""How long a followed log stays followed after its last connection ends."""
 
 
 class Hub:
     """Routes live and followed frames to mux connections. Every method but the ``_on_*`` hooks runs on the loop."""
 
-    def __init__(self, sessions: Sessions, loop: asyncio.AbstractEventLoop, *, follow_interval: float = 0.1) -> None:
+    def __init__(self, sessions: Sessions, loop: asyncio.AbstractEventLoop, *, linger: float = LINGER_S) -> None:
         self.sessions = sessions
         self.loop = loop
-        self.follow_interval = follow_interval
+        self.linger = linger
         self._targeted: dict[str, set[Subscriber]] = {}
         self._everything: set[Subscriber] = set()
         self._followers: dict[str, Follower] = {}
@@ -144,8 +145,7 @@ class Hub:
             return
         follower = self._followers.get(session_id)
         if follower is None:
-            follower = make_follower(session_id, persistence, self.sessions.registry, self.sessions.view_of,
-                                     interval=self.follow_interval)
+            follower = Follower(session_id, persistence, self.sessions.registry, self.sessions.view_of)
             try:
                 await follower.start()
             except Exception:
@@ -206,8 +206,14 @@ class Hub:
         if follower is not None:
             follower.subscribers.discard(subscriber)
             if session_id not in self._targeted:
-                follower.stop()
-                del self._followers[session_id]
+                self.loop.call_later(self.linger, self._retire, session_id, follower)
+
+    def _retire(self, session_id: str, follower: Follower) -> None:
+        """Stop following a log nobody has watched for :data:`LINGER_S` (a page that reconnects at once, or the
+        next visitor, finds it still followed instead of reading the whole log again)."""
+        if session_id not in self._targeted and self._followers.get(session_id) is follower:
+            follower.stop()
+            del self._followers[session_id]
 
     def _live_sessions(self) -> list[Session]:
         store = self.sessions.ctx.get("sessions")
