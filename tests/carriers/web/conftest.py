@@ -100,8 +100,8 @@ class Web:
                                                   "method": "session.history",
                                                   "payload": {"sessionId": session_id, **payload}})
 
-    def open_stream(self, query: str = "") -> SseReader:
-        return SseReader(self.host, "/api/events.mux" + query)
+    def open_stream(self, query: str = "", headers: dict[str, str] | None = None) -> SseReader:
+        return SseReader(self.host, "/api/events.mux" + query, headers=headers)
 
     def other_process(self) -> Context:
         """A second runtime over the same root, standing in for another process writing logs."""
@@ -113,9 +113,9 @@ class Web:
 class SseReader:
     """A blocking SSE client over one HTTP connection: messages as raw text blocks."""
 
-    def __init__(self, host: str, path: str, timeout: float = 20.0) -> None:
+    def __init__(self, host: str, path: str, timeout: float = 20.0, headers: dict[str, str] | None = None) -> None:
         self.conn = http.client.HTTPConnection(host, timeout=timeout)
-        self.conn.request("GET", path, headers={"accept": "text/event-stream"})
+        self.conn.request("GET", path, headers={"accept": "text/event-stream", **(headers or {})})
         self.response = self.conn.getresponse()
 
     def message(self) -> str:

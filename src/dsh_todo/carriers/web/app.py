@@ -160,6 +160,9 @@ class WebApp:
         after_seq = int_param(request.query_params.get("afterSeq"), "afterSeq", minimum=-1)
         if after_seq is not None and session_id is None:
             raise RpcError("invalid-request", "afterSeq needs a sessionId")
+        last_event_id = int_param(request.headers.get("last-event-id"), "Last-Event-ID", minimum=-1)
+        if last_event_id is not None and session_id is not None:  # a reconnection: resume after what it has
+            after_seq = last_event_id if after_seq is None else max(after_seq, last_event_id)
         hub = self.hub
         if hub is None:
             raise RpcError("unavailable", "the server is starting or stopping", status=503)

@@ -8,11 +8,19 @@ alone. The callback runs on whatever thread the agent appends from, so it only h
 loop (``call_soon_threadsafe``); frames are built, and a ``tool/call``'s view computed, on the loop's thread and only
 for connections that take them.
 
-A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``): the hub then
-replays what came after ``n`` before going live, so a page that read its history first and subscribed second misses
-nothing. A session that is not live here but stored under the root is followed on disk (:mod:`.follow`); when it
-becomes live in this process, the live feed takes over. A connection that names no session receives every live
-session's frames from now on.
+A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``, or a
+``Last-Event-ID: n`` header): the hub then replays what came after ``n`` before going live, so a page that read its
+history first and subscribed second misses nothing.
+
+A slow reader never delays another and never holds more than a page: each connection has its own queue, and one
+that falls :data:`~dsh_todo.carriers.web.frames.QUEUE_LIMIT` frames behind is dropped (its frames let go at once).
+Its page reconnects with the last seq it has; a replay is at most
+:data:`~dsh_todo.carriers.web.frames.REPLAY_LIMIT` events, and a page further behind sees the gap and reads the
+history tail page instead.
+
+A session that is not live here but stored under the root is followed (:mod:`.follow`); when it becomes live in
+this process, the live feed takes over. A connection that names no session receives every live session's frames
+from now on.
 """
 
 from __future__ import annotations
@@ -125,6 +133,7 @@ class Hub:
         if self._closed:
             subscriber.close()
             return
+        subscriber.on_close = lambda: self.unsubscribe(subscriber)
         session_id = subscriber.session_id
         if session_id is None:
             self._everything.add(subscriber)
