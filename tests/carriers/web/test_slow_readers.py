@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dsh_todo.carriers.web.frames import QUEUE_LIMIT, REPLAY_LIMIT, Subscriber
-from dsh_todo.carriers.web.history import Sessions
+from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.mux import Hub
 from dsh_todo.runtime import open_runtime
 from tests.carriers.web.conftest import Web, run_async
@@ -30,7 +30,7 @@ def test_a_connection_that_falls_a_page_behind_is_dropped_and_its_frames_let_go(
     session = ctx.sessions.create("s")
 
     async def scenario() -> tuple[Subscriber, Subscriber, list[dict[str, Any]], Hub]:
-        hub = Hub(Sessions(ctx), asyncio.get_running_loop())
+        hub = Hub(HistorySource(ctx), asyncio.get_running_loop())
         hub.start()
         slow, fast = Subscriber("s"), Subscriber("s")
         await hub.subscribe(slow, None)
@@ -66,7 +66,7 @@ def test_a_replay_is_at_most_a_page_and_a_page_further_behind_sees_the_gap() -> 
         session.append("todo/write", {"todos": [{"content": f"t{number}", "status": "in_progress"}]})
 
     async def scenario() -> list[dict[str, Any]]:
-        hub = Hub(Sessions(ctx), asyncio.get_running_loop())
+        hub = Hub(HistorySource(ctx), asyncio.get_running_loop())
         hub.start()
         try:
             subscriber = Subscriber("s")

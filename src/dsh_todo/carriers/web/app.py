@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dsh_todo.carriers.web.frames import Subscriber
-from dsh_todo.carriers.web.history import Sessions, history_page
+from dsh_todo.carriers.web.history import HistorySource, history_page
 from dsh_todo.carriers.web.mux import Hub
 from dsh_todo.carriers.web.protocol import (
     DEFAULT_MAX_MESSAGES,
@@ -92,7 +92,7 @@ class WebApp:
     def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0,
                  max_body: int = MAX_BODY_BYTES) -> None:
         self.ctx = ctx
-        self.sessions = Sessions(ctx)
+        self.source = HistorySource(ctx)
         self.max_body = max_body
         self.hub: Hub | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -109,7 +109,7 @@ class WebApp:
     @asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         self.loop = asyncio.get_running_loop()
-        hub = Hub(self.sessions, self.loop)
+        hub = Hub(self.source, self.loop)
         hub.start()
         self.hub = hub
         try:
@@ -135,8 +135,8 @@ class WebApp:
         limit = DEFAULT_MAX_MESSAGES if max_messages is None else max_messages
 
         def build() -> bytes:
-            session_log = self.sessions.read(session_id)
-            return ok_response(rpc_id, history_page(self.sessions, session_log, before=before, max_messages=limit))
+            read = self.source.read(session_id)
+            return ok_response(rpc_id, history_page(self.source, read, before=before, max_messages=limit))
 
         try:
             body = await asyncio.to_thread(build)
@@ -148,7 +148,7 @@ class WebApp:
     async def session_list(self, request: Request) -> Response:
         rpc_id, _payload = parse_request(await read_body(request, self.max_body), "session.list")
         try:
-            rows = await asyncio.to_thread(self.sessions.list_rows)
+            rows = await asyncio.to_thread(self.source.list_rows)
         except RpcError as exc:
             exc.rpc_id = rpc_id
             raise

@@ -33,7 +33,7 @@ from typing import Any
 
 from dsh_todo.carriers.web.follow import Follower
 from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
-from dsh_todo.carriers.web.history import Sessions
+from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.protocol import CONNECTED
 from dsh_todo.harness.context import Disposer
 from dsh_todo.harness.projections import Change
@@ -50,8 +50,8 @@ LINGER_S = 10.0
 class Hub:
     """Routes live and followed frames to mux connections. Every method but the ``_on_*`` hooks runs on the loop."""
 
-    def __init__(self, sessions: Sessions, loop: asyncio.AbstractEventLoop, *, linger: float = LINGER_S) -> None:
-        self.sessions = sessions
+    def __init__(self, source: HistorySource, loop: asyncio.AbstractEventLoop, *, linger: float = LINGER_S) -> None:
+        self.source = source
         self.loop = loop
         self.linger = linger
         self._targeted: dict[str, set[Subscriber]] = {}
@@ -63,8 +63,8 @@ class Hub:
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        store = self.sessions.ctx.get("sessions")
-        registry = self.sessions.registry
+        store = self.source.ctx.get("sessions")
+        registry = self.source.registry
         if registry is not None:
             self._disposers.append(registry.on_commit(self._on_commit))
         elif store is not None:
@@ -113,7 +113,7 @@ class Hub:
     def _deliver(self, session_id: str, event: Event, changes: Sequence[Change]) -> None:
         receivers = self._receivers(session_id)
         if receivers:
-            post = Post(session_id, event, changes, self.sessions.view_of)
+            post = Post(session_id, event, changes, self.source.view_of)
             for subscriber in receivers:
                 subscriber.take(post)
 
@@ -124,7 +124,7 @@ class Hub:
             follower.stop()
         events = session.events[:]
         for subscriber in self._targeted.get(session.id, ()):
-            subscriber.catch_up(session.id, events, self.sessions.registry, self.sessions.view_of)
+            subscriber.catch_up(session.id, events, self.source.registry, self.source.view_of)
 
     # -- connections ----------------------------------------------------------------------------------------
 
@@ -143,18 +143,18 @@ class Hub:
         # Register before reading the log: an append racing with this read is then either in the copy or still on
         # its way to _deliver, and the watermarks drop whichever arrives second.
         self._targeted.setdefault(session_id, set()).add(subscriber)
-        attached = self.sessions.live(session_id)
+        attached = self.source.live(session_id)
         if attached is not None:
             self._replay(subscriber, session_id, attached.events[:], after_seq)
             return
-        persistence = self.sessions.ctx.get("session_persistence")
+        persistence = self.source.ctx.get("session_persistence")
         if persistence is None:
             subscriber.offer(subscribed_frame(session_id, -1).data)
             subscriber.start_at(session_id, -1)
             return
         follower = self._followers.get(session_id)
         if follower is None:
-            follower = Follower(session_id, persistence, self.sessions.registry, self.sessions.view_of)
+            follower = Follower(session_id, persistence, self.source.registry, self.source.view_of)
             try:
                 await follower.start()
             except Exception:
@@ -165,7 +165,7 @@ class Hub:
             if self._closed or subscriber.closed:
                 follower.stop()
                 return
-            live = self.sessions.live(session_id)
+            live = self.source.live(session_id)
             if live is not None:  # it opened here while the file was being read
                 follower.stop()
                 self._replay(subscriber, session_id, live.events[:], after_seq)
@@ -194,7 +194,7 @@ class Hub:
         last = len(events) - 1
         subscriber.offer(subscribed_frame(session_id, last).data)
         self._position(subscriber, session_id, last, after_seq)
-        subscriber.catch_up(session_id, events, self.sessions.registry, self.sessions.view_of)
+        subscriber.catch_up(session_id, events, self.source.registry, self.source.view_of)
 
     @staticmethod
     def _position(subscriber: Subscriber, session_id: str, last: int, after_seq: int | None) -> None:
@@ -225,7 +225,7 @@ class Hub:
             del self._followers[session_id]
 
     def _live_sessions(self) -> list[Session]:
-        store = self.sessions.ctx.get("sessions")
+        store = self.source.ctx.get("sessions")
         return [] if store is None else list(store.list())
 
     async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:
