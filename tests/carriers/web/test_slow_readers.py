@@ -142,3 +142,29 @@ def test_a_client_that_never_reads_is_dropped_while_a_fast_one_keeps_up(web: Web
         fast.close()
         slow.close()
     assert [p["event"]["seq"] for p in seen if p["type"] == "session/event"] == list(range(1, total + 1))
+
+
+def test_a_followed_log_is_not_kept_in_memory_and_a_late_page_is_replayed_its_tail(web: Web) -> None:
+    """The follower of a log another process writes keeps its fold and the last ``REPLAY_LIMIT`` posts, not the log
+    (before: every event of every followed log, 50 MB at 50k events)."""
+    writer = web.other_process()
+    session = writer.sessions.create("elsewhere")
+    total = 3 * REPLAY_LIMIT
+    for number in range(total):
+        session.append("todo/write", {"todos": [{"content": f"t{number}", "status": "in_progress"}]})
+    writer.session_persistence.flush()
+    reader = web.open_stream("?sessionId=elsewhere&afterSeq=5")
+    try:
+        assert reader.frame()["payload"] == {"type": "session/subscribed", "sessionId": "elsewhere",
+                                             "lastSeq": total - 1}
+        seen = reader.payloads_until(lambda p: p["type"] == "session/projection" and p["seq"] == total - 1,
+                                     limit=3 * REPLAY_LIMIT)
+        hub = web.server.app.hub
+        assert hub is not None
+        follower = hub._followers["elsewhere"]
+        assert follower.count == total and len(follower.recent) == REPLAY_LIMIT
+        assert not hasattr(follower, "events")
+    finally:
+        reader.close()
+    assert [p["event"]["seq"] for p in seen if p["type"] == "session/event"] == list(range(total - REPLAY_LIMIT, total))
+    assert seen[-1]["value"] == [{"content": f"t{total - 1}", "status": "in_progress"}]

@@ -7,6 +7,10 @@ rings, a file is read from the byte or frame where the last read stopped. So a c
 the log. A :class:`Follower` subscribes once for every connection that asked for the session, and hands each run of
 events to the event loop, where each becomes a :class:`~dsh_todo.carriers.web.frames.Post`: the event with the
 projection changes a detached fold of the registry reports for it (the very fold of live sessions).
+
+A follower keeps the fold and the last :data:`~dsh_todo.carriers.web.frames.REPLAY_LIMIT` posts, never the log: a
+connection is replayed at most that many events anyway (a page further behind reads the history tail page), so the
+server's memory does not grow with the logs it follows.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dsh_todo.carriers.web.frames import Post, Subscriber, ViewOf, detached_fold, fold_changes
+from dsh_todo.carriers.web.frames import REPLAY_LIMIT, Post, Subscriber, ViewOf, detached_fold, fold_changes
+from dsh_todo.harness.fold import Fold
 from dsh_todo.harness.persistence.contract import SessionPersistence, Subscription
 from dsh_todo.harness.projections import ProjectionRegistry
 
@@ -34,14 +40,17 @@ class Follower:
         self.registry = registry
         self.view_of = view_of
         self.subscribers: set[Subscriber] = set()
-        self.events: list[Mapping[str, Any]] = []
+        self.count = 0
+        """How many events the log has, as far as this follower has read it."""
+        self.recent: deque[Post] = deque(maxlen=REPLAY_LIMIT)
+        """The posts of the last events, for the replay of a connection that joins."""
         self._fold = detached_fold(registry, [])
         self._subscription: Subscription | None = None
         self._stopped = False
 
     async def start(self) -> None:
         """Subscribe from the log's start: the first run (what is stored now) is read on a worker thread and is in
-        :attr:`events` when this returns; a log the reader refuses raises its verdict here."""
+        :attr:`count` and :attr:`recent` when this returns; a log the reader refuses raises its verdict here."""
         loop = asyncio.get_running_loop()
 
         def deliver(events: Sequence[Mapping[str, Any]]) -> None:
@@ -71,21 +80,25 @@ class Follower:
 
     def add(self, subscriber: Subscriber) -> None:
         self.subscribers.add(subscriber)
-        subscriber.catch_up(self.session_id, self.events, self.registry, self.view_of)
+        subscriber.replay(self.session_id, self.recent, self.count - 1)
 
     def _push(self, events: Sequence[Mapping[str, Any]]) -> None:
-        fresh = [event for event in events if event["seq"] >= len(self.events)]
+        fresh = [event for event in events if event["seq"] >= self.count]
         if not fresh or self._stopped:
             return
-        self.events.extend(fresh)
-        if not self.subscribers:
+        self.count += len(fresh)
+        if not self.subscribers and len(fresh) > REPLAY_LIMIT:
+            # Nobody to send these to, and too many to keep: fold them without building their frames.
+            head, fresh = fresh[:-REPLAY_LIMIT], fresh[-REPLAY_LIMIT:]
             try:
-                self._fold.extend(fresh)
-            except Exception:  # a hand-written event: a refold says why, and the events go on without projections
-                self._fold = detached_fold(self.registry, self.events)
-            return
+                self._fold.extend(head)
+            except Exception:  # a hand-written event: the events go on without projections
+                log.warning("projections cannot fold session %r; its events are sent without projection frames",
+                            self.session_id, exc_info=True)
+                self._fold = Fold((), seq=self.count - len(fresh) - 1)
         session_id = self.session_id
         for event in fresh:
             post = Post(session_id, event, fold_changes(self._fold, session_id, event), self.view_of)
+            self.recent.append(post)
             for subscriber in list(self.subscribers):
                 subscriber.take(post)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_todo.carriers.web.protocol import MAX_MAX_MESSAGES, push_frame
@@ -180,6 +180,12 @@ class Subscriber:
             if seq > self._keys.get((session_id, key), -1):
                 self._keys[(session_id, key)] = seq
                 self.offer(frame.data)
+
+    def replay(self, session_id: str, posts: Iterable[Post], last_seq: int) -> None:
+        """Send what this connection lacks of ``posts`` (the last ones of a log whose last seq is ``last_seq``)."""
+        for post in posts:
+            self.take(post)
+        self.start_at(session_id, last_seq)
 
     def catch_up(self, session_id: str, events: Sequence[Mapping[str, Any]], registry: ProjectionRegistry | None,
                  view_of: ViewOf) -> None:

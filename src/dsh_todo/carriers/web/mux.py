@@ -185,9 +185,9 @@ class Hub:
                 log.warning("cannot follow session %r", session_id, exc_info=True)
             if self._closed or subscriber.closed:
                 return
-        events = follower.events
-        subscriber.offer(subscribed_frame(session_id, len(events) - 1).data)
-        self._position(subscriber, session_id, len(events) - 1, after_seq)
+        last = follower.count - 1
+        subscriber.offer(subscribed_frame(session_id, last).data)
+        self._position(subscriber, session_id, last, after_seq)
         follower.add(subscriber)
 
     def _replay(self, subscriber: Subscriber, session_id: str, events: Any, after_seq: int | None) -> None:
