@@ -183,10 +183,13 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One Chromium for the web tests. Package-scoped, not session-scoped: Playwright's sync API keeps an event loop
-    running on this thread while it is open, so it must close before tests elsewhere call ``asyncio.run``."""
+    """One Chromium per module of browser tests. Playwright's sync API marks its event loop as running on this thread
+    for as long as it is open, so ``asyncio.run`` fails here meanwhile: tests beside browser tests use
+    :func:`run_async`, and the browser closes when its module ends. (Package-scoped, it stayed open through every
+    later module of this package: ``pytest test_page.py test_cli.py`` failed ``demo --web`` with "asyncio.run() cannot
+    be called from a running event loop".)"""
     executable = chromium_path()
     if executable is None:
         pytest.skip("Chromium is not installed (apt-get install -y chromium); browser tests need it")
