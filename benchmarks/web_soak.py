@@ -42,28 +42,40 @@ WRITER = r"""
 import sys, time
 from dsh_todo.runtime import open_runtime
 
-root, session_id, total, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+root, session_id = sys.argv[1], sys.argv[2]
+prefill, total, rate = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 ctx = open_runtime(root)
 session = ctx.sessions.create(session_id)
-started = time.monotonic()
-written, turn = 0, 0
+
+
+def turns():
+    turn = 0
+    while True:
+        turn += 1
+        yield "turn/start", {"turn": turn}, None
+        yield "user/message", {"turn": turn, "message": {"role": "user", "content": f"turn {turn}"}}, "append"
+        for k in range(7):
+            yield "todo/write", {"todos": [{"content": f"turn {turn} step {k}", "status": "in_progress"},
+                                           {"content": "the rest", "status": "pending"}]}, None
+        yield "turn/end", {"turn": turn, "reason": {"kind": "completed"}}, None
+
+
+events = turns()
+for _ in range(prefill):
+    kind, data, op = next(events)
+    session.append(kind, data, surface_op=op)
+ctx.session_persistence.flush()
 print("ready", flush=True)
-while written < total:
-    turn += 1
-    kinds = [("turn/start", {"turn": turn}),
-             ("user/message", {"turn": turn, "message": {"role": "user", "content": f"turn {turn}"}})]
-    kinds += [("todo/write", {"todos": [{"content": f"turn {turn} step {k}", "status": "in_progress"},
-                                         {"content": "the rest", "status": "pending"}]}) for k in range(7)]
-    kinds.append(("turn/end", {"turn": turn, "reason": {"kind": "completed"}}))
-    for kind, data in kinds[:total - written]:
-        session.append(kind, data, surface_op="append" if kind == "user/message" else None)
-        written += 1
-        ahead = written / rate - (time.monotonic() - started)
-        if ahead > 0:
-            time.sleep(ahead)
+started = time.monotonic()
+for written in range(1, total + 1):
+    kind, data, op = next(events)
+    session.append(kind, data, surface_op=op)
+    ahead = written / rate - (time.monotonic() - started)
+    if ahead > 0:
+        time.sleep(ahead)
 ctx.session_persistence.flush()
 ctx.dispose()
-print("done", written, flush=True)
+print("done", flush=True)
 """
 
 
@@ -114,10 +126,13 @@ class Stream:
 class FastReader(threading.Thread):
     """Reads every frame of one session; notes each event's lag (arrival − the event's ``time``)."""
 
-    def __init__(self, host: str, session_id: str, total: int) -> None:
+    def __init__(self, host: str, session_id: str, first: int, total: int) -> None:
         super().__init__(daemon=True)
-        self.stream = Stream(host, f"/api/events.mux?sessionId={session_id}&afterSeq=-1")
+        after = "&afterSeq=-1" if first == 0 else ""  # after a prefill: from now on
+        self.stream = Stream(host, f"/api/events.mux?sessionId={session_id}{after}")
+        self.first = first
         self.total = total
+        self.subscribed = threading.Event()
         self.lags: list[float] = []
         self.last_seq = -1
         self.ended = False
@@ -127,10 +142,13 @@ class FastReader(threading.Thread):
             payload = self.stream.payload()
             if payload is None:
                 self.ended = True
+                self.subscribed.set()
                 return
+            self.subscribed.set()
             if payload["type"] == "session/event":
                 event = payload["event"]
-                self.lags.append(time.time() * 1000 - event["time"])
+                if event["seq"] >= self.first:
+                    self.lags.append(time.time() * 1000 - event["time"])
                 self.last_seq = max(self.last_seq, event["seq"])
 
 
@@ -155,7 +173,10 @@ def one_client(host: str, session_id: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--events", type=int, default=50_000, help="events written while clients come and go")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="events written at full speed first (``--prefill 50000 --events 300 --rate 10 "
+                             "--clients 0 --slow 0``: a trickle into a long log)")
     parser.add_argument("--rate", type=float, default=500.0, help="events per second the writer appends")
     parser.add_argument("--clients", type=int, default=2000)
     parser.add_argument("--slow", type=int, default=20)
@@ -185,13 +206,15 @@ def main() -> int:
             time.sleep(0.5)
             fds_before, rss_before = fds(server.pid), status(server.pid, "VmRSS")
 
-            writer = subprocess.Popen([sys.executable, "-c", WRITER, root, session_id, str(args.events),
-                                       str(args.rate)], cwd=tmp, env=env, stdin=subprocess.DEVNULL,
+            writer = subprocess.Popen([sys.executable, "-c", WRITER, root, session_id, str(args.prefill),
+                                       str(args.events), str(args.rate)], cwd=tmp, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, text=True)
             assert writer.stdout is not None
-            writer.stdout.readline()  # ready: the session exists in the writer (its log appears with a batch)
-            fast = FastReader(host, session_id, args.events)
+            writer.stdout.readline()  # ready: the session exists, and the prefill (if any) is on disk
+            total = args.prefill + args.events
+            fast = FastReader(host, session_id, args.prefill, total)
             fast.start()
+            fast.subscribed.wait(60)  # the server has read the log once (the prefill): measure what follows
             slow = [slow_reader(port, host, session_id) for _ in range(args.slow)]
             started = time.monotonic()
             cpu_start = cpu_seconds(server.pid)
@@ -210,7 +233,7 @@ def main() -> int:
                         raise SystemExit(f"the writer failed (exit {writer.returncode})")
                     writing_s = time.monotonic() - started
                     cpu_writing = cpu_seconds(server.pid) - cpu_start
-                if writing_s and done >= args.clients and (fast.last_seq >= args.events - 1 or fast.ended):
+                if writing_s and done >= args.clients and (fast.last_seq >= total - 1 or fast.ended):
                     break
             elapsed = time.monotonic() - started
             fast.join(timeout=30)
@@ -229,8 +252,9 @@ def main() -> int:
                 stop(writer, timeout=30)
             stop(server, timeout=30)
     lags = fast.lags
-    print(f"writer: {args.events} events at {args.rate:.0f}/s in {writing_s:.1f} s; {done} sequential clients, "
-          f"{args.slow} slow readers, {elapsed:.1f} s in all; server alive: {alive}")
+    prefilled = f"{args.prefill} events, then " if args.prefill else ""
+    print(f"writer: {prefilled}{args.events} events at {args.rate:.0f}/s in {writing_s:.1f} s; "
+          f"{done} sequential clients, {args.slow} slow readers, {elapsed:.1f} s in all; server alive: {alive}")
     print(f"open fds: {fds_before} before, {fds_after} after (peak sampled {peak_fds})")
     print(f"RSS: {rss_before / 1024:.1f} MiB after warm-up, {rss_after / 1024:.1f} MiB after, "
           f"peak {max(peak_rss, hwm) / 1024:.1f} MiB (VmHWM)")
@@ -240,7 +264,7 @@ def main() -> int:
     if lags:
         print(f"fast reader: {len(lags)} events (last seq {fast.last_seq}), "
               f"lag median {statistics.median(lags):.0f} ms, p99 {percentile(lags, 99):.0f} ms, max {max(lags):.0f} ms")
-    ok = alive and fast.last_seq == args.events - 1 and fds_after <= fds_before + 4
+    ok = alive and fast.last_seq == total - 1 and fds_after <= fds_before + 4
     return 0 if ok else 1
 
 
