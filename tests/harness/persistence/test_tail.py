@@ -83,6 +83,7 @@ def test_a_growing_log_is_read_from_where_the_last_read_stopped(tmp_path: Path, 
     seen = follower.read()
     assert len(seen) == 100 and full_reads == ["s"]
     size = writer.path.stat().st_size
+    counted.clear()  # the whole read looked up where its last record ends
     for _ in range(30):
         writer.batch()
         fresh = follower.read()
@@ -152,6 +153,27 @@ def test_a_replaced_log_is_read_whole_again(tmp_path: Path, compression: str) ->
     replacement.replace(writer.path)  # another inode, fewer events
     again = follower.read()
     assert [event["seq"] for event in again] == list(range(10))
+
+
+def test_a_log_appended_to_during_the_whole_read_is_continued_after_what_it_gave(
+        tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro (before): the first read was repeated until the file stood still around it, so a log of 50k events
+    whose writer appends every 200 ms was never read at all (each read took longer than a batch)."""
+    writer = Writer(tmp_path / "root", compression)
+    writer.batch()
+    store = writer.store
+    original_read = store.read
+
+    def read_while_writing(session_id: str) -> Any:
+        stored = original_read(session_id)
+        writer.batch()  # a batch lands after the read, before the tail looks at the file again
+        return stored
+
+    store.read = read_while_writing  # type: ignore[method-assign]
+    follower = LogTail(store, "s", writer.path)
+    assert [event["seq"] for event in follower.read()] == [0, 1, 2, 3, 4]
+    store.read = original_read  # type: ignore[method-assign]
+    assert [event["seq"] for event in follower.read()] == [5, 6, 7, 8, 9]
 
 
 def test_store_follow_pushes_each_run_once_in_order(tmp_path: Path, compression: str) -> None:

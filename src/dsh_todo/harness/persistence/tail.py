@@ -99,33 +99,44 @@ class LogTail:
         return events
 
     def _read_whole(self) -> list[Event]:
-        """The store's own read, noting where the next read continues."""
+        """The store's own read, noting where the next read continues: after the record (line or frame) holding
+        the last event it gave, wherever the file has grown to since (a writer may append during a long read)."""
         self._scanner = None
         self._seen = None
-        while True:
-            before = _identity(self.path)
-            try:
-                stored = self.store.read(self.session_id)
-            except SessionLogError:
-                if _identity(self.path) == before:
-                    self._failed = before
-                raise
+        before = _identity(self.path)
+        try:
+            stored = self.store.read(self.session_id)
+        except SessionLogError:
             if _identity(self.path) == before:
-                break
+                self._failed = before
+            raise
         self._failed = None
         if stored.path != self.path:
             self.path = stored.path or self.path
             raise _moved(self.session_id)
         events = stored.events
         committed = len(events)
-        self._offset = before[2]
         if stored.torn is not None:
             self._offset = stored.torn.truncate_to
             committed -= len(stored.torn.recovered)  # a cut zstd frame is read again, whole, once it is complete
+        else:
+            self._offset = self._record_end(stored.last_record or 0)  # no event: the header is the last record
         self._scanner = LogScanner.continuing(stored.meta, committed)
         self._file = before[:2]
-        self._seen = before if self._offset == before[2] else None
         return events
+
+    def _record_end(self, start: int) -> int:
+        """Where the record (a line, or a zstd frame) that starts at byte ``start`` ends."""
+        data = read_from(self.path, start)
+        if self.zstd:
+            frames = scan_frames(data, max_frames=1).frames
+            if not frames:
+                raise _moved(self.session_id)  # rewritten under us: look again
+            return start + frames[0][1]
+        end = data.find(b"\n")
+        if end < 0:
+            raise _moved(self.session_id)
+        return start + end + 1
 
     def _read_more(self) -> list[Event]:
         scanner = self._scanner
