@@ -19,6 +19,7 @@ Levels of reading, the same on every backend (they mirror DSH's backend and coor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from dsh_todo.harness.persistence.header import Meta
 if TYPE_CHECKING:
     from dsh_todo.harness.context import Disposer
     from dsh_todo.harness.session import Session
+
+log = logging.getLogger("dsh_todo.persistence")
 
 Event = dict[str, Any]
 Rows = dict[str, dict[str, Any]]
@@ -165,6 +168,15 @@ class Subscription(Protocol):
 
 
 Callback = Callable[[Sequence[Event]], object]
+
+
+def hand_over(callback: Callback, session_id: str, events: Sequence[Event]) -> None:
+    """Give a follower its run of events. A follower that raises is logged; the feed goes on for the others."""
+    try:
+        callback(events)
+    except Exception:
+        log.warning("a follower of session %r failed on seq %d..%d", session_id, events[0]["seq"],
+                    events[-1]["seq"], exc_info=True)
 
 
 class LogBackend(Protocol):

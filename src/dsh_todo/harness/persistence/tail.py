@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.errors import EncodingError
-from dsh_todo.harness.persistence.contract import Callback, Event
+from dsh_todo.harness.persistence.contract import Callback, Event, hand_over
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.scan import LogScanner
@@ -174,10 +174,9 @@ class FileFollow:
 
     def __init__(self, store: JsonlStore, session_id: str, after_seq: int, callback: Callback, *,
                  interval: float = FOLLOW_INTERVAL_S) -> None:
-        self.store = store
-        self.session_id = session_id
+        self.store, self.session_id, self.callback = store, session_id, callback
         self.after_seq = after_seq
-        self.callback = callback
+        """The last seq handed over."""
         self.interval = interval
         self.closed = False
         self._tail: LogTail | None = None
@@ -221,11 +220,7 @@ class FileFollow:
             if not fresh or self.closed:
                 return
             self.after_seq = fresh[-1]["seq"]
-            try:
-                self.callback(fresh)
-            except Exception:
-                log.warning("a follower of session %r failed on seq %d..%d", self.session_id, fresh[0]["seq"],
-                            self.after_seq, exc_info=True)
+            hand_over(self.callback, self.session_id, fresh)
 
     def _read(self) -> list[Event]:
         if self._tail is None:
