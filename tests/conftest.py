@@ -17,6 +17,7 @@ import io
 import json
 import os
 import secrets
+import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,18 @@ import pytest
 
 from dsh_todo.harness import Context, boot
 from dsh_todo.testing import ClusterUnavailable, memory_composition, start_cluster
+
+
+@pytest.fixture(autouse=True)
+def sigpipe_as_python_sets_it() -> Iterator[None]:
+    """Put SIGPIPE back after each test. ``main(["plan", …])`` run in-process makes a reader die of SIGPIPE quietly
+    (as ``dsh-todo plan | head`` should); left so, the next test whose in-process server writes to a client that
+    has gone (a dropped slow reader) killed the whole test run with exit 141 instead of getting ``EPIPE``."""
+    previous = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
+    yield
+    if previous is not None:
+        signal.signal(signal.SIGPIPE, previous)
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
