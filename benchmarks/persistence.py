@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence import JsonlStore
+from dsh_todo.harness.persistence import JsonlBackend
 from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, usable_checkpoint
 from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
@@ -194,7 +194,7 @@ def bench_logs(events: int, repeat: int, workdir: Path) -> None:
 
 def checkpoint_plan(log: Path, compression: str) -> object:
     """The checkpoint's plan row and the last plan event of the tail after it (what a checkpoint read costs)."""
-    found = usable_checkpoint(JsonlStore(log.parents[2], compression), log)  # type: ignore[arg-type]
+    found = usable_checkpoint(JsonlBackend(log.parents[2], compression), log)  # type: ignore[arg-type]
     assert found is not None
     tail = scan_last_of(log, compression, PLAN_EVENT_TYPES, offset=found[1].offset)  # type: ignore[arg-type]
     assert tail is not None

@@ -27,11 +27,11 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.harness.llm": ["Model", "ModelError", "ModelReply", "ModelRequest", "OpenAICompatibleModel",
                              "ScriptedModel", "ToolCallRequest", "load_script", "make_model", "parse_script"],
     "dsh_todo.harness.persistence": [
-        "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "JsonlStore", "LoadedLog", "LogBackend",
+        "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "JsonlBackend", "LoadedLog", "LogBackend",
         "LogWriter", "PersistenceService", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
         "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionPersistence", "SessionWriteError",
         "StoredLog", "StoredSession", "TornTail", "encode_segment", "interrupted_turn_closers", "project_key"],
-    "dsh_todo.harness.persistence.postgres": ["Config", "PgStore", "apply", "inject", "name"],
+    "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
                                "apply", "define_tool", "error_result", "inject", "name"],
     "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",

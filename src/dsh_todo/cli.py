@@ -84,10 +84,10 @@ def _transfer(args: argparse.Namespace, direction: str) -> int:
     from dsh_todo.harness.persistence.postgres.schema import check_schema_name
 
     check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
-    from dsh_todo.harness.persistence.postgres import PgStore
+    from dsh_todo.harness.persistence.postgres import PgBackend
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
-    store = PgStore(url, schema=args.schema)
+    store = PgBackend(url, schema=args.schema)
     try:
         if direction == "import":
             results = import_root(args.root, store, session_ids=args.session)

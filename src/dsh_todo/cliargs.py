@@ -37,6 +37,6 @@ def open_backend(storage: Storage) -> LogBackend:
         from dsh_todo.logview.database import open_database
 
         return open_database(storage.database, schema=storage.schema)
-    from dsh_todo.harness.persistence import JsonlStore
+    from dsh_todo.harness.persistence import JsonlBackend
 
-    return JsonlStore(storage.root or default_root(), storage.compression)
+    return JsonlBackend(storage.root or default_root(), storage.compression)

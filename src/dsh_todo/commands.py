@@ -96,7 +96,7 @@ def plan_label(view: Any) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from dsh_todo.harness.persistence import JsonlStore
+    from dsh_todo.harness.persistence import JsonlBackend
     from dsh_todo.logview import list_sessions
 
     if args.root_arg and args.root and args.root_arg != args.root:
@@ -105,7 +105,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     reading = _backend_of(args)
     backend = reading["backend"]
     try:
-        if isinstance(backend, JsonlStore) and not backend.root.is_dir():
+        if isinstance(backend, JsonlBackend) and not backend.root.is_dir():
             raise CommandError(f"{backend.root} is not a directory")
         try:
             views = list_sessions(backend)

@@ -86,9 +86,9 @@ def test_run_resumes_a_raw_log_under_a_zstd_configured_root(tmp_path: Path) -> N
 
 
 def stored_events(url: str, session_id: str) -> list[dict[str, Any]]:
-    from dsh_todo.harness.persistence.postgres import PgStore
+    from dsh_todo.harness.persistence.postgres import PgBackend
 
-    store = PgStore(url)
+    store = PgBackend(url)
     try:
         return store.read(session_id).events
     finally:

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING
 from dsh_todo.logview.health import Refusal
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.postgres import PgStore
+    from dsh_todo.harness.persistence.postgres import PgBackend
 
 
-def open_database(url: str, *, schema: str = "public") -> PgStore:
+def open_database(url: str, *, schema: str = "public") -> PgBackend:
     """The backend of the sessions stored in PostgreSQL at ``url`` (raises :class:`Refusal` when it cannot)."""
     try:
-        from dsh_todo.harness.persistence.postgres import PgStore
+        from dsh_todo.harness.persistence.postgres import PgBackend
     except ImportError as exc:
         raise Refusal("internal", f"reading a database needs psycopg (install dsh-todo[postgres]): {exc}") from None
-    store = PgStore(url, schema=schema)
+    store = PgBackend(url, schema=schema)
     try:
         store.open()
     except Exception as exc:

@@ -1,6 +1,6 @@
 """A log named by its path: the session directory or its ``session.jsonl[.zstd]``, and the root it lives under.
 
-Reading itself is the store's (:class:`~dsh_todo.harness.persistence.store.JsonlStore`): each file in its own
+Reading itself is the store's (:class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`): each file in its own
 encoding, with DSH's refusals (both encodings in one directory, the flat layout, a copy that is not where its header
 says, one id in two project directories).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.paths import LOG_NAMES
-from dsh_todo.harness.persistence.store import JsonlStore
 from dsh_todo.logview.health import Refusal
 
 
@@ -19,7 +19,7 @@ def find_log(path: str | Path) -> Path:
     """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
     target = Path(path)
     if target.is_dir():
-        store = JsonlStore(root_of(target / "session.jsonl"))
+        store = JsonlBackend(root_of(target / "session.jsonl"))
         log = store.log_in(target)
         if log is None:
             raise Refusal("not-found", f"{target} holds no session.jsonl or session.jsonl.zstd")
@@ -28,10 +28,10 @@ def find_log(path: str | Path) -> Path:
         raise Refusal("not-found", f"{target} does not exist")
     if target.name not in LOG_NAMES:
         if target.name.endswith((".jsonl", ".jsonl.zstd")):
-            raise JsonlStore.flat_layout(Path(os.path.abspath(target)))
+            raise JsonlBackend.flat_layout(Path(os.path.abspath(target)))
         raise Refusal("not-found", f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
     if target.parent.is_dir():
-        JsonlStore(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
+        JsonlBackend(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
     return target
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dsh_todo.harness.persistence import (
-    JsonlStore,
+    JsonlBackend,
     LogBackend,
     SessionLogError,
     SessionNotFoundError,
@@ -116,12 +116,12 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
     """Where ``source`` is read from (raises :class:`Refusal` when it names nothing): with a ``backend`` it is a
     session id; without one, a path when one exists there, else a session id under ``root``."""
     text = os.fspath(source)
-    if backend is not None and not isinstance(backend, JsonlStore):
+    if backend is not None and not isinstance(backend, JsonlBackend):
         return _Target(backend, text, None)
     if backend is None and os.path.exists(text):
         log = find_log(text)
-        return _Target(JsonlStore(root_of(log)), None, Path(os.path.abspath(log)))
-    files = backend if backend is not None else JsonlStore(root) if root is not None else None
+        return _Target(JsonlBackend(root_of(log)), None, Path(os.path.abspath(log)))
+    files = backend if backend is not None else JsonlBackend(root) if root is not None else None
     if files is None:
         raise Refusal("not-found", f"{text} does not exist")
     found = files.find(text)
@@ -132,7 +132,7 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
 
 def _read(target: _Target, *, keep: bool) -> _Read:
     backend = target.backend
-    if isinstance(backend, JsonlStore):
+    if isinstance(backend, JsonlBackend):
         log = target.log if target.log is not None else backend.find(str(target.session_id))
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
@@ -160,7 +160,7 @@ def _guarded(target: _Target, keep: bool) -> _Read | Health:
     except (Refusal, SessionLogError, OSError) as exc:
         return refusal_of(exc)
     except Exception as exc:
-        if isinstance(target.backend, JsonlStore):
+        if isinstance(target.backend, JsonlBackend):
             raise
         return refusal_of(Refusal("internal", f"cannot read {target.where}: {' '.join(str(exc).split())}"))
 
@@ -225,7 +225,7 @@ def list_sessions(backend: Backend) -> list[PlanView]:
     """Every session of a backend with its plan and verdict; one that cannot be read is a refused row, never a
     reason to hide the others. Raises only when the listing itself fails (an unreadable root, a lost database)."""
     views: list[PlanView] = []
-    for entry in backend.list():
+    for entry in backend.stored_sessions():
         if entry.problem is not None:
             views.append(PlanView(entry.location, entry.path, entry.id, entry.meta, None, -1, False,
                                   refusal_of(entry.problem)))

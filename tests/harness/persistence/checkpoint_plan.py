@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from dsh_todo.harness.persistence import JsonlStore, SessionLogError, interrupted_turn_closers
+from dsh_todo.harness.persistence import JsonlBackend, SessionLogError, interrupted_turn_closers
 from dsh_todo.harness.persistence.checkpoint_file import usable_checkpoint
 from dsh_todo.harness.persistence.errors import refuse_unknown_types
 from dsh_todo.harness.persistence.fastscan import LastOf, scan_last_of
+from dsh_todo.harness.persistence.jsonl_backend import writer_alive as store_writer_alive
 from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.store import writer_alive as store_writer_alive
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
@@ -64,9 +64,9 @@ def find_log(path: str | Path) -> Path:
     return target
 
 
-def store_for(log: Path) -> JsonlStore:
+def store_for(log: Path) -> JsonlBackend:
     """The store whose root holds ``log`` (``<root>/<project>/<session>/<file>``)."""
-    return JsonlStore(log.resolve().parents[2], LOG_NAMES[log.name])
+    return JsonlBackend(log.resolve().parents[2], LOG_NAMES[log.name])
 
 
 def writer_alive(log: Path) -> bool:
@@ -124,7 +124,7 @@ def _plan_after(state: Any, scan: LastOf, after_seq: int) -> list[Any] | None:
     return parse_todos(state)
 
 
-def _plan_from_checkpoint(log: Path, resolved: Path, store: JsonlStore) -> PlanView | None:
+def _plan_from_checkpoint(log: Path, resolved: Path, store: JsonlBackend) -> PlanView | None:
     found = usable_checkpoint(store, resolved)
     if found is None:
         return None
@@ -141,7 +141,7 @@ def _plan_from_checkpoint(log: Path, resolved: Path, store: JsonlStore) -> PlanV
     return PlanView(log, dict(meta), _plan_after(row["val"], tail, seq), tail.end_seq - 1, "checkpoint")
 
 
-def _plan_from_scan(log: Path, resolved: Path, store: JsonlStore) -> PlanView | None:
+def _plan_from_scan(log: Path, resolved: Path, store: JsonlBackend) -> PlanView | None:
     scan = scan_last_of(resolved, store.compression, PLAN_EVENT_TYPES)
     if scan is None or scan.meta is None:
         return None

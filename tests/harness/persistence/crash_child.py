@@ -113,11 +113,11 @@ def run_crashes(root: Path, compression: str, kills: int, seed: int, *, max_dela
     ``early`` of the runs is killed instead at a random moment of start-up, which includes loading and committing
     the previous crash's recovery.
     """
-    from dsh_todo.harness.persistence import JsonlStore, interrupted_turn_closers
+    from dsh_todo.harness.persistence import JsonlBackend, interrupted_turn_closers
     from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 
     rng = random.Random(seed)
-    store = JsonlStore(root, compression)  # type: ignore[arg-type]
+    store = JsonlBackend(root, compression)  # type: ignore[arg-type]
     report = CrashReport()
     for run in range(kills):
         proc = _spawn(root, compression)

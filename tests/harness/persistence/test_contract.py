@@ -78,7 +78,7 @@ def test_appends_are_durable_after_flush_and_read_back_exactly(booter: Boot) -> 
     assert stored.events == list(writer.sessions.get("s").events)  # type: ignore[union-attr]
     assert stored.torn is None and stored.session_id == "s" and stored.meta["cwd"] == "/w"
     assert persistence(reader).locate("s") is not None and persistence(reader).locate("nope") is None
-    assert [entry.id for entry in persistence(reader).list()] == ["s"]
+    assert [entry.id for entry in persistence(reader).stored_sessions()] == ["s"]
 
 
 def test_one_writer_per_session_and_closing_releases_it(booter: Boot) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlStore
+from dsh_todo.harness.persistence import JsonlBackend
 from dsh_todo.harness.persistence.encode import compress_frame
 from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.harness.persistence.zstd import scan_frames
@@ -28,7 +28,7 @@ WANTED = sorted(PLAN_EVENT_TYPES)
 
 
 def full_read(log: Path, compression: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    stored = JsonlStore(log.parents[2], compression).read_path(log)  # type: ignore[arg-type]
+    stored = JsonlBackend(log.parents[2], compression).read_path(log)  # type: ignore[arg-type]
     return stored.events, stored.meta
 
 
@@ -44,7 +44,7 @@ def assert_agrees(log: Path, compression: str, **options: Any) -> None:
 
 def make_log(tmp_path: Path, compression: str, turns: int = 40, *, batch: int = 7) -> Path:
     """A log written by the real writer: turns with steps, packed delta rows, tool calls and todo/writes."""
-    store = JsonlStore(tmp_path / "root", compression)  # type: ignore[arg-type]
+    store = JsonlBackend(tmp_path / "root", compression)  # type: ignore[arg-type]
     writer = store.create({"id": "s", "createdAt": 1_700_000_000_000, "cwd": "/w"})
     events: list[dict[str, Any]] = []
 

@@ -10,7 +10,7 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
-    JsonlStore,
+    JsonlBackend,
     SessionFormatUnsupportedError,
     SessionLogError,
 )
@@ -27,8 +27,8 @@ def _error_record(exc: SessionLogError, root: Path) -> dict[str, Any]:
     return record
 
 
-def _store(fixture: Fixture, root: Path) -> JsonlStore:
-    return JsonlStore(root, fixture.compression)  # type: ignore[arg-type]
+def _store(fixture: Fixture, root: Path) -> JsonlBackend:
+    return JsonlBackend(root, fixture.compression)  # type: ignore[arg-type]
 
 
 def test_load_matches_dsh(fixture_copy: tuple[Fixture, Path]) -> None:
@@ -130,12 +130,12 @@ def test_raw_read_and_non_mutating_read(damaged_copy: tuple[Fixture, Path]) -> N
 def test_intact_fixture_reads_in_place(intact_name: str) -> None:
     """Reading never writes, so the read-only originals can be read directly; header and counts match."""
     fixture = load_fixture(intact_name)
-    store = JsonlStore(fixture.folder / "store", fixture.compression)  # type: ignore[arg-type]
+    store = JsonlBackend(fixture.folder / "store", fixture.compression)  # type: ignore[arg-type]
     stored = store.read(fixture.session_id)
     assert stored.torn is None
     assert stored.path == fixture.log_file
     assert dumps({"type": "session", **stored.meta}) == fixture.expected["headerLine"]
     assert len(stored.events) == fixture.expected["writer"]["eventCount"]
     assert standing_plan(stored.events) == fixture.expected["writer"]["todosAtEnd"]
-    [listed] = store.list()
+    [listed] = store.stored_sessions()
     assert (listed.id, listed.cwd, listed.path) == (fixture.session_id, fixture.expected["cwd"], fixture.log_file)

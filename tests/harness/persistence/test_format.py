@@ -8,7 +8,7 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
-    JsonlStore,
+    JsonlBackend,
     SessionFormatUnsupportedError,
 )
 from dsh_todo.harness.persistence.chunk_rows import MalformedRowError, expand_row, pack_chunk_runs
@@ -178,7 +178,7 @@ def test_a_malformed_row_line_counts_as_unparsable() -> None:
 def test_reencoding_raw_fixture_reproduces_its_lines(raw_intact_name: str) -> None:
     """Packing all events as one batch reproduces every line: no fixture run was split by a batch boundary."""
     fixture = load_fixture(raw_intact_name)
-    store = JsonlStore(fixture.folder / "store", "none")
+    store = JsonlBackend(fixture.folder / "store", "none")
     stored = store.read(fixture.session_id)
     raw = fixture.log_file.read_bytes()
     assert header_plaintext(stored.meta) + batch_plaintext(stored.events) == raw
@@ -187,7 +187,7 @@ def test_reencoding_raw_fixture_reproduces_its_lines(raw_intact_name: str) -> No
 def test_reencoding_zstd_fixture_reproduces_every_frame(zstd_intact_name: str) -> None:
     """One frame per DSH write batch: re-packing each batch and compressing it gives DSH's exact bytes."""
     fixture = load_fixture(zstd_intact_name)
-    stored = JsonlStore(fixture.folder / "store", "zstd").read(fixture.session_id)
+    stored = JsonlBackend(fixture.folder / "store", "zstd").read(fixture.session_id)
     raw = fixture.log_file.read_bytes()
     frames = scan_frames(raw).frames
     assert [[start, end] for start, end in frames] == [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlStore, SessionLockedError
+from dsh_todo.harness.persistence import JsonlBackend, SessionLockedError
 from dsh_todo.harness.persistence.lock import WriterLock
 
 EVENTS = [
@@ -22,9 +22,9 @@ EVENTS = [
 
 HOLDER = textwrap.dedent("""
     import sys
-    from dsh_todo.harness.persistence import JsonlStore
+    from dsh_todo.harness.persistence import JsonlBackend
     root, mode, session_id = sys.argv[1:4]
-    store = JsonlStore(root, "none")
+    store = JsonlBackend(root, "none")
     if mode == "create":
         writer = store.create({"id": session_id, "createdAt": 1})
     else:
@@ -51,8 +51,8 @@ def holder(root: Path, mode: str, session_id: str = "s") -> Iterator[subprocess.
             proc.wait(timeout=30)
 
 
-def write_log(root: Path, session_id: str = "s") -> JsonlStore:
-    store = JsonlStore(root, "none")
+def write_log(root: Path, session_id: str = "s") -> JsonlBackend:
+    store = JsonlBackend(root, "none")
     writer = store.create({"id": session_id, "createdAt": 1})
     writer.append(EVENTS)
     writer.close()
@@ -69,7 +69,7 @@ def test_a_second_process_cannot_write_but_can_read(tmp_path: Path) -> None:
             assert caught.value.holder_pid == proc.pid
             assert f'session "s" is already open for writing by process {proc.pid}' in str(caught.value)
         assert len(store.read("s").events) == 2  # readers never wait for the lock
-        assert [entry.id for entry in store.list()] == ["s"]
+        assert [entry.id for entry in store.stored_sessions()] == ["s"]
     assert store.find("s").read_bytes() == before  # type: ignore[union-attr]
     loaded, writer = store.resume("s")  # the lock is free again once the holder let go
     writer.close()
@@ -78,7 +78,7 @@ def test_a_second_process_cannot_write_but_can_read(tmp_path: Path) -> None:
 
 def test_a_new_session_is_locked_from_creation(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    store = JsonlStore(root, "none")
+    store = JsonlBackend(root, "none")
     with holder(root, "create") as proc, pytest.raises(SessionLockedError, match=f"process {proc.pid}"):
         store.create({"id": "s", "createdAt": 1})
     writer = store.create({"id": "s", "createdAt": 1})
@@ -97,7 +97,7 @@ def test_a_crashed_holder_leaves_no_lock(tmp_path: Path) -> None:
 def test_two_writers_in_one_process_exclude_each_other(tmp_path: Path) -> None:
     store = write_log(tmp_path / "root")
     _, writer = store.resume("s")
-    other = JsonlStore(tmp_path / "root", "none")
+    other = JsonlBackend(tmp_path / "root", "none")
     with pytest.raises(SessionLockedError):
         other.load("s")
     writer.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlStore, encode_segment, project_key
+from dsh_todo.harness.persistence import JsonlBackend, encode_segment, project_key
 from dsh_todo.harness.persistence.paths import log_path
 from tests.harness.persistence.fixture_logs import load_fixture
 
@@ -20,7 +20,7 @@ def test_directory_names_match_dsh(name: str) -> None:
     cwd = expected["cwd"]
     assert (project_key(cwd) if cwd is not None else "_no-cwd") == expected["projectDirName"]
     assert encode_segment(expected["sessionId"]) == expected["sessionDirName"]
-    store = JsonlStore(fixture.folder / "store", fixture.compression)  # type: ignore[arg-type]
+    store = JsonlBackend(fixture.folder / "store", fixture.compression)  # type: ignore[arg-type]
     assert store.path_for(expected["sessionId"], cwd) == fixture.log_file
 
 
@@ -74,14 +74,14 @@ def test_dots_inside_ids_are_kept_but_whole_dot_segments_are_escaped() -> None:
 
 
 def test_writing_with_hostile_ids_stays_inside_root(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "none")
+    store = JsonlBackend(tmp_path / "root", "none")
     for index, session_id in enumerate(["..", "/", "a\x00b", "../escape"]):
         writer = store.create({"id": session_id, "createdAt": 1, "cwd": "/w"})
         writer.append([{"type": "turn/start", "seq": 0, "time": 2, "data": {"turn": 1}}])
         writer.close()
         assert writer.path.resolve().is_relative_to((tmp_path / "root").resolve())
         assert store.read(session_id).events[0]["seq"] == 0
-        assert len(store.list()) == index + 1
+        assert len(store.stored_sessions()) == index + 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["root"]
     with pytest.raises(ValueError, match="empty"):
         store.create({"id": "", "createdAt": 1})

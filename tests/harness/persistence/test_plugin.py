@@ -12,7 +12,7 @@ import pytest
 
 from dsh_todo.harness.context import Context, PluginHandle
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence import JsonlStore, PersistenceService, SessionExistsError, jsonl
+from dsh_todo.harness.persistence import JsonlBackend, PersistenceService, SessionExistsError, jsonl
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.harness.session import Session, SessionStore
 from dsh_todo.jsonutil import dumps
@@ -96,7 +96,7 @@ def test_live_session_reproduces_dsh_bytes(root: Path, compression: str) -> None
         if event["seq"] in flush_after:
             service(ctx).flush(session.id)
     handle.dispose()
-    written = JsonlStore(root, compression).find(fixture.session_id)  # type: ignore[arg-type]
+    written = JsonlBackend(root, compression).find(fixture.session_id)  # type: ignore[arg-type]
     assert written is not None
     assert written.relative_to(root) == fixture.log_file.relative_to(fixture.folder / "store")
     assert written.read_bytes() == original
@@ -108,7 +108,7 @@ def test_batches_wait_for_the_window_and_flush_skips_it(root: Path) -> None:
     started = time.monotonic()
     session.append("turn/start", {"turn": 1})
     session.append("step/start", {"turn": 1, "step": 1})
-    path = JsonlStore(root).path_for("s", "/w")
+    path = JsonlBackend(root).path_for("s", "/w")
     assert not path.exists()
     deadline = started + 5
     while not path.exists() and time.monotonic() < deadline:
@@ -119,7 +119,7 @@ def test_batches_wait_for_the_window_and_flush_skips_it(root: Path) -> None:
     session.append("step/end", {"turn": 1, "step": 1})
     service(ctx).flush("s")  # no waiting
     assert len(scan_frames(path.read_bytes()).frames) == 3
-    assert [e["type"] for e in JsonlStore(root).read("s").events] == ["turn/start", "step/start", "step/end"]
+    assert [e["type"] for e in JsonlBackend(root).read("s").events] == ["turn/start", "step/start", "step/end"]
     handle.dispose()
 
 
@@ -129,7 +129,7 @@ def test_dispose_flushes_and_releases_locks(root: Path) -> None:
     session = ctx.sessions.create("s")
     session.append("turn/start", {"turn": 1})
     handle.dispose()
-    stored = JsonlStore(root)
+    stored = JsonlBackend(root)
     assert [e["type"] for e in stored.read("s").events] == ["turn/start"]
     assert sorted(p.name for p in stored.find("s").parent.iterdir()) == ["session.jsonl.zstd"]  # type: ignore[union-attr]
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})  # no longer persisted, no error
@@ -164,7 +164,7 @@ def test_load_recovers_adopts_and_keeps_persisting(tmp_path: Path) -> None:
     session.append("turn/start", {"turn": 4})
     assert standing_plan(session.events) is None
     handle.dispose()
-    reread = JsonlStore(root, "none").read(fixture.session_id)
+    reread = JsonlBackend(root, "none").read(fixture.session_id)
     assert len(reread.events) == len(recovered) + 2
     assert reread.events[-1]["type"] == "turn/start" and reread.events[-1]["seq"] == session.seq - 1
 
@@ -186,7 +186,7 @@ def test_resume_appends_one_end_seed_marker_as_dsh_does(root: Path) -> None:
         assert resumed.events[-1]["data"] == {} and resumed.events[-1]["seq"] == 2
         handle.dispose()
         ctx.sessions.close("s")
-    stored = JsonlStore(root).read("s").events
+    stored = JsonlBackend(root).read("s").events
     assert [e["type"] for e in stored] == ["turn/start", "turn/end", "session/end-seed"]
 
 
@@ -200,7 +200,7 @@ def test_remounted_persistence_continues_a_live_session(root: Path) -> None:
     handle = ctx.plugin(jsonl, {"root": str(root), "writeBatchMaxDelayMs": 600_000})
     session.append("step/end", {"turn": 1, "step": 1})
     handle.dispose()
-    assert [e["seq"] for e in JsonlStore(root).read("s").events] == [0, 1, 2]
+    assert [e["seq"] for e in JsonlBackend(root).read("s").events] == [0, 1, 2]
 
 
 def test_closed_sessions_release_their_lock_on_flush(root: Path) -> None:
@@ -209,6 +209,6 @@ def test_closed_sessions_release_their_lock_on_flush(root: Path) -> None:
     session.append("turn/start", {"turn": 1})
     ctx.sessions.close("s")
     service(ctx).flush()
-    store = JsonlStore(root)
+    store = JsonlBackend(root)
     assert store.load("s").events[-1]["type"] == "turn/end"  # another writer may now take over (and repair)
     handle.dispose()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import CorruptSessionLogError, JsonlStore, interrupted_turn_closers
+from dsh_todo.harness.persistence import CorruptSessionLogError, JsonlBackend, interrupted_turn_closers
 from dsh_todo.harness.persistence.encode import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT
 from dsh_todo.harness.persistence.scan import LogScanner
@@ -159,7 +159,7 @@ def test_frames_have_checksum_and_no_content_size() -> None:
 
 
 def test_cut_anywhere_in_the_last_frame_is_a_torn_tail(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     path = store.path_for("s", "/w")
     data = write_zstd(path, [turn(0, 1), turn(4, 2)])
     last_start = scan_frames(data).frames[-1][0]
@@ -175,7 +175,7 @@ def test_cut_anywhere_in_the_last_frame_is_a_torn_tail(tmp_path: Path) -> None:
 
 
 def test_a_bad_line_inside_a_complete_frame_is_corruption(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     path = store.path_for("s", "/w")
     write_zstd(path, [turn(0, 1)])
     with path.open("ab") as file:
@@ -186,7 +186,7 @@ def test_a_bad_line_inside_a_complete_frame_is_corruption(tmp_path: Path) -> Non
 
 
 def test_bad_magic_and_header_frame_shape_are_corruption(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     path = store.path_for("s", "/w")
     data = write_zstd(path, [turn(0, 1)])
     path.write_bytes(data + b"\x00\x00\x00\x00\x00")
@@ -198,7 +198,7 @@ def test_bad_magic_and_header_frame_shape_are_corruption(tmp_path: Path) -> None
 
 
 def test_checksum_failure_names_the_frame_and_libzstd_cause(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     path = store.path_for("s", "/w")
     data = bytearray(write_zstd(path, [turn(0, 1), turn(4, 2)]))
     start, end = scan_frames(bytes(data)).frames[1]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlStore
+from dsh_todo.harness.persistence import JsonlBackend
 from dsh_todo.harness.persistence import tail as tail_module
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
 from dsh_todo.harness.persistence.tail import LogTail
@@ -25,7 +25,7 @@ class Writer:
     """A session log written batch by batch by the real writer, as another process would."""
 
     def __init__(self, root: Path, compression: str) -> None:
-        self.store = JsonlStore(root, compression)  # type: ignore[arg-type]
+        self.store = JsonlBackend(root, compression)  # type: ignore[arg-type]
         self.writer = self.store.create({"id": "s", "createdAt": START, "cwd": "/w"})
         self.count = 0
 
@@ -179,7 +179,7 @@ def test_a_log_appended_to_during_the_whole_read_is_continued_after_what_it_gave
 def test_store_follow_pushes_each_run_once_in_order(tmp_path: Path, compression: str) -> None:
     writer = Writer(tmp_path / "root", compression)
     writer.batch()
-    store = JsonlStore(tmp_path / "root", compression)  # type: ignore[arg-type]
+    store = JsonlBackend(tmp_path / "root", compression)  # type: ignore[arg-type]
     store.follow_interval = 0.01
     runs: list[list[int]] = []
     done = threading.Event()

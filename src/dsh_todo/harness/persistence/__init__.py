@@ -5,7 +5,7 @@ disk (raw or zstd, with DSH's crash recovery, SPEC §5.5) as one backend of it; 
 The JSONL pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.header` (its first line),
 :mod:`.chunk_rows` (packed delta runs), :mod:`.scan` (the good prefix and the crash-tail rules), :mod:`.zstd`
 (frames), :mod:`.repair` (closing an interrupted turn), :mod:`.lock` (one writer per log), :mod:`.logfile` (durable
-appends), :mod:`.checkpoint_file` (``projections.json``), :mod:`.store` (the backend) and :mod:`.jsonl` (the plugin).
+appends), :mod:`.checkpoint_file` (``projections.json``), :mod:`.jsonl_backend` (the backend) and :mod:`.jsonl` (the plugin).
 Shared by every backend: :mod:`.batching` (write-behind), :mod:`.service` and :mod:`.checkpoints` (projection
 checkpoints, a plugin of its own); beside them, :mod:`.fastscan` (the streaming plan scan).
 
@@ -35,16 +35,16 @@ from dsh_todo.harness.persistence.errors import (
     SessionWriteError,
 )
 from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.paths import encode_segment, project_key
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.service import PersistenceService
-from dsh_todo.harness.persistence.store import JsonlStore
 
 __all__ = [
     "SESSION_FORMAT_VERSION",
     "Batch",
     "CorruptSessionLogError",
-    "JsonlStore",
+    "JsonlBackend",
     "LoadedLog",
     "LogBackend",
     "LogWriter",

@@ -39,7 +39,7 @@ from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, decode_p
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.store import JsonlStore
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 
 CHECKPOINT_NAME: Final = "projections.json"
 FORMAT_VERSION: Final = 1
@@ -112,7 +112,7 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
         raise
 
 
-def usable_checkpoint(store: JsonlStore, log_path: Path) -> tuple[Meta, Checkpoint] | None:
+def usable_checkpoint(store: JsonlBackend, log_path: Path) -> tuple[Meta, Checkpoint] | None:
     """The log's header and its checkpoint, if the checkpoint belongs to this log and points inside it.
 
     Row-level checks (version, schema, seq within the log) are the projection registry's; see the module docstring.

@@ -1,8 +1,8 @@
 """The persistence contract: what a log backend provides, and what the ``session_persistence`` service promises.
 
 There is one service (:class:`~dsh_todo.harness.persistence.service.PersistenceService`) and several backends: DSH's
-JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.store.JsonlStore`) and PostgreSQL
-(:class:`~dsh_todo.harness.persistence.postgres.store.PgStore`). Everything a session's life needs that is not about
+JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`) and PostgreSQL
+(:class:`~dsh_todo.harness.persistence.postgres.backend.PgBackend`). Everything a session's life needs that is not about
 bytes (write-behind batching, adopting a loaded session, resuming like DSH, projection checkpoints at ``turn/end``)
 lives once, in the service and the checkpoint plugin; a backend only reads committed events, appends durable
 batches, holds the one-writer lock, lists sessions and stores a checkpoint. The value types below are shared by
@@ -188,7 +188,7 @@ class LogBackend(Protocol):
     def locate(self, session_id: str) -> str | None:
         """Where the log of ``session_id`` is, for people (a path or a database), or ``None`` when none is stored."""
 
-    def list(self) -> list[StoredSession]:
+    def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from headers only; one that cannot be read carries its ``problem``."""
 
     def writer_alive(self, session_id: str) -> bool:
@@ -252,7 +252,7 @@ class SessionPersistence(Protocol):
     def read(self, session_id: str) -> StoredLog:
         """A stored log without loading it (no lock, no repair)."""
 
-    def list(self) -> list[StoredSession]: ...
+    def stored_sessions(self) -> list[StoredSession]: ...
 
     def locate(self, session_id: str) -> str | None: ...
 

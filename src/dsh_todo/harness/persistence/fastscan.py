@@ -1,7 +1,7 @@
 """The fast path of a cold plan read: one streaming pass that checks a log's structure with bytes operations and
 parses only the one line a "last-of" fold needs.
 
-The exact read (:meth:`.JsonlStore.read`) parses every line into a dict, which costs about 5 µs a line in CPython
+The exact read (:meth:`.JsonlBackend.read`) parses every line into a dict, which costs about 5 µs a line in CPython
 and makes a million-event log a multi-second read. Folds such as the ``todos`` projection do not need that: each
 event type they care about *replaces* the state whatever it was (``todo/write`` sets the list, ``turn/start``
 clears it), so the fold's result is decided by the last event of those types alone. :func:`scan_last_of` finds that

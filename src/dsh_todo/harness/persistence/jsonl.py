@@ -1,7 +1,7 @@
 """``@deepseek-ai/dsh-session-persistence-jsonl``: every live session written to DSH's JSONL layout.
 
 Mount it next to ``@deepseek-ai/dsh-session`` and every session the ``sessions`` service creates is persisted in
-DSH's on-disk layout under ``root`` (:class:`~.store.JsonlStore`), through the one ``session_persistence`` service
+DSH's on-disk layout under ``root`` (:class:`~.store.JsonlBackend`), through the one ``session_persistence`` service
 (:mod:`.service`). New logs use ``compression``; stored logs are read in whichever encoding each file has.
 
 Config (DSH's names): ``root`` (required), ``compression`` (``"zstd"`` by default, or ``"none"``),
@@ -15,9 +15,9 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.service import backend_config, install, text_field
-from dsh_todo.harness.persistence.store import JsonlStore
 
 name = "@deepseek-ai/dsh-session-persistence-jsonl"
 inject = ["sessions"]
@@ -47,5 +47,5 @@ class Config:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    store = JsonlStore(config.root, config.compression, pack_chunks=config.packChunks)
+    store = JsonlBackend(config.root, config.compression, pack_chunks=config.packChunks)
     install(ctx, store, config.writeBatchMaxDelayMs)

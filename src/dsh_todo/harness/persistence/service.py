@@ -98,8 +98,8 @@ class PersistenceService:
         """A stored log without loading it (no lock, no repair)."""
         return self._backend.read(session_id)
 
-    def list(self) -> list[StoredSession]:
-        return self._backend.list()
+    def stored_sessions(self) -> list[StoredSession]:
+        return self._backend.stored_sessions()
 
     def locate(self, session_id: str) -> str | None:
         """Where the stored log of ``session_id`` is, for people, or ``None``."""

@@ -16,7 +16,7 @@ harness does not know, a file replaced or shrunk) makes it read the whole log ag
 verdict a follower reports is always the reader's, word for word. A log that failed is not read again until its
 file changes.
 
-:class:`FileFollow` is what :meth:`JsonlStore.follow <dsh_todo.harness.persistence.store.JsonlStore.follow>`
+:class:`FileFollow` is what :meth:`JsonlBackend.follow <dsh_todo.harness.persistence.jsonl_backend.JsonlBackend.follow>`
 returns: a :class:`LogTail` polled on a background thread (a ``stat`` per interval; files cannot push), handing each
 run of new events to the callback, in seq order, exactly once.
 """
@@ -38,7 +38,7 @@ from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.store import JsonlStore
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -69,7 +69,7 @@ class _Fallback(Exception):
 class LogTail:
     """One log file of ``store``, read from where the last :meth:`read` stopped (see the module docstring)."""
 
-    def __init__(self, store: JsonlStore, session_id: str, path: Path) -> None:
+    def __init__(self, store: JsonlBackend, session_id: str, path: Path) -> None:
         self.store = store
         self.session_id = session_id
         self.path = path
@@ -172,7 +172,7 @@ class FileFollow:
     refuses is reported once per verdict (``log.warning``) and followed again when its file changes.
     """
 
-    def __init__(self, store: JsonlStore, session_id: str, after_seq: int, callback: Callback, *,
+    def __init__(self, store: JsonlBackend, session_id: str, after_seq: int, callback: Callback, *,
                  interval: float = FOLLOW_INTERVAL_S) -> None:
         self.store, self.session_id, self.callback = store, session_id, callback
         self.after_seq = after_seq

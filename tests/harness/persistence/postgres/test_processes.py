@@ -16,7 +16,7 @@ from typing import Any, cast
 import psycopg
 
 from dsh_todo.harness.persistence import SessionPersistence
-from dsh_todo.harness.persistence.postgres import PgStore
+from dsh_todo.harness.persistence.postgres import PgBackend
 from dsh_todo.jsonutil import dumps
 from tests.conftest import REPO_ROOT
 
@@ -36,7 +36,7 @@ def finish(process: subprocess.Popen[str], timeout: float = 30) -> tuple[int, st
 
 def test_two_processes_racing_for_one_session_one_wins_nothing_interleaves(
         boot_pg: Any, pg_url: str, pg_schema: str, tmp_path: Path) -> None:
-    boot_pg().session_persistence.list()  # create the tables before the race
+    boot_pg().session_persistence.stored_sessions()  # create the tables before the race
     go = tmp_path / "go"
     racers = [worker("race", pg_url, pg_schema, "contested", tag, str(go), "15") for tag in ("red", "blue")]
     for racer in racers:  # both booted and polling for the start signal
@@ -119,7 +119,7 @@ def test_a_follower_hears_events_another_process_commits(boot_pg: Any, pg_url: s
     # A late follower starts from a seq and gets only what follows, then the live tail.
     async def tail() -> list[int]:
         seqs: list[int] = []
-        feed = cast(PgStore, persistence.backend).events("followed", 4)
+        feed = cast(PgBackend, persistence.backend).events("followed", 4)
         writer = worker("append", pg_url, pg_schema, "followed", "2", "0.02")
         try:
             async for events in feed:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.cli import main
-from tests.harness.persistence.postgres.test_store import PLAN, close_turn, open_turn
+from tests.harness.persistence.postgres.test_backend import PLAN, close_turn, open_turn
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

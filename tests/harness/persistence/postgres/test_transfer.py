@@ -10,9 +10,9 @@ import pytest
 
 from dsh_todo.cli import main as cli
 from dsh_todo.harness import boot
-from dsh_todo.harness.persistence import JsonlStore, SessionExistsError
+from dsh_todo.harness.persistence import JsonlBackend, SessionExistsError
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.postgres import PgStore
+from dsh_todo.harness.persistence.postgres import PgBackend
 from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.runtime import composition
@@ -37,7 +37,7 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
     fixture = load_fixture(name)
     source = copy_store(fixture, tmp_path / "source")
     compression = "none" if fixture.compression == "none" else "zstd"
-    store = PgStore(pg_url, schema=pg_schema)
+    store = PgBackend(pg_url, schema=pg_schema)
     try:
         [imported] = import_root(source, store) or [None]
         if not fixture.expected["load"]["ok"]:
@@ -46,7 +46,7 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
                 return
             # Refused exactly as the JSONL backend's load refuses it (DSH's message), and nothing was imported.
             with pytest.raises(type(imported)) as refused:
-                JsonlStore(copy_store(fixture, tmp_path / "again"), compression).load(fixture.session_id)
+                JsonlBackend(copy_store(fixture, tmp_path / "again"), compression).load(fixture.session_id)
             assert str(imported).replace(str(source), "<root>") == str(refused.value).replace(
                 str(tmp_path / "again"), "<root>")
             assert store.locate(fixture.session_id) is None
@@ -95,7 +95,7 @@ def test_our_own_logs_round_trip_in_both_encodings(tmp_path: Path, pg_url: str, 
         session.append("step/end", {"turn": 1, "step": 1})
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         ctx.dispose()
-        store = PgStore(pg_url, schema=pg_schema)
+        store = PgBackend(pg_url, schema=pg_schema)
         try:
             [moved] = import_root(root, store)
             assert isinstance(moved, Moved) and moved.faithful, moved
@@ -122,12 +122,12 @@ def test_sessions_written_to_postgres_export_and_come_back_identical(
     assert [row[2] for row in before] == [0, 0, 2, 3, 3, 5]
 
     assert cli(["export", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 0
-    exported = JsonlStore(tmp_path / "out").read("from-pg")
+    exported = JsonlBackend(tmp_path / "out").read("from-pg")
     assert [dumps(event) for event in exported.events] == [dumps(event) for event in session.events]
     assert exported.meta["cwd"] == "/srv"
     # Exporting again would overwrite: refused, and the run says so.
     with pytest.raises(SessionExistsError):
-        JsonlStore(tmp_path / "out").create({"id": "from-pg", "createdAt": 1, "cwd": "/srv"})
+        JsonlBackend(tmp_path / "out").create({"id": "from-pg", "createdAt": 1, "cwd": "/srv"})
     assert cli(["export", str(tmp_path / "out"), "--database", pg_url, "--schema", pg_schema]) == 1
 
     with psycopg.connect(pg_url, autocommit=True) as conn:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.postgres.store import PgStore
+from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, backend_config, install, text_field
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
@@ -26,7 +26,7 @@ inject = ["sessions"]
 _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _KEYS: Final = frozenset({"url", "schema", "pollIntervalMs"})
 
-__all__ = ["Config", "PgStore", "apply", "inject", "name"]
+__all__ = ["Config", "PgBackend", "apply", "inject", "name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +50,6 @@ class Config:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    store = PgStore(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
+    store = PgBackend(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
     store.open()
     install(ctx, store, config.writeBatchMaxDelayMs)

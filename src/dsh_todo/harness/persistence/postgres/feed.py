@@ -30,8 +30,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.contract import Callback, hand_over
+from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
-from dsh_todo.harness.persistence.postgres.store import PgStore
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -58,7 +58,7 @@ class Subscription:
         self.closed = True
         self.feed._remove(self)
 
-    def catch_up(self, store: PgStore) -> None:
+    def catch_up(self, store: PgBackend) -> None:
         """Deliver whatever the log holds after ``after_seq`` (serialized: one reader at a time)."""
         with self._lock:
             if self.closed:
@@ -76,11 +76,11 @@ class Subscription:
 class EventFeed:
     """Delivers events committed by any process to this process's subscriptions."""
 
-    def __init__(self, store: PgStore, *, poll_interval: float = 5.0) -> None:
+    def __init__(self, store: PgBackend, *, poll_interval: float = 5.0) -> None:
         self.url = store.url
         self.tables = store.tables
         self.poll_interval = poll_interval
-        self.reader = PgStore(store.url, schema=store.tables.schema)
+        self.reader = PgBackend(store.url, schema=store.tables.schema)
         self._subs: dict[str, set[Subscription]] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None

@@ -36,12 +36,12 @@ from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.encode import encode_batch, header_plaintext
 from dsh_todo.harness.persistence.errors import SessionNotFoundError, refuse_unknown_types
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression, compression_of
-from dsh_todo.harness.persistence.postgres.store import PgStore, release
+from dsh_todo.harness.persistence.postgres.backend import PgBackend, release
 from dsh_todo.harness.persistence.reading import read_stable
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.store import JsonlStore
 from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
 
@@ -112,7 +112,7 @@ def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], comp
     return b"".join(parts)
 
 
-def source_batches(store: JsonlStore, stored: StoredLog) -> tuple[list[list[Event]], bool]:
+def source_batches(store: JsonlBackend, stored: StoredLog) -> tuple[list[list[Event]], bool]:
     """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
     assert stored.path is not None, "a JSONL store's logs are files"
     buffer = read_stable(stored.path)
@@ -148,7 +148,7 @@ def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
         raise
 
 
-def import_session(source: JsonlStore, target: PgStore, session_id: str) -> Moved:
+def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> Moved:
     """Copy one JSONL session into the database, committing ``load``'s recovery there (never in the source)."""
     path = source.find(session_id)
     if path is None:
@@ -175,7 +175,7 @@ def import_session(source: JsonlStore, target: PgStore, session_id: str) -> Move
     return Moved(session_id, len(stored.events) + len(closers), len(batches), faithful, len(closers), cut)
 
 
-def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Moved:
+def export_session(source: PgBackend, target: JsonlBackend, session_id: str) -> Moved:
     """Copy one database session into a JSONL root, batch by batch, as the JSONL writer would have written it."""
     if source.locate(session_id) is None:
         raise SessionNotFoundError(f'session "{session_id}" has no stored log in {source.location}')
@@ -200,20 +200,20 @@ def export_session(source: PgStore, target: JsonlStore, session_id: str) -> Move
     return Moved(session_id, len(stored.events), len(batches))
 
 
-def import_root(root: str | os.PathLike[str], target: PgStore, *,
+def import_root(root: str | os.PathLike[str], target: PgBackend, *,
                 session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
     """Import every session under ``root`` (or the named ones), each log in its own encoding; one result per
     session, failures included."""
-    source = JsonlStore(root)
-    ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
+    source = JsonlBackend(root)
+    ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
     return _each(ids, lambda session_id: import_session(source, target, session_id))
 
 
-def export_root(source: PgStore, root: str | os.PathLike[str], *, compression: Compression = "zstd",
+def export_root(source: PgBackend, root: str | os.PathLike[str], *, compression: Compression = "zstd",
                 session_ids: Sequence[str] | None = None) -> list[Moved | Exception]:
     """Export every database session (or the named ones) into ``root``; one result per session."""
-    target = JsonlStore(root, compression)
-    ids = list(session_ids) if session_ids else [entry.id for entry in source.list()]
+    target = JsonlBackend(root, compression)
+    ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
     return _each(ids, lambda session_id: export_session(source, target, session_id))
 
 

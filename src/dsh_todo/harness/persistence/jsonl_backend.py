@@ -2,11 +2,11 @@
 
 Reading has three levels, mirroring DSH's backend and coordinator:
 
-- :meth:`JsonlStore.read_stored` is the raw backend read: the header, the contiguous good prefix of events and the
+- :meth:`JsonlBackend.read_stored` is the raw backend read: the header, the contiguous good prefix of events and the
   torn-tail marker (where to cut, and which events an incomplete zstd frame still yielded). It refuses corruption.
-- :meth:`JsonlStore.read` is the non-mutating read a viewer wants: the same events, refused if they contain an
+- :meth:`JsonlBackend.read` is the non-mutating read a viewer wants: the same events, refused if they contain an
   event type this harness does not know and that is not marked ``ignorable``. It never repairs.
-- :meth:`JsonlStore.load` and :meth:`JsonlStore.resume` commit crash recovery under the writer lock: cut the torn
+- :meth:`JsonlBackend.load` and :meth:`JsonlBackend.resume` commit crash recovery under the writer lock: cut the torn
   tail, rewrite what an incomplete frame yielded, append the closers of an interrupted turn. A second load finds
   nothing to do and leaves the bytes alone.
 
@@ -72,7 +72,7 @@ from dsh_todo.jscompat import js_string
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 
-class JsonlStore:
+class JsonlBackend:
     """Session logs under ``root``, each read in its own encoding; new ones in ``compression`` (``"zstd"``, DSH's
     default, or ``"none"``).
 
@@ -96,7 +96,7 @@ class JsonlStore:
             raise NotADirectoryError(f"session root {self.root} is not a directory")
 
     def __repr__(self) -> str:
-        return f"JsonlStore({str(self.root)!r}, {self.compression!r})"
+        return f"JsonlBackend({str(self.root)!r}, {self.compression!r})"
 
     @property
     def file_name(self) -> str:
@@ -132,7 +132,7 @@ class JsonlStore:
         path = self.find(session_id)
         return None if path is None else str(path)
 
-    def list(self) -> list[StoredSession]:
+    def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
         layout, a directory holding both encodings, one id in two project directories) is listed with its
         ``problem``: it never hides the others. Whether a listed log reads cleanly is for a read to say."""

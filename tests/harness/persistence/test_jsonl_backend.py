@@ -10,7 +10,7 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
-    JsonlStore,
+    JsonlBackend,
     SessionExistsError,
     SessionIdError,
     SessionLockedError,
@@ -43,7 +43,7 @@ def some_events() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_round_trip(tmp_path: Path, compression: Any) -> None:
-    store = JsonlStore(tmp_path / "root", compression)
+    store = JsonlBackend(tmp_path / "root", compression)
     events = some_events()
     writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x"})
     writer.append(events[:3])
@@ -66,10 +66,10 @@ def test_round_trip(tmp_path: Path, compression: Any) -> None:
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_log_appears_only_with_the_first_batch(tmp_path: Path, compression: Any) -> None:
     root = tmp_path / "root"
-    store = JsonlStore(root, compression)
+    store = JsonlBackend(root, compression)
     writer = store.create({"id": "s", "createdAt": 1})
     assert not writer.path.exists()
-    assert store.list() == []
+    assert store.stored_sessions() == []
     with pytest.raises(SessionNotFoundError):
         store.read("s")
     writer.close()
@@ -83,7 +83,7 @@ def test_log_appears_only_with_the_first_batch(tmp_path: Path, compression: Any)
 
 
 def test_create_refuses_an_existing_log_anywhere(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "none")
+    store = JsonlBackend(tmp_path / "root", "none")
     writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
     writer.append(some_events()[:1])
     writer.close()
@@ -92,7 +92,7 @@ def test_create_refuses_an_existing_log_anywhere(tmp_path: Path) -> None:
 
 
 def test_appends_must_continue_the_seq(tmp_path: Path) -> None:
-    writer = JsonlStore(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
+    writer = JsonlBackend(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
     writer.append(some_events()[:2])
     with pytest.raises(ValueError, match=r'append seq mismatch for "s": expected 2 at index 0, got 3'):
         writer.append(some_events()[3:4])
@@ -100,12 +100,12 @@ def test_appends_must_continue_the_seq(tmp_path: Path) -> None:
 
 
 def test_list_reads_headers_of_both_layout_kinds(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     for session_id, cwd in [("a", "/p"), ("b", None), ("c", "/p")]:
         writer = store.create({"id": session_id, "createdAt": 1, **({"cwd": cwd} if cwd else {})})
         writer.append(some_events()[:1])
         writer.close()
-    listed = {(entry.id, entry.cwd) for entry in store.list()}
+    listed = {(entry.id, entry.cwd) for entry in store.stored_sessions()}
     assert listed == {("a", "/p"), ("b", None), ("c", "/p")}
 
 
@@ -113,15 +113,15 @@ def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path) -> None:
     """Each log is read in its own encoding; the root's compression is only that of new logs. Repro before: a zstd
     root holding one raw log refused every read with "select the matching compression mode", although neither
     ``run`` nor ``web`` had such an option."""
-    raw = JsonlStore(tmp_path / "root", "none")
+    raw = JsonlBackend(tmp_path / "root", "none")
     writer = raw.create({"id": "raw", "createdAt": 1})
     writer.append(some_events()[:1])
     writer.close()
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     writer = store.create({"id": "packed", "createdAt": 1})
     writer.append(some_events()[:2])
     writer.close()
-    assert sorted(entry.id for entry in store.list()) == ["packed", "raw"]
+    assert sorted(entry.id for entry in store.stored_sessions()) == ["packed", "raw"]
     assert len(store.read("raw").events) == 1 and len(raw.read("packed").events) == 2
     loaded, resumed = store.resume("raw")  # an existing log keeps its encoding when written again
     resumed.close()
@@ -131,15 +131,15 @@ def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path) -> None:
 
 
 def test_a_session_directory_holding_both_encodings_is_refused(tmp_path: Path) -> None:
-    writer = JsonlStore(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
+    writer = JsonlBackend(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
     writer.append(some_events()[:1])
     writer.close()
     log = next((tmp_path / "root").glob("*/*/session.jsonl"))
     (log.parent / "session.jsonl.zstd").write_bytes(b"")
-    store = JsonlStore(tmp_path / "root", "zstd")
+    store = JsonlBackend(tmp_path / "root", "zstd")
     with pytest.raises(CorruptSessionLogError, match=r"holds both session\.jsonl and session\.jsonl\.zstd"):
         store.read("s")
-    [entry] = store.list()  # listed with its problem: one such session never hides the others
+    [entry] = store.stored_sessions()  # listed with its problem: one such session never hides the others
     assert entry.id == "s" and isinstance(entry.problem, CorruptSessionLogError)
 
 
@@ -148,11 +148,11 @@ def test_flat_layout_is_refused(tmp_path: Path) -> None:
     project.mkdir(parents=True)
     (project / "s.jsonl").write_text("{}\n")
     with pytest.raises(CorruptSessionLogError, match="uses the unsupported flat-file layout"):
-        JsonlStore(tmp_path / "root", "none").find("s")
+        JsonlBackend(tmp_path / "root", "none").find("s")
 
 
 def test_a_log_in_the_wrong_directory_is_refused(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "none")
+    store = JsonlBackend(tmp_path / "root", "none")
     writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
     writer.append(some_events()[:1])
     writer.close()
@@ -167,7 +167,7 @@ def test_resume_continues_after_zstd_recovery(tmp_path: Path) -> None:
     """After rewriting what a cut frame yielded plus closers, new appends continue at the right seq."""
     fixture = load_fixture("damaged/zstd-truncated-last-frame-recoverable")
     root = copy_store(fixture, tmp_path / "store")
-    store = JsonlStore(root, "zstd")
+    store = JsonlBackend(root, "zstd")
     loaded, writer = store.resume(fixture.session_id)
     assert writer.cursor == len(loaded.events) == 301
     last = loaded.events[-1]["time"]
@@ -179,7 +179,7 @@ def test_resume_continues_after_zstd_recovery(tmp_path: Path) -> None:
 
 
 def test_continue_live_accepts_only_a_matching_prefix(tmp_path: Path) -> None:
-    store = JsonlStore(tmp_path / "root", "none")
+    store = JsonlBackend(tmp_path / "root", "none")
     events = some_events()
     writer = store.create({"id": "s", "createdAt": 1})
     writer.append(events[:4])
@@ -196,14 +196,14 @@ def test_continue_live_accepts_only_a_matching_prefix(tmp_path: Path) -> None:
 def test_root_must_be_a_directory(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError):
-        JsonlStore(tmp_path / "file")
+        JsonlBackend(tmp_path / "file")
 
 
 def test_an_id_too_long_for_a_file_name_is_refused_in_one_line(tmp_path: Path) -> None:
     """Repro: an id whose encoded directory name exceeds 255 bytes failed with ``OSError: File name too long`` (and
     the web history answered 500). SPEC §5's ``encodeSegment`` has no rule for it, so it is refused up front; ids
     DSH can write (encoded ≤ 255 bytes) stay accepted, and reading such an id simply finds nothing."""
-    store = JsonlStore(tmp_path / "root")
+    store = JsonlBackend(tmp_path / "root")
     longest = "a" * 255
     writer = store.create({"id": longest, "createdAt": 1})
     writer.append(some_events()[:1])
@@ -222,19 +222,19 @@ def test_an_id_too_long_for_a_file_name_is_refused_in_one_line(tmp_path: Path) -
 def test_one_writer_per_id_whatever_the_working_directory(tmp_path: Path) -> None:
     """Repro: the same id created from two working directories took two locks (one per project directory), so two
     writers wrote two logs of one session and ``dsh-todo sessions`` then failed on the duplicate id."""
-    store = JsonlStore(tmp_path / "root")
+    store = JsonlBackend(tmp_path / "root")
     first = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
     with pytest.raises(SessionLockedError, match='session "s" is already open for writing'):
-        JsonlStore(tmp_path / "root").create({"id": "s", "createdAt": 1, "cwd": "/b"})
+        JsonlBackend(tmp_path / "root").create({"id": "s", "createdAt": 1, "cwd": "/b"})
     first.append(some_events()[:1])
     first.close()
-    assert [entry.cwd for entry in store.list()] == ["/a"]
+    assert [entry.cwd for entry in store.stored_sessions()] == ["/a"]
 
 
 def test_leftover_temporary_files_are_removed_when_the_session_is_next_opened(tmp_path: Path) -> None:
     """Repro: a writer killed while replacing ``projections.json`` (or publishing a new log) left
     ``projections.json.<hex>.tmp`` files that nothing ever removed."""
-    store = JsonlStore(tmp_path / "root")
+    store = JsonlBackend(tmp_path / "root")
     writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
     writer.append(some_events()[:1])
     writer.close()

@@ -1,15 +1,15 @@
 """The PostgreSQL session store: the JSONL store's operations, over two tables instead of one file per session.
 
-The levels match :class:`~dsh_todo.harness.persistence.store.JsonlStore`:
+The levels match :class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`:
 
-- :meth:`PgStore.read_stored` is the raw read (header and events in seq order) and refuses damage: a seq gap or an
+- :meth:`PgBackend.read_stored` is the raw read (header and events in seq order) and refuses damage: a seq gap or an
   event whose own ``seq`` disagrees with its row. There is no torn tail to cut: a batch is one transaction, so a
   crash leaves either all of it or none of it.
-- :meth:`PgStore.read` also refuses event types this harness does not know and that are not ``ignorable``.
-- :meth:`PgStore.load` and :meth:`PgStore.resume` commit recovery under the writer lock: the closers of an
+- :meth:`PgBackend.read` also refuses event types this harness does not know and that are not ``ignorable``.
+- :meth:`PgBackend.load` and :meth:`PgBackend.resume` commit recovery under the writer lock: the closers of an
   interrupted turn (:func:`~dsh_todo.harness.persistence.repair.interrupted_turn_closers`, the same events the JSONL
   backend writes) are appended in one transaction. A second load finds nothing to do.
-- :meth:`PgStore.create` and :meth:`PgStore.continue_live` return a :class:`PgWriter` for a live session.
+- :meth:`PgBackend.create` and :meth:`PgBackend.continue_live` return a :class:`PgWriter` for a live session.
 
 Reads share one autocommit connection (re-opened once if it broke); each writer has its own connection, which also
 holds the session's advisory lock (:mod:`.locking`). Event text is written by the canonical encoder
@@ -130,7 +130,7 @@ def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: 
     return events
 
 
-class PgStore:
+class PgBackend:
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
 
     def __init__(self, url: str, *, schema: str = "public", poll_interval: float = 5.0) -> None:
@@ -144,7 +144,7 @@ class PgStore:
         self._ready = False
 
     def __repr__(self) -> str:
-        return f"PgStore({self.location!r})"
+        return f"PgBackend({self.location!r})"
 
     # -- connections ----------------------------------------------------------------------------------------
 
@@ -238,7 +238,7 @@ class PgStore:
         rows = self.run(lambda c: c.execute(query, (ids,)).fetchall())
         return {str(row[0]): int(row[1]) for row in rows}
 
-    def list(self) -> list[StoredSession]:
+    def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from the sessions table; headers from a newer format are skipped, as JSONL does."""
         query = f"SELECT header FROM {self.tables.sessions} ORDER BY created_at, id"
         rows = self.run(lambda c: c.execute(query).fetchall())
@@ -471,7 +471,7 @@ class PgWriter:
     was in flight when the connection broke is either wholly stored (then it is not written twice) or not at all.
     """
 
-    def __init__(self, store: PgStore, conn: Conn, key: int, meta: Meta, *, cursor: int, materialized: bool) -> None:
+    def __init__(self, store: PgBackend, conn: Conn, key: int, meta: Meta, *, cursor: int, materialized: bool) -> None:
         self.store = store
         self.meta = meta
         self.session_id: str = meta["id"]

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     Batch,
-    JsonlStore,
+    JsonlBackend,
     SessionExistsError,
     SessionFormatUnsupportedError,
     SessionLockedError,
@@ -20,7 +20,7 @@ from dsh_todo.harness.persistence import (
     SessionPersistence,
     interrupted_turn_closers,
 )
-from dsh_todo.harness.persistence.postgres import PgStore
+from dsh_todo.harness.persistence.postgres import PgBackend
 from dsh_todo.jsonutil import dumps
 
 PLAN = [{"content": "read the code", "status": "in_progress"},
@@ -124,7 +124,7 @@ def test_a_dead_writers_open_turn_is_closed_like_jsonl(boot_pg: Any, tmp_path: P
     writer.dispose()  # releases the lock with the turn still open, as a crash would leave it
 
     # The JSONL backend, given the same events, appends these closers.
-    jsonl = JsonlStore(tmp_path / "jsonl", "none")
+    jsonl = JsonlBackend(tmp_path / "jsonl", "none")
     log = jsonl.create({"id": "crashed", "createdAt": 1, "cwd": "/w"})
     log.append(written)
     log.close()
@@ -170,7 +170,7 @@ def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) 
     ctx = boot_pg()
     ctx.sessions.create("there").append("turn/start", {"turn": 1})
     ctx.session_persistence.flush()
-    store = cast(PgStore, ctx.session_persistence.backend)
+    store = cast(PgBackend, ctx.session_persistence.backend)
     ctx.sessions.close("there")
     with pytest.raises(SessionExistsError):
         store.create({"id": "there", "createdAt": 1})
@@ -182,7 +182,7 @@ def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) 
     ctx.sessions.create("empty")
     ctx.sessions.close("empty")
     assert store.locate("empty") is None
-    assert [entry.id for entry in ctx.session_persistence.list()] == ["there"]
+    assert [entry.id for entry in ctx.session_persistence.stored_sessions()] == ["there"]
 
 
 def test_unknown_event_types_are_refused_unless_ignorable(boot_pg: Any) -> None:
@@ -225,7 +225,7 @@ def test_checkpoints_are_exact_text_and_never_move_backwards_or_ahead(boot_pg: A
     session = ctx.sessions.create("cp")
     open_turn(session)
     session.append("todo/write", {"todos": PLAN})
-    store = cast(PgStore, ctx.session_persistence.backend)
+    store = cast(PgBackend, ctx.session_persistence.backend)
     header = session.header
     rows = {"todos": {"ver": 2, "seq": 2, "val": PLAN}}
     store.write_checkpoint("cp", header, rows, 2, Batch(0, 2))  # nothing stored yet: refused
@@ -254,7 +254,7 @@ def test_the_runtime_swaps_the_persistence_row_for_a_database(pg_url: str) -> No
 def test_projection_checkpoints_commit_with_their_turn_end_and_restore_cold(boot_pg: Any) -> None:
     ctx = boot_pg(batch_delay_ms=60_000)
     persistence: SessionPersistence = ctx.session_persistence
-    store = cast(PgStore, persistence.backend)
+    store = cast(PgBackend, persistence.backend)
     session = ctx.sessions.create("checkpointed", cwd="/w")
     open_turn(session)
     session.append("todo/write", {"todos": PLAN})
