@@ -100,8 +100,8 @@ class Web:
                                                   "method": "session.history",
                                                   "payload": {"sessionId": session_id, **payload}})
 
-    def open_stream(self, query: str = "") -> SseReader:
-        return SseReader(self.host, "/api/events.mux" + query)
+    def open_stream(self, query: str = "", headers: dict[str, str] | None = None) -> SseReader:
+        return SseReader(self.host, "/api/events.mux" + query, headers=headers)
 
     def other_process(self) -> Context:
         """A second runtime over the same root, standing in for another process writing logs."""
@@ -113,9 +113,9 @@ class Web:
 class SseReader:
     """A blocking SSE client over one HTTP connection: messages as raw text blocks."""
 
-    def __init__(self, host: str, path: str, timeout: float = 20.0) -> None:
+    def __init__(self, host: str, path: str, timeout: float = 20.0, headers: dict[str, str] | None = None) -> None:
         self.conn = http.client.HTTPConnection(host, timeout=timeout)
-        self.conn.request("GET", path, headers={"accept": "text/event-stream"})
+        self.conn.request("GET", path, headers={"accept": "text/event-stream", **(headers or {})})
         self.response = self.conn.getresponse()
 
     def message(self) -> str:
@@ -156,7 +156,8 @@ class SseReader:
 def _serve(tmp_path: Path, **kwargs: Any) -> Iterator[Web]:
     root = tmp_path / "sessions"
     ctx = open_runtime(root, batch_delay_ms=5)
-    server = BackgroundServer(ctx, follow_interval=0.05, **kwargs)
+    ctx.session_persistence.backend.follow_interval = 0.05
+    server = BackgroundServer(ctx, **kwargs)
     web = Web(ctx, root, server, "")
     try:
         url = server.start()
@@ -182,10 +183,13 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One Chromium for the web tests. Package-scoped, not session-scoped: Playwright's sync API keeps an event loop
-    running on this thread while it is open, so it must close before tests elsewhere call ``asyncio.run``."""
+    """One Chromium per module of browser tests. Playwright's sync API marks its event loop as running on this thread
+    for as long as it is open, so ``asyncio.run`` fails here meanwhile: tests beside browser tests use
+    :func:`run_async`, and the browser closes when its module ends. (Package-scoped, it stayed open through every
+    later module of this package: ``pytest test_page.py test_cli.py`` failed ``demo --web`` with "asyncio.run() cannot
+    be called from a running event loop".)"""
     executable = chromium_path()
     if executable is None:
         pytest.skip("Chromium is not installed (apt-get install -y chromium); browser tests need it")

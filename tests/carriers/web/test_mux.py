@@ -218,8 +218,9 @@ def test_a_second_follower_connection_is_never_told_an_older_last_seq_than_the_f
 
     root = tmp_path / "sessions"
     viewer = open_runtime(root)
+    viewer.session_persistence.backend.follow_interval = 3600  # the follower never polls on its own here
     writer = open_runtime(root, batch_delay_ms=5)
-    server = BackgroundServer(viewer, follow_interval=3600)  # the follower never polls on its own here
+    server = BackgroundServer(viewer)
     try:
         server.start()
         host = f"127.0.0.1:{server.port}"

@@ -351,3 +351,45 @@ def test_a_session_that_starts_after_the_page_opened_appears(web: Web, new_page:
     write(web.ctx, session, ("arrive late", "in_progress"))
     expect(page.get_by_test_id("todo-progress")).to_have_text("1 in progress")
     expect(page.get_by_test_id("not-found")).to_have_count(0)
+
+
+def drop_connections(web: Web, session_id: str) -> None:
+    """Drop every mux connection of ``session_id`` as the server drops one that fell a page behind."""
+    hub, loop = web.server.app.hub, web.server.app.loop
+    assert hub is not None and loop is not None
+
+    def drop() -> None:
+        for subscriber in list(hub._targeted.get(session_id, ())):
+            subscriber.dropped = True
+            subscriber.close()
+
+    loop.call_soon_threadsafe(drop)
+
+
+def test_a_dropped_page_resumes_from_its_last_seq_and_reads_the_tail_after_a_gap(web: Web, new_page: Any) -> None:
+    """Repro (before): EventSource reconnected with the afterSeq it first subscribed with, so a page the server
+    dropped was replayed its whole backlog again, and a page further behind than a replay had a hole in its log."""
+    from dsh_todo.carriers.web.frames import REPLAY_LIMIT
+
+    session = web.ctx.sessions.create("dropped")
+    session.append("turn/start", {"turn": 1})
+    page = new_page()
+    open_session(page, web, "dropped")
+    body = page.locator("body")
+    drop_connections(web, "dropped")
+    expect(body).to_have_attribute("data-stream", "connecting")
+    last = session.append("todo/write", {"todos": [{"content": "after a drop", "status": "in_progress"}]})
+    expect(body).to_have_attribute("data-stream", "open")
+    expect(body).to_have_attribute("data-last-seq", str(last["seq"]))
+    expand_strip(page)
+    expect(page.get_by_test_id("todo-list")).to_contain_text("after a drop")
+
+    drop_connections(web, "dropped")
+    expect(body).to_have_attribute("data-stream", "connecting")
+    for number in range(REPLAY_LIMIT + 50):  # more than a replay, while the page is away
+        last = session.append("todo/write", {"todos": [{"content": f"step {number}", "status": "in_progress"}]})
+    expect(body).to_have_attribute("data-last-seq", str(last["seq"]))
+    expect(body).to_have_attribute("data-stream", "open")
+    if page.get_by_test_id("todo-toggle").get_attribute("aria-expanded") == "false":  # the page was reopened
+        expand_strip(page)
+    expect(page.get_by_test_id("todo-list")).to_contain_text(f"step {REPLAY_LIMIT + 49}")

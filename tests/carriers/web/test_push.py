@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh_todo.carriers.web.frames import Subscriber
-from dsh_todo.carriers.web.history import Sessions
+from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.mux import Hub
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
@@ -19,8 +19,8 @@ from tests.carriers.web.conftest import run_async
 PLAN = [{"content": "a", "status": "in_progress"}]
 
 
-class CountingSessions(Sessions):
-    """The carrier's sessions, counting ``view_of`` calls on ``tool/call`` events, and able to append at the exact
+class CountingSource(HistorySource):
+    """The carrier's history source, counting ``view_of`` calls on ``tool/call`` events, and able to append at the exact
     moment a subscription looks the session up (standing in for an agent thread appending just then)."""
 
     def __init__(self, *args: Any) -> None:
@@ -64,16 +64,16 @@ def test_an_event_that_a_replay_already_sent_is_not_presented_again() -> None:
     (``history.view_of`` parsing and validating the arguments a second time), only for the watermark to drop it.
     """
     ctx = open_runtime(None)
-    sessions = CountingSessions(ctx)
+    source = CountingSource(ctx)
     session = ctx.sessions.create("s")
     session.append("turn/start", {"turn": 1})
 
     async def scenario() -> list[dict[str, Any]]:
-        hub = Hub(sessions, asyncio.get_running_loop())
+        hub = Hub(source, asyncio.get_running_loop())
         hub.start()
         try:
             subscriber = Subscriber("s")
-            sessions.append_on_lookup = ("tool/call", tool_call("c1"))
+            source.append_on_lookup = ("tool/call", tool_call("c1"))
             await hub.subscribe(subscriber, -1)
             for _ in range(3):
                 await asyncio.sleep(0)  # let the posted live delivery run
@@ -87,18 +87,18 @@ def test_an_event_that_a_replay_already_sent_is_not_presented_again() -> None:
         ctx.dispose()
     events = [p["event"]["type"] for p in payloads if p["type"] == "session/event"]
     assert events == ["turn/start", "tool/call"]
-    assert sessions.views == [1]
+    assert source.views == [1]
 
 
 def test_one_view_per_event_however_many_connections_take_it_and_frames_in_log_order() -> None:
     """Two connections on one live session: each gets the event frame, then the projection frames of the same seq,
     in log order; the ``tool/call`` view is computed once for both."""
     ctx = open_runtime(None)
-    sessions = CountingSessions(ctx)
+    source = CountingSource(ctx)
     session = ctx.sessions.create("s")
 
     async def scenario() -> list[list[dict[str, Any]]]:
-        hub = Hub(sessions, asyncio.get_running_loop())
+        hub = Hub(source, asyncio.get_running_loop())
         hub.start()
         try:
             subscribers = [Subscriber("s"), Subscriber(None)]
@@ -126,4 +126,4 @@ def test_one_view_per_event_however_many_connections_take_it_and_frames_in_log_o
         assert [p["value"] for p in payloads if p["type"] == "session/projection"] == [PLAN, None]
         assert next(p for p in payloads if p["type"] == "session/event" and p["event"]["type"] == "tool/call")[
             "view"]["for"] == "call"
-    assert sessions.views == [1]
+    assert source.views == [1]

@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dsh_todo.carriers.web.frames import Subscriber
-from dsh_todo.carriers.web.history import Sessions, history_page
+from dsh_todo.carriers.web.history import HistorySource, history_page
 from dsh_todo.carriers.web.mux import Hub
 from dsh_todo.carriers.web.protocol import (
     DEFAULT_MAX_MESSAGES,
@@ -89,12 +89,11 @@ def rpc(handler: Handler) -> Handler:
 class WebApp:
     """One booted context served over HTTP. ``asgi`` is what a server runs; ``hub`` exists while it runs."""
 
-    def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0, follow_interval: float = 0.1,
+    def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0,
                  max_body: int = MAX_BODY_BYTES) -> None:
         self.ctx = ctx
-        self.sessions = Sessions(ctx)
+        self.source = HistorySource(ctx)
         self.max_body = max_body
-        self.follow_interval = follow_interval
         self.hub: Hub | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         routes = [
@@ -110,7 +109,7 @@ class WebApp:
     @asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         self.loop = asyncio.get_running_loop()
-        hub = Hub(self.sessions, self.loop, follow_interval=self.follow_interval)
+        hub = Hub(self.source, self.loop)
         hub.start()
         self.hub = hub
         try:
@@ -136,8 +135,8 @@ class WebApp:
         limit = DEFAULT_MAX_MESSAGES if max_messages is None else max_messages
 
         def build() -> bytes:
-            session_log = self.sessions.read(session_id)
-            return ok_response(rpc_id, history_page(self.sessions, session_log, before=before, max_messages=limit))
+            read = self.source.read(session_id)
+            return ok_response(rpc_id, history_page(self.source, read, before=before, max_messages=limit))
 
         try:
             body = await asyncio.to_thread(build)
@@ -149,7 +148,7 @@ class WebApp:
     async def session_list(self, request: Request) -> Response:
         rpc_id, _payload = parse_request(await read_body(request, self.max_body), "session.list")
         try:
-            rows = await asyncio.to_thread(self.sessions.list_rows)
+            rows = await asyncio.to_thread(self.source.list_rows)
         except RpcError as exc:
             exc.rpc_id = rpc_id
             raise
@@ -161,6 +160,9 @@ class WebApp:
         after_seq = int_param(request.query_params.get("afterSeq"), "afterSeq", minimum=-1)
         if after_seq is not None and session_id is None:
             raise RpcError("invalid-request", "afterSeq needs a sessionId")
+        last_event_id = int_param(request.headers.get("last-event-id"), "Last-Event-ID", minimum=-1)
+        if last_event_id is not None and session_id is not None:  # a reconnection: resume after what it has
+            after_seq = last_event_id if after_seq is None else max(after_seq, last_event_id)
         hub = self.hub
         if hub is None:
             raise RpcError("unavailable", "the server is starting or stopping", status=503)

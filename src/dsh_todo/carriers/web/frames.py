@@ -17,16 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
 
-from dsh_todo.carriers.web.protocol import push_frame
+from dsh_todo.carriers.web.protocol import MAX_MAX_MESSAGES, push_frame
 from dsh_todo.harness.projections import Change, Fold, ProjectionRegistry
 
 log = logging.getLogger("dsh_todo.web")
 
-QUEUE_LIMIT = 20_000
-"""Frames a slow connection may fall behind by before it is closed (its page reconnects and catches up)."""
+QUEUE_LIMIT: Final = MAX_MAX_MESSAGES
+"""Frames a connection may have waiting (a whole page: as many as the largest history page holds messages). One
+that falls further behind is dropped: its frames are let go at once, and its page reconnects with the last seq it
+has, to be replayed what it missed or, if that is more than :data:`REPLAY_LIMIT`, to read the history tail page."""
+REPLAY_LIMIT: Final = QUEUE_LIMIT // 4
+"""The most events a (re)connection is replayed. A connection further behind is sent the last ones only: the gap
+before them tells its page to read the history tail page instead (``session.history``), which costs one request,
+not a stream the page cannot keep up with."""
 
 ViewOf = Callable[[Mapping[str, Any]], "Mapping[str, Any] | None"]
 """An event's ``view`` (SPEC §6.3 ``{event, view?}``), or ``None``."""
@@ -118,23 +124,36 @@ class Subscriber:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.limit = limit
         self.closed = False
+        self.dropped = False
+        self.on_close: Callable[[], object] | None = None
+        """Called once when the connection is closed or dropped (the hub forgets it then, not when its stream
+        next runs: the stream of a client that stopped reading may never run again)."""
         self._events: dict[str, int] = {}
         self._floor: dict[str, int] = {}
         self._keys: dict[tuple[str, str], int] = {}
 
-    def offer(self, data: bytes | None) -> None:
+    def offer(self, data: bytes) -> None:
         if self.closed:
             return
-        if data is None or self.queue.qsize() >= self.limit:
-            if data is not None:
-                log.warning("closing a mux connection that fell %d frames behind", self.limit)
-            self.closed = True
-            self.queue.put_nowait(None)
+        if self.queue.qsize() >= self.limit:
+            log.info("dropping a mux connection that fell %d frames behind (it resumes from its last seq)",
+                     self.limit)
+            self.dropped = True
+            while not self.queue.empty():  # its frames are let go now, whether or not its stream runs again
+                self.queue.get_nowait()
+            self.close()
             return
         self.queue.put_nowait(data)
 
     def close(self) -> None:
-        self.offer(None)
+        """End the stream after what is queued; safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        self.queue.put_nowait(None)
+        on_close, self.on_close = self.on_close, None
+        if on_close is not None:
+            on_close()
 
     def covered(self, session_id: str) -> int:
         """The last event seq of ``session_id`` this connection has been given (``-1``: none)."""
@@ -162,10 +181,17 @@ class Subscriber:
                 self._keys[(session_id, key)] = seq
                 self.offer(frame.data)
 
+    def replay(self, session_id: str, posts: Iterable[Post], last_seq: int) -> None:
+        """Send what this connection lacks of ``posts`` (the last ones of a log whose last seq is ``last_seq``)."""
+        for post in posts:
+            self.take(post)
+        self.start_at(session_id, last_seq)
+
     def catch_up(self, session_id: str, events: Sequence[Mapping[str, Any]], registry: ProjectionRegistry | None,
                  view_of: ViewOf) -> None:
-        """Send every event of ``events`` after what this connection has, with the projection frames they caused."""
-        start = self.covered(session_id) + 1
+        """Send the events of ``events`` after what this connection has, with the projection frames they caused:
+        at most the last :data:`REPLAY_LIMIT` of them (the page reads the history tail page for the rest)."""
+        start = max(self.covered(session_id) + 1, len(events) - REPLAY_LIMIT)
         if start < len(events):
             fold = detached_fold(registry, events[:start])
             for event in events[start:]:

@@ -41,8 +41,9 @@ log = logging.getLogger("dsh_todo.web")
 
 
 @dataclass(frozen=True, slots=True)
-class SessionLog:
-    """The events of one session as read at one instant, and whether it is live in this process."""
+class HistoryRead:
+    """The events of one session as read at one instant (what its history pages are cut from), and whether it is
+    live in this process."""
 
     session_id: str
     events: Sequence[Event]
@@ -51,8 +52,9 @@ class SessionLog:
     """Why the tail page (the one carrying projections) cannot be served, though the events could be read."""
 
 
-class Sessions:
-    """The carrier's read side over one booted context."""
+class HistorySource:
+    """Where the page's sessions and their history come from: the carrier's read side over one booted context (live
+    sessions first, then the persistence root's logs, read through :mod:`dsh_todo.logview`)."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -75,21 +77,21 @@ class Sessions:
         session: Session | None = store.get(session_id)
         return session
 
-    def read(self, session_id: str) -> SessionLog:
+    def read(self, session_id: str) -> HistoryRead:
         """The session's events now (blocking for stored logs). Raises :class:`RpcError` when it cannot."""
         session = self.live(session_id)
         if session is not None:
             # One C-level slice of the list: an atomic copy even while an agent thread appends.
-            return SessionLog(session_id, session.events[:], True)
+            return HistoryRead(session_id, session.events[:], True)
         backend = self.backend
         if backend is None:
             raise not_found(session_id)
         view = read_session(session_id, backend=backend)
         health = view.health
         if not health.refused:
-            return SessionLog(session_id, view.stored, False)
+            return HistoryRead(session_id, view.stored, False)
         if health.code == "internal" and view.meta is not None:  # read, but its standing plan cannot be shown
-            return SessionLog(session_id, view.stored, False, RpcError("internal", health.reason, status=500))
+            return HistoryRead(session_id, view.stored, False, RpcError("internal", health.reason, status=500))
         raise refusal(session_id, health)
 
     def list_rows(self) -> list[dict[str, Any]]:
@@ -210,16 +212,16 @@ def page_bounds(events: Sequence[Event], before: int | None, max_messages: int) 
     return reach, end
 
 
-def history_page(sessions: Sessions, log_: SessionLog, *, before: int | None, max_messages: int) -> dict[str, Any]:
+def history_page(source: HistorySource, read: HistoryRead, *, before: int | None, max_messages: int) -> dict[str, Any]:
     """The ``value`` of a ``session.history`` answer."""
-    events = log_.events
+    events = read.events
     start, end = page_bounds(events, before, max_messages)
-    value: dict[str, Any] = {"events": [sessions.entry(event) for event in events[start:end]], "hasMore": start > 0}
+    value: dict[str, Any] = {"events": [source.entry(event) for event in events[start:end]], "hasMore": start > 0}
     if before is None:
-        if log_.tail_error is not None:
-            raise log_.tail_error
+        if read.tail_error is not None:
+            raise read.tail_error
         try:
-            block = sessions.projections(events)
+            block = source.projections(events)
         except Exception as exc:
             # SPEC §13.10: a hand-written event the view schema refuses fails the tail read with ``internal``.
             raise RpcError("internal", f"could not build the session's projections: {exc}", status=500) from None

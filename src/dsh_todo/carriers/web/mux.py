@@ -8,11 +8,19 @@ alone. The callback runs on whatever thread the agent appends from, so it only h
 loop (``call_soon_threadsafe``); frames are built, and a ``tool/call``'s view computed, on the loop's thread and only
 for connections that take them.
 
-A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``): the hub then
-replays what came after ``n`` before going live, so a page that read its history first and subscribed second misses
-nothing. A session that is not live here but stored under the root is followed on disk (:mod:`.follow`); when it
-becomes live in this process, the live feed takes over. A connection that names no session receives every live
-session's frames from now on.
+A connection may name one session (``?sessionId=…``) and the last seq it already has (``&afterSeq=n``, or a
+``Last-Event-ID: n`` header): the hub then replays what came after ``n`` before going live, so a page that read its
+history first and subscribed second misses nothing.
+
+A slow reader never delays another and never holds more than a page: each connection has its own queue, and one
+that falls :data:`~dsh_todo.carriers.web.frames.QUEUE_LIMIT` frames behind is dropped (its frames let go at once).
+Its page reconnects with the last seq it has; a replay is at most
+:data:`~dsh_todo.carriers.web.frames.REPLAY_LIMIT` events, and a page further behind sees the gap and reads the
+history tail page instead.
+
+A session that is not live here but stored under the root is followed (:mod:`.follow`); when it becomes live in
+this process, the live feed takes over. A connection that names no session receives every live session's frames
+from now on.
 """
 
 from __future__ import annotations
@@ -25,9 +33,8 @@ from typing import Any
 
 from dsh_todo.carriers.web.follow import Follower
 from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
-from dsh_todo.carriers.web.history import Sessions
+from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.protocol import CONNECTED
-from dsh_todo.carriers.web.pushfollow import make_follower
 from dsh_todo.harness.context import Disposer
 from dsh_todo.harness.projections import Change
 from dsh_todo.harness.session import Event, Session
@@ -36,15 +43,17 @@ log = logging.getLogger("dsh_todo.web")
 
 DRAIN_MAX = 256
 """Frames written to the socket in one go when a connection has several queued."""
+LINGER_S = 10.0
+"""How long a followed log stays followed after its last connection ends."""
 
 
 class Hub:
     """Routes live and followed frames to mux connections. Every method but the ``_on_*`` hooks runs on the loop."""
 
-    def __init__(self, sessions: Sessions, loop: asyncio.AbstractEventLoop, *, follow_interval: float = 0.1) -> None:
-        self.sessions = sessions
+    def __init__(self, source: HistorySource, loop: asyncio.AbstractEventLoop, *, linger: float = LINGER_S) -> None:
+        self.source = source
         self.loop = loop
-        self.follow_interval = follow_interval
+        self.linger = linger
         self._targeted: dict[str, set[Subscriber]] = {}
         self._everything: set[Subscriber] = set()
         self._followers: dict[str, Follower] = {}
@@ -54,8 +63,8 @@ class Hub:
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        store = self.sessions.ctx.get("sessions")
-        registry = self.sessions.registry
+        store = self.source.ctx.get("sessions")
+        registry = self.source.registry
         if registry is not None:
             self._disposers.append(registry.on_commit(self._on_commit))
         elif store is not None:
@@ -104,7 +113,7 @@ class Hub:
     def _deliver(self, session_id: str, event: Event, changes: Sequence[Change]) -> None:
         receivers = self._receivers(session_id)
         if receivers:
-            post = Post(session_id, event, changes, self.sessions.view_of)
+            post = Post(session_id, event, changes, self.source.view_of)
             for subscriber in receivers:
                 subscriber.take(post)
 
@@ -115,7 +124,7 @@ class Hub:
             follower.stop()
         events = session.events[:]
         for subscriber in self._targeted.get(session.id, ()):
-            subscriber.catch_up(session.id, events, self.sessions.registry, self.sessions.view_of)
+            subscriber.catch_up(session.id, events, self.source.registry, self.source.view_of)
 
     # -- connections ----------------------------------------------------------------------------------------
 
@@ -124,6 +133,7 @@ class Hub:
         if self._closed:
             subscriber.close()
             return
+        subscriber.on_close = lambda: self.unsubscribe(subscriber)
         session_id = subscriber.session_id
         if session_id is None:
             self._everything.add(subscriber)
@@ -133,19 +143,18 @@ class Hub:
         # Register before reading the log: an append racing with this read is then either in the copy or still on
         # its way to _deliver, and the watermarks drop whichever arrives second.
         self._targeted.setdefault(session_id, set()).add(subscriber)
-        attached = self.sessions.live(session_id)
+        attached = self.source.live(session_id)
         if attached is not None:
             self._replay(subscriber, session_id, attached.events[:], after_seq)
             return
-        persistence = self.sessions.ctx.get("session_persistence")
+        persistence = self.source.ctx.get("session_persistence")
         if persistence is None:
             subscriber.offer(subscribed_frame(session_id, -1).data)
             subscriber.start_at(session_id, -1)
             return
         follower = self._followers.get(session_id)
         if follower is None:
-            follower = make_follower(session_id, persistence, self.sessions.registry, self.sessions.view_of,
-                                     interval=self.follow_interval)
+            follower = Follower(session_id, persistence, self.source.registry, self.source.view_of)
             try:
                 await follower.start()
             except Exception:
@@ -156,7 +165,7 @@ class Hub:
             if self._closed or subscriber.closed:
                 follower.stop()
                 return
-            live = self.sessions.live(session_id)
+            live = self.source.live(session_id)
             if live is not None:  # it opened here while the file was being read
                 follower.stop()
                 self._replay(subscriber, session_id, live.events[:], after_seq)
@@ -176,16 +185,16 @@ class Hub:
                 log.warning("cannot follow session %r", session_id, exc_info=True)
             if self._closed or subscriber.closed:
                 return
-        events = follower.events
-        subscriber.offer(subscribed_frame(session_id, len(events) - 1).data)
-        self._position(subscriber, session_id, len(events) - 1, after_seq)
+        last = follower.count - 1
+        subscriber.offer(subscribed_frame(session_id, last).data)
+        self._position(subscriber, session_id, last, after_seq)
         follower.add(subscriber)
 
     def _replay(self, subscriber: Subscriber, session_id: str, events: Any, after_seq: int | None) -> None:
         last = len(events) - 1
         subscriber.offer(subscribed_frame(session_id, last).data)
         self._position(subscriber, session_id, last, after_seq)
-        subscriber.catch_up(session_id, events, self.sessions.registry, self.sessions.view_of)
+        subscriber.catch_up(session_id, events, self.source.registry, self.source.view_of)
 
     @staticmethod
     def _position(subscriber: Subscriber, session_id: str, last: int, after_seq: int | None) -> None:
@@ -206,11 +215,17 @@ class Hub:
         if follower is not None:
             follower.subscribers.discard(subscriber)
             if session_id not in self._targeted:
-                follower.stop()
-                del self._followers[session_id]
+                self.loop.call_later(self.linger, self._retire, session_id, follower)
+
+    def _retire(self, session_id: str, follower: Follower) -> None:
+        """Stop following a log nobody has watched for :data:`LINGER_S` (a page that reconnects at once, or the
+        next visitor, finds it still followed instead of reading the whole log again)."""
+        if session_id not in self._targeted and self._followers.get(session_id) is follower:
+            follower.stop()
+            del self._followers[session_id]
 
     def _live_sessions(self) -> list[Session]:
-        store = self.sessions.ctx.get("sessions")
+        store = self.source.ctx.get("sessions")
         return [] if store is None else list(store.list())
 
     async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:

@@ -57,8 +57,7 @@ def url_for(host: str, port: int, token: str | None) -> str:
 class BackgroundServer:
     """A uvicorn server on its own thread and event loop."""
 
-    def __init__(self, ctx: Context, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 follow_interval: float = 0.1) -> None:
+    def __init__(self, ctx: Context, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
         problem = binding_problem(host, token)
         if problem is not None:
             raise ValueError(problem)
@@ -66,7 +65,7 @@ class BackgroundServer:
         self.token = token
         self._sock = bind(host, port)
         self.port: int = self._sock.getsockname()[1]
-        self.app = WebApp(ctx, token=token, port=self.port, follow_interval=follow_interval)
+        self.app = WebApp(ctx, token=token, port=self.port)
         config = uvicorn.Config(self.app.asgi, log_config=None, access_log=False, lifespan="on",
                                 timeout_graceful_shutdown=3, log_level="warning")
         self.server = uvicorn.Server(config)

@@ -19,6 +19,7 @@ Levels of reading, the same on every backend (they mirror DSH's backend and coor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from dsh_todo.harness.persistence.header import Meta
 if TYPE_CHECKING:
     from dsh_todo.harness.context import Disposer
     from dsh_todo.harness.session import Session
+
+log = logging.getLogger("dsh_todo.persistence")
 
 Event = dict[str, Any]
 Rows = dict[str, dict[str, Any]]
@@ -167,11 +170,17 @@ class Subscription(Protocol):
 Callback = Callable[[Sequence[Event]], object]
 
 
+def hand_over(callback: Callback, session_id: str, events: Sequence[Event]) -> None:
+    """Give a follower its run of events. A follower that raises is logged; the feed goes on for the others."""
+    try:
+        callback(events)
+    except Exception:
+        log.warning("a follower of session %r failed on seq %d..%d", session_id, events[0]["seq"],
+                    events[-1]["seq"], exc_info=True)
+
+
 class LogBackend(Protocol):
     """Where logs are kept. One writer per session across processes (and machines, for a database)."""
-
-    pushes: bool
-    """Whether :meth:`follow` delivers what other processes commit; a caller polls :meth:`read` otherwise."""
 
     location: str
     """Where the sessions are, for people: a root directory, or a database and schema (never a password)."""
@@ -210,9 +219,11 @@ class LogBackend(Protocol):
         """The session's checkpoint and the stored events after it, or ``None`` when there is none that belongs
         to this log (the caller then folds the whole log)."""
 
-    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
-        """``callback(events)`` with the events after ``after_seq`` whenever any process commits more, for a backend
-        that can push; ``None`` for one that cannot (the caller polls)."""
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
+        """``callback(events)`` with the events after ``after_seq``: those stored now, then whatever any process
+        commits, each run once, in seq order, never concurrently. The cost of a change is what it added (a
+        database reads ``seq > n``; a file is read from where the last read stopped), and a log the reader refuses
+        is refused with the reader's words. A session not stored yet is followed from its first batch."""
 
     def close(self) -> None:
         """Let go of connections and other resources."""
@@ -258,6 +269,6 @@ class SessionPersistence(Protocol):
         """``listener(session_id, batch)`` after each durable batch, and once after a load with where the log
         stands."""
 
-    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None: ...
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription: ...
 
     def close(self) -> None: ...

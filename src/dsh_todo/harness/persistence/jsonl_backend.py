@@ -81,7 +81,8 @@ class JsonlBackend:
     ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
     """
 
-    pushes = False
+    follow_interval = 0.1
+    """Seconds between two looks at a followed log (:meth:`follow`)."""
 
     def __init__(self, root: str | os.PathLike[str], compression: Compression = "zstd", *,
                  pack_chunks: bool = True) -> None:
@@ -373,9 +374,14 @@ class JsonlBackend:
         tail = read_tail(path, compression_of(path), meta, checkpoint.offset)
         return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
 
-    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
-        """Files do not push: a follower polls them (see the web carrier's follower)."""
-        return None
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
+        """``callback(events)`` with the events after ``after_seq``: what the log holds now (read on this thread,
+        raising the reader's verdict), then whatever any process appends, read from where the last read stopped
+        (:class:`~dsh_todo.harness.persistence.tail.FileFollow`, a ``stat`` every ``follow_interval`` seconds on a
+        background thread). Close the returned subscription to stop."""
+        from dsh_todo.harness.persistence.tail import FileFollow
+
+        return FileFollow(self, session_id, after_seq, callback, interval=self.follow_interval).start()
 
     def close(self) -> None:
         """Nothing to let go of: every writer holds its own file and lock."""

@@ -105,8 +105,8 @@ class PersistenceService:
         """Where the stored log of ``session_id`` is, for people, or ``None``."""
         return self._backend.locate(session_id)
 
-    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription | None:
-        """Events other processes commit, pushed, where the backend can push (else ``None``: poll instead)."""
+    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
+        """The events after ``after_seq``, then those any process commits (see :meth:`LogBackend.follow`)."""
         self._require_open()
         return self._backend.follow(session_id, after_seq, callback)
 

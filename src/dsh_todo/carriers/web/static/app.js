@@ -10,6 +10,7 @@ import { ToolRow } from './toolrow.js';
 
 const PAGE_MESSAGES = 200;
 const LIST_REFRESH_MS = 5000;
+const RECONNECT_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -218,8 +219,15 @@ class App {
       if (generation === this.generation) this.setConnection('open');
     };
     source.onerror = () => {
-      // EventSource reconnects by itself with the same afterSeq; the replay that follows is deduplicated by seq.
-      if (generation === this.generation) this.setConnection('connecting');
+      // Reconnect with the last seq this page has, not the one it first subscribed with: a connection the server
+      // dropped because it fell behind resumes where it stopped (the replay is deduplicated by seq).
+      source.close();
+      if (this.source === source) this.source = null;
+      if (generation !== this.generation) return;
+      this.setConnection('connecting');
+      window.setTimeout(() => {
+        if (generation === this.generation && this.source === null) this.connect(view, generation);
+      }, RECONNECT_MS);
     };
     source.onmessage = (message) => {
       if (generation !== this.generation) return;
@@ -261,6 +269,11 @@ class App {
 
   onEvent(view, event) {
     if (!event || !Number.isInteger(event.seq) || view.events.has(event.seq)) return;
+    if (view.lastSeq >= 0 && event.seq > view.lastSeq + 1) {
+      // The server replays at most a page: this page was further behind, so it reads the history tail page again.
+      this.open(view.sessionId, { push: false });
+      return;
+    }
     const inOrder = event.seq > view.lastSeq;
     view.events.set(event.seq, event);
     view.firstSeq = Math.min(view.firstSeq, event.seq);

@@ -134,8 +134,6 @@ def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: 
 class PgBackend:
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
 
-    pushes = True
-
     def __init__(self, url: str, *, schema: str = "public", poll_interval: float = 5.0) -> None:
         self.url = url
         self.poll_interval = poll_interval

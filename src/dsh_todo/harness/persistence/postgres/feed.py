@@ -29,7 +29,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
 
-from dsh_todo.harness.persistence.contract import Callback
+from dsh_todo.harness.persistence.contract import Callback, hand_over
 from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 
@@ -67,11 +67,7 @@ class Subscription:
             if not events:
                 return
             self.after_seq = events[-1]["seq"]
-            try:
-                self.callback(events)
-            except Exception:
-                log.warning("a follower of session %r failed on seq %d..%d", self.session_id, events[0]["seq"],
-                            self.after_seq, exc_info=True)
+            hand_over(self.callback, self.session_id, events)
 
     def __repr__(self) -> str:
         return f"<Subscription {self.session_id!r} after {self.after_seq}>"

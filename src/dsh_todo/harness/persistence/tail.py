@@ -1,0 +1,238 @@
+"""Following a JSONL log that another process is writing: each change costs the bytes it added, not the log.
+
+A viewer (the web page, ``watch``) follows a log that ``dsh-todo run`` or a DSH agent elsewhere appends to, a batch
+every 200 ms or so. Re-reading the whole file on each change made following quadratic: at 50k events a 10 events/s
+trickle kept a core half busy. :class:`LogTail` reads the whole log once, through the store's own read (so the first
+verdict is exactly the reader's), and then only what was appended after it:
+
+- **raw** (``.jsonl``): from the byte offset where the last read stopped, through the same
+  :class:`~dsh_todo.harness.persistence.scan.LogScanner` (continued, not restarted: a line cut by a read in progress
+  stays in its fragment until the writer finishes it);
+- **zstd** (``.jsonl.zstd``): from the end of the last complete frame; a frame still being written is read again,
+  whole, once it is complete (the writer appends one frame per batch).
+
+Anything the incremental path cannot take as it is (a bad line, a frame that fails validation, an event type this
+harness does not know, a file replaced or shrunk) makes it read the whole log again through the store, so the
+verdict a follower reports is always the reader's, word for word. A log that failed is not read again until its
+file changes.
+
+:class:`FileFollow` is what :meth:`JsonlBackend.follow <dsh_todo.harness.persistence.jsonl_backend.JsonlBackend.follow>`
+returns: a :class:`LogTail` polled on a background thread (a ``stat`` per interval; files cannot push), handing each
+run of new events to the callback, in seq order, exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from dsh_todo.harness.errors import EncodingError
+from dsh_todo.harness.persistence.contract import Callback, Event, hand_over
+from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
+from dsh_todo.harness.persistence.paths import compression_of
+from dsh_todo.harness.persistence.scan import LogScanner
+from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+
+log = logging.getLogger("dsh_todo.persistence")
+
+FOLLOW_INTERVAL_S: Final = 0.1
+"""How often a :class:`FileFollow` looks at its file (one ``stat``)."""
+FIND_EVERY: Final = 5
+"""While a followed log does not exist, look for it every this many polls (a directory scan, not a stat)."""
+
+Identity = tuple[int, int, int, int]
+
+
+def _identity(path: Path) -> Identity:
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def read_from(path: Path, offset: int) -> bytes:
+    """The bytes of ``path`` from ``offset`` to its end (the one place a tail touches the file's contents)."""
+    with path.open("rb") as file:
+        file.seek(offset)
+        return file.read()
+
+
+class _Fallback(Exception):
+    """The incremental path met something only a whole read can judge."""
+
+
+class LogTail:
+    """One log file of ``store``, read from where the last :meth:`read` stopped (see the module docstring)."""
+
+    def __init__(self, store: JsonlBackend, session_id: str, path: Path) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.path = path
+        self.zstd = compression_of(path) == "zstd"
+        self._scanner: LogScanner | None = None
+        self._offset = 0
+        self._file: tuple[int, int] | None = None
+        """The device and inode read so far: another one is another file (the log was replaced)."""
+        self._seen: Identity | None = None
+        """The identity of the file when every byte of it was taken (nothing to read until it changes)."""
+        self._failed: Identity | None = None
+
+    def read(self) -> list[Event]:
+        """The events committed since the last read; every event of the log on the first read and after the file
+        was replaced (a caller drops seqs it already has). Raises the reader's error for a log it refuses, and
+        ``OSError`` when the file is gone."""
+        identity = _identity(self.path)
+        if identity == self._seen or identity == self._failed:
+            return []
+        if self._scanner is None or identity[:2] != self._file or identity[2] < self._offset:
+            return self._read_whole()
+        try:
+            events = self._read_more()
+        except (_Fallback, SessionLogError, EncodingError):
+            return self._read_whole()
+        self._seen = identity if self._offset == identity[2] else None
+        return events
+
+    def _read_whole(self) -> list[Event]:
+        """The store's own read, noting where the next read continues: after the record (line or frame) holding
+        the last event it gave, wherever the file has grown to since (a writer may append during a long read)."""
+        self._scanner = None
+        self._seen = None
+        before = _identity(self.path)
+        try:
+            stored = self.store.read(self.session_id)
+        except SessionLogError:
+            if _identity(self.path) == before:
+                self._failed = before
+            raise
+        self._failed = None
+        if stored.path != self.path:
+            self.path = stored.path or self.path
+            raise _moved(self.session_id)
+        events = stored.events
+        committed = len(events)
+        if stored.torn is not None:
+            self._offset = stored.torn.truncate_to
+            committed -= len(stored.torn.recovered)  # a cut zstd frame is read again, whole, once it is complete
+        else:
+            self._offset = self._record_end(stored.last_record or 0)  # no event: the header is the last record
+        self._scanner = LogScanner.continuing(stored.meta, committed)
+        self._file = before[:2]
+        return events
+
+    def _record_end(self, start: int) -> int:
+        """Where the record (a line, or a zstd frame) that starts at byte ``start`` ends."""
+        data = read_from(self.path, start)
+        if self.zstd:
+            frames = scan_frames(data, max_frames=1).frames
+            if not frames:
+                raise _moved(self.session_id)  # rewritten under us: look again
+            return start + frames[0][1]
+        end = data.find(b"\n")
+        if end < 0:
+            raise _moved(self.session_id)
+        return start + end + 1
+
+    def _read_more(self) -> list[Event]:
+        scanner = self._scanner
+        assert scanner is not None
+        data = read_from(self.path, self._offset)
+        if not self.zstd:
+            scanner.feed(data)
+            self._offset += len(data)
+        else:
+            frames = scan_frames(data)
+            for start, end in frames.frames:
+                scanner.feed(decode_frame(data[start:end]))
+                if not scanner.clean:
+                    raise _Fallback
+            if frames.frames:
+                self._offset += frames.frames[-1][1]
+        events = scanner.events
+        if not KNOWN_SESSION_EVENT_TYPES.issuperset(event.get("type") for event in events):
+            raise _Fallback  # the reader refuses or lets it pass (``ignorable``): its word, not ours
+        scanner.base += len(events)
+        scanner.events = []
+        return events
+
+
+def _moved(session_id: str) -> SessionNotFoundError:
+    return SessionNotFoundError(f'session "{session_id}" moved to another log file')
+
+
+class FileFollow:
+    """A :class:`LogTail` polled on a daemon thread; ``callback(events)`` with each run after ``after_seq``.
+
+    Never concurrent with itself. A log that does not exist yet is looked for until it does; a log the reader
+    refuses is reported once per verdict (``log.warning``) and followed again when its file changes.
+    """
+
+    def __init__(self, store: JsonlBackend, session_id: str, after_seq: int, callback: Callback, *,
+                 interval: float = FOLLOW_INTERVAL_S) -> None:
+        self.store, self.session_id, self.callback = store, session_id, callback
+        self.after_seq = after_seq
+        """The last seq handed over."""
+        self.interval = interval
+        self.closed = False
+        self._tail: LogTail | None = None
+        self._polls = 0
+        self._said: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FileFollow:
+        """Read what exists now on this thread (raising the reader's verdict), then poll in the background."""
+        self.poll(raising=True)
+        self._thread = threading.Thread(target=self._run, name=f"follow {self.session_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.closed = True
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+    def poll(self, *, raising: bool = False) -> None:
+        """Deliver whatever the log holds after what was delivered; one poll at a time."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                events = self._read()
+            except SessionLogError as exc:
+                if raising:
+                    raise
+                if str(exc) != self._said:
+                    self._said = str(exc)
+                    log.warning("cannot follow session %r: %s", self.session_id, exc)
+                return
+            self._said = None
+            fresh = [event for event in events if event["seq"] > self.after_seq]
+            if not fresh or self.closed:
+                return
+            self.after_seq = fresh[-1]["seq"]
+            hand_over(self.callback, self.session_id, fresh)
+
+    def _read(self) -> list[Event]:
+        if self._tail is None:
+            self._polls += 1
+            if self._polls > 1 and self._polls % FIND_EVERY:
+                return []
+            path = self.store.find(self.session_id)
+            if path is None:
+                return []
+            self._tail = LogTail(self.store, self.session_id, path)
+        try:
+            return self._tail.read()
+        except (OSError, SessionNotFoundError):  # moved or removed since it was found: look for it again
+            self._tail = None
+            return []
