@@ -287,3 +287,40 @@ def test_sessions_service_through_boot(make_ctx: BootFactory) -> None:
     ctx = make_ctx(tool=False, projections=False)
     session = ctx.sessions.create("s")
     assert ctx.sessions.list() == [session]
+
+
+def nested_lists(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_data_as_deep_as_a_log_line_allows_is_logged_and_reads_back(tmp_path: Any) -> None:
+    """Repro: ``session.append(type, data)`` with data nested ~500 levels raised ``RecursionError`` out of the copy
+    (two frames a level), and data nested deeper than the reader's bound was written, making the whole log unreadable
+    (``corrupt session log: … nests deeper than 512 levels``). Now anything up to ``MAX_DATA_DEPTH`` is copied
+    (without recursion when it must be) and reads back; anything deeper is refused and nothing is appended."""
+    from dsh_todo.harness.frozen import MAX_DATA_DEPTH
+    from dsh_todo.logview import read_session
+    from dsh_todo.runtime import open_runtime
+
+    ctx = open_runtime(tmp_path)
+    try:
+        session = ctx.sessions.create("deep", cwd="/work/deep")
+        deepest = {"v": nested_lists(MAX_DATA_DEPTH - 1)}  # the object plus the lists: exactly MAX_DATA_DEPTH
+        event = session.append("assistant/chunk", deepest)
+        assert event["data"] == deepest
+        with pytest.raises(TypeError):
+            event["data"]["v"].append(1)
+        for too_deep in ({"v": nested_lists(MAX_DATA_DEPTH)}, {"v": nested_lists(100_000)}):
+            with pytest.raises(SessionAppendError, match=f"nests deeper than {MAX_DATA_DEPTH} levels"):
+                session.append("assistant/chunk", too_deep)
+        assert session.seq == 1
+        ctx.session_persistence.flush()
+        log = ctx.session_persistence.locate("deep")
+    finally:
+        ctx.dispose()
+    view = read_session(log)
+    assert view.health.state == "ok", view.health.reason
+    assert view.events[-1]["data"] == deepest

@@ -18,6 +18,11 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from dsh_todo.harness.errors import NotLosslessJSON as NotLosslessJSON
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH, nests_deeper
+
+MAX_DATA_DEPTH = MAX_VALUE_DEPTH - 1
+"""How deeply a logged payload may nest: one level less than a log line may (:data:`MAX_VALUE_DEPTH`, the reader's
+bound), since the line's envelope holds it. Deeper data is refused, so no append can make a log unreadable."""
 
 
 def _refuse(*_: Any, **__: Any) -> NoReturn:
@@ -142,7 +147,53 @@ def lossless_copy(value: Any, path: str = "") -> Any:
         return _snap(value)
     except _Bad:
         pass
+    except RecursionError:  # a few hundred levels: too deep for the recursive walk's two frames a level
+        return _deep_copy(value, path)
     return _explain(value, path)
+
+
+def _deep_copy(value: Any, path: str) -> Any:
+    """The copy of a value too deep for :func:`_snap`: refused beyond :data:`MAX_DATA_DEPTH`, else made without
+    recursion (containers filled through ``dict``/``list``'s own methods, then untracked once complete)."""
+    if nests_deeper(value, MAX_DATA_DEPTH):
+        raise NotLosslessJSON(f"{_describe(path)} nests deeper than {MAX_DATA_DEPTH} levels, more than a session "
+                              "log line can hold")
+    holder = FrozenList()
+    list.append(holder, None)
+    built: list[Any] = []
+    stack: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        kind = type(item)
+        out: Any
+        if kind is dict:
+            out = FrozenDict()
+            for key, child in item.items():
+                if type(key) is not str:
+                    raise NotLosslessJSON(f"{_describe(path)} has a non-string key {key!r} (deep inside)")
+                dict.__setitem__(out, key, None)
+                stack.append((child, out, key))
+            built.append(out)
+        elif kind is list or kind is tuple:
+            out = FrozenList()
+            for index, child in enumerate(item):
+                list.append(out, None)
+                stack.append((child, out, index))
+            built.append(out)
+        elif (kind is float and not math.isfinite(item)) or (kind is float and item == 0.0 and (
+                math.copysign(1.0, item) < 0)):
+            raise NotLosslessJSON(f"{_describe(path)} holds {item!r} (deep inside), which JSON cannot carry losslessly")
+        elif kind in (str, int, bool, float, FrozenDict, FrozenList) or item is None:
+            out = item
+        else:
+            raise NotLosslessJSON(f"{_describe(path)} holds a {kind.__name__} (deep inside), not a JSON value")
+        if type(parent) is FrozenDict:
+            dict.__setitem__(parent, slot, out)
+        else:
+            list.__setitem__(parent, slot, out)
+    for container in built:
+        _untrack(container)
+    return holder[0]
 
 
 def is_lossless(value: Any) -> bool:
