@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -151,7 +150,7 @@ class JsonlWriter:
         if self.path.exists():
             raise SessionExistsError(f'refusing to materialize "{self.session_id}": a log already exists on disk '
                                      "(load/resume it instead)")
-        tmp = self.path.with_name(f"{self.path.name}.{secrets.token_hex(6)}.tmp")
+        tmp = self.path.with_name(f"{self.path.name}.{os.urandom(6).hex()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             try:
