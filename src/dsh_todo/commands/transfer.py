@@ -47,15 +47,15 @@ def _transfer(args: argparse.Namespace) -> int:
     from dsh_todo.harness.persistence.postgres import PgBackend
     from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
 
-    store = PgBackend(url, schema=args.schema)
-    store.open()  # one line for an unreachable database, not one failure per session
+    backend = PgBackend(url, schema=args.schema)
+    backend.open()  # one line for an unreachable database, not one failure per session
     try:
         if direction == "import":
-            results = import_root(args.root, store, session_ids=args.session)
+            results = import_root(args.root, backend, session_ids=args.session)
         else:
-            results = export_root(store, args.root, compression=args.compression, session_ids=args.session)
+            results = export_root(backend, args.root, compression=args.compression, session_ids=args.session)
     finally:
-        store.close()
+        backend.close()
     failed = 0
     for result in results:
         if isinstance(result, Moved):

@@ -20,9 +20,9 @@ def open_database(url: str, *, schema: str = "public") -> PgBackend:
         from dsh_todo.harness.persistence.postgres import PgBackend
     except ImportError as exc:
         raise Refusal("internal", f"reading a database needs psycopg (install dsh-todo[postgres]): {exc}") from None
-    store = PgBackend(url, schema=schema)
+    backend = PgBackend(url, schema=schema)
     try:
-        store.open()
+        backend.open()
     except DshTodoError as exc:  # unreachable (DatabaseUnavailableError), or tables of a newer format
         raise Refusal("internal", str(exc)) from None
-    return store
+    return backend

@@ -1,8 +1,8 @@
 """A log named by its path: the session directory or its ``session.jsonl[.zstd]``, and the root it lives under.
 
-Reading itself is the store's (:class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`): each file in its own
-encoding, with DSH's refusals (both encodings in one directory, the flat layout, a copy that is not where its header
-says, one id in two project directories).
+Reading itself is the backend's (:class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`): each file in
+its own encoding, with DSH's refusals (both encodings in one directory, the flat layout, a copy that is not where its
+header says, one id in two project directories).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ def find_log(path: str | Path) -> Path:
     """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
     target = Path(path)
     if target.is_dir():
-        store = JsonlBackend(root_of(target / "session.jsonl"))
-        log = store.log_in(target)
+        backend = JsonlBackend(root_of(target / "session.jsonl"))
+        log = backend.log_in(target)
         if log is None:
             raise Refusal("not-found", f"{target} holds no session.jsonl or session.jsonl.zstd")
         return log

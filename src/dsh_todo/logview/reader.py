@@ -205,7 +205,7 @@ def _from_checkpoint(backend: JsonlBackend, log: Path) -> _Read | None:
 
 
 def _guarded(target: _Target, keep: bool) -> _Read | Health:
-    """The read, or the refusal it ended in; a store's own errors (a database going away) are refusals too."""
+    """The read, or the refusal it ended in; a backend's own errors (a database going away) are refusals too."""
     try:
         return _read(target, keep=keep)
     except (Refusal, SessionLogError, OSError) as exc:

@@ -8,7 +8,7 @@ lock then waits a whole switch interval for it.) The first event queued for an i
 one fsync and, under zstd, one frame.
 :meth:`WriteBehind.flush` skips the wait.
 
-The window is kept by one background thread per store rather than by an asyncio timer, because sessions are appended
+The window is kept by one background thread per backend rather than by an asyncio timer, because sessions are appended
 to from synchronous code as well as from event loops (the CLI, tests, the MCP server's worker threads), and a batch
 must be written even when no loop is running. The thread spends its time in ``write``/``fsync``, which release the
 GIL. Each session's batches are written under its own I/O lock, taken *before* the queue is emptied, so a flush

@@ -129,7 +129,7 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
         raise
 
 
-def usable_checkpoint(store: JsonlBackend, log_path: Path) -> tuple[Meta, Checkpoint] | None:
+def usable_checkpoint(backend: JsonlBackend, log_path: Path) -> tuple[Meta, Checkpoint] | None:
     """The log's header and its checkpoint, if the checkpoint belongs to this log and points inside it.
 
     Row-level checks (version, schema, seq within the log) are the projection registry's; see the module docstring.
@@ -138,10 +138,10 @@ def usable_checkpoint(store: JsonlBackend, log_path: Path) -> tuple[Meta, Checkp
     if checkpoint is None:
         return None
     try:
-        meta = store.read_header(log_path)
+        meta = backend.read_header(log_path)
         if meta is None or identity_of(meta) != checkpoint.identity:
             return None
-        store.check_location(log_path, meta)
+        backend.check_location(log_path, meta)
         if checkpoint.offset > os.stat(log_path).st_size:
             return None
     except (OSError, SessionLogError):

@@ -8,10 +8,10 @@ offset a reader starts decoding from (:mod:`.checkpoint_file`), or in PostgreSQL
 then restores from the rows and folds only the tail (:meth:`ProjectionCache.restore`). One design for every backend.
 
 **It never leads the log.** A checkpoint is written only for an event that is already durable: at every
-``turn/end`` the rows are snapshotted (a deep copy of each state; nothing is folded), the write-behind is asked for a
+``turn/end`` the rows are copied (a deep copy of each state; nothing is folded), the write-behind is asked for a
 batch ending at that event (``session_persistence.flush_soon``: written at once by the writer thread), and the rows
 are handed to the plugin's writing thread from the durability callback once that batch is durable. ``turn/end``
-itself therefore costs a snapshot and no I/O, and the record a cold reader starts from holds at most one turn
+itself therefore costs a copy and no I/O, and the record a cold reader starts from holds at most one turn
 (under zstd, the frame ends at the ``turn/end``). Those batch boundaries are asked for at most once per batch
 window per session, so turns that end faster than that (a replay, a benchmark) are batched as usual and the record
 holds at most one window of events.
@@ -57,7 +57,7 @@ inject = ["sessions", "session_projections", "session_persistence"]
 
 
 class _Pending:
-    """Rows snapshotted at a ``turn/end`` (``seq``), waiting for that event to become durable."""
+    """Rows copied at a ``turn/end`` (``seq``), waiting for that event to become durable."""
 
     __slots__ = ("header", "rows", "seq")
 
@@ -106,7 +106,7 @@ class ProjectionCache:
     # -- live sessions --------------------------------------------------------------------------------------
 
     def on_event(self, session: Session, event: Event) -> None:
-        """At ``turn/end``: snapshot the rows now, write them once the batch holding this event is durable."""
+        """At ``turn/end``: copy the rows now, write them once the batch holding this event is durable."""
         if event["type"] != "turn/end" or self._closed:
             return
         seq: int = event["seq"]

@@ -1,7 +1,7 @@
 """``@deepseek-ai/dsh-session-persistence-jsonl``: every live session written to DSH's JSONL layout.
 
 Mount it next to ``@deepseek-ai/dsh-session`` and every session the ``sessions`` service creates is persisted in
-DSH's on-disk layout under ``root`` (:class:`~.store.JsonlBackend`), through the one ``session_persistence`` service
+DSH's on-disk layout under ``root`` (:class:`~.backend.JsonlBackend`), through the one ``session_persistence`` service
 (:mod:`.service`). New logs use ``compression``; stored logs are read in whichever encoding each file has.
 
 Config (DSH's names): ``root`` (required), ``compression`` (``"zstd"`` by default, or ``"none"``),
@@ -23,7 +23,7 @@ name = "@deepseek-ai/dsh-session-persistence-jsonl"
 inject = ["sessions"]
 
 _KEYS: Final = frozenset({"root", "compression", "packChunks", "preparedSessionCacheSize"})
-"""``preparedSessionCacheSize`` is DSH's too, accepted and ignored (this store keeps no prepared sessions)."""
+"""``preparedSessionCacheSize`` is DSH's too, accepted and ignored (this backend keeps no prepared sessions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,5 +47,5 @@ class Config:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    store = JsonlBackend(config.root, config.compression, pack_chunks=config.packChunks)
-    install(ctx, store, config.writeBatchMaxDelayMs)
+    backend = JsonlBackend(config.root, config.compression, pack_chunks=config.packChunks)
+    install(ctx, backend, config.writeBatchMaxDelayMs)

@@ -1,4 +1,4 @@
-"""The JSONL session store: DSH's on-disk layout under one root, read, recovered and written like DSH does it.
+"""The JSONL session backend: DSH's on-disk layout under one root, read, recovered and written like DSH does it.
 
 Reading has three levels, mirroring DSH's backend and coordinator:
 
@@ -88,7 +88,7 @@ class JsonlBackend:
                  pack_chunks: bool = True) -> None:
         if compression not in ("zstd", "none"):
             raise ValueError(f'compression must be "zstd" or "none", not {compression!r}')
-        # Absolute once, so a later chdir cannot split one store across two roots.
+        # Absolute once, so a later chdir cannot split one backend across two roots.
         self.root = Path(os.path.abspath(root))
         self.location = str(self.root)
         self.compression: Compression = compression

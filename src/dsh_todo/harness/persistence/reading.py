@@ -1,8 +1,8 @@
-"""The one pass that reads a JSONL log file, raw or zstd: the store's reads and every reader go through it.
+"""The one pass that reads a JSONL log file, raw or zstd: the backend's reads and every reader go through it.
 
 Every line goes through :class:`~dsh_todo.harness.persistence.scan.LogScanner` (JSON parse, packed-row expansion,
 seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
-once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the store's
+once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the backend's
 ``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
 holds one piece (4 MiB of text, or one zstd frame) and the open turn, never the log.
 
@@ -100,7 +100,7 @@ class _Pass:
             try:
                 refuse_unknown_types(str(found.meta["id"]), events, found.path)
             except SessionLogError as exc:
-                found.unknown = exc  # raised only if the whole pass succeeds, as the store reads, then refuses
+                found.unknown = exc  # raised only if the whole pass succeeds, as the backend reads, then refuses
         if self.observe is not None:
             self.observe(events, types)
         _follow_turn(found.open_turn, events, types)
@@ -156,8 +156,8 @@ def read_stable(path: Path) -> bytes:
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
              refuse_unknown: bool = True) -> Scanned:
-    """Read the log at ``path`` once, in the encoding its name says; raises the store's errors for a log it refuses
-    (with ``refuse_unknown=False``, an unknown event type is not one of them: the store's raw read level).
+    """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
+    (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
     ``observe(events, types)`` sees every run of events in order. A log that changes while it is read (a writer
     appending) is read again."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw

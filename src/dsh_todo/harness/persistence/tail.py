@@ -2,7 +2,7 @@
 
 A viewer (the web page, ``watch``) follows a log that ``dsh-todo run`` or a DSH agent elsewhere appends to, a batch
 every 200 ms or so. Re-reading the whole file on each change made following quadratic: at 50k events a 10 events/s
-trickle kept a core half busy. :class:`LogTail` reads the whole log once, through the store's own read (so the first
+trickle kept a core half busy. :class:`LogTail` reads the whole log once, through the backend's own read (so the first
 verdict is exactly the reader's), and then only what was appended after it:
 
 - **raw** (``.jsonl``): from the byte offset where the last read stopped, through the same
@@ -12,7 +12,7 @@ verdict is exactly the reader's), and then only what was appended after it:
   whole, once it is complete (the writer appends one frame per batch).
 
 Anything the incremental path cannot take as it is (a bad line, a frame that fails validation, an event type this
-harness does not know, a file replaced or shrunk) makes it read the whole log again through the store, so the
+harness does not know, a file replaced or shrunk) makes it read the whole log again through the backend, so the
 verdict a follower reports is always the reader's, word for word. A log that failed is not read again until its
 file changes.
 
@@ -67,10 +67,10 @@ class _Fallback(Exception):
 
 
 class LogTail:
-    """One log file of ``store``, read from where the last :meth:`read` stopped (see the module docstring)."""
+    """One log file of ``backend``, read from where the last :meth:`read` stopped (see the module docstring)."""
 
-    def __init__(self, store: JsonlBackend, session_id: str, path: Path) -> None:
-        self.store = store
+    def __init__(self, backend: JsonlBackend, session_id: str, path: Path) -> None:
+        self.backend = backend
         self.session_id = session_id
         self.path = path
         self.zstd = compression_of(path) == "zstd"
@@ -99,13 +99,13 @@ class LogTail:
         return events
 
     def _read_whole(self) -> list[Event]:
-        """The store's own read, noting where the next read continues: after the record (line or frame) holding
+        """The backend's own read, noting where the next read continues: after the record (line or frame) holding
         the last event it gave, wherever the file has grown to since (a writer may append during a long read)."""
         self._scanner = None
         self._seen = None
         before = _identity(self.path)
         try:
-            stored = self.store.read(self.session_id)
+            stored = self.backend.read(self.session_id)
         except SessionLogError:
             if _identity(self.path) == before:
                 self._failed = before
@@ -172,9 +172,9 @@ class FileFollow:
     refuses is reported once per verdict (``log.warning``) and followed again when its file changes.
     """
 
-    def __init__(self, store: JsonlBackend, session_id: str, after_seq: int, callback: Callback, *,
+    def __init__(self, backend: JsonlBackend, session_id: str, after_seq: int, callback: Callback, *,
                  interval: float = FOLLOW_INTERVAL_S) -> None:
-        self.store, self.session_id, self.callback = store, session_id, callback
+        self.backend, self.session_id, self.callback = backend, session_id, callback
         self.after_seq = after_seq
         """The last seq handed over."""
         self.interval = interval
@@ -227,10 +227,10 @@ class FileFollow:
             self._polls += 1
             if self._polls > 1 and self._polls % FIND_EVERY:
                 return []
-            path = self.store.find(self.session_id)
+            path = self.backend.find(self.session_id)
             if path is None:
                 return []
-            self._tail = LogTail(self.store, self.session_id, path)
+            self._tail = LogTail(self.backend, self.session_id, path)
         try:
             return self._tail.read()
         except (OSError, SessionNotFoundError):  # moved or removed since it was found: look for it again

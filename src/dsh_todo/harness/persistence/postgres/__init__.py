@@ -50,6 +50,6 @@ class Config:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    store = PgBackend(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
-    store.open()
-    install(ctx, store, config.writeBatchMaxDelayMs)
+    backend = PgBackend(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
+    backend.open()
+    install(ctx, backend, config.writeBatchMaxDelayMs)

@@ -1,4 +1,4 @@
-"""The PostgreSQL session store: the JSONL store's operations, over two tables instead of one file per session.
+"""The PostgreSQL session backend: the JSONL backend's operations, over two tables instead of one file per session.
 
 The levels match :class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`:
 
@@ -283,7 +283,7 @@ class PgBackend:
         return meta
 
     def read_rows(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> builtins.list[Row]:
-        """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent snapshot."""
+        """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent read."""
         query = (f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
                  "ORDER BY seq")
 
@@ -477,8 +477,9 @@ class PgWriter:
     was in flight when the connection broke is either wholly stored (then it is not written twice) or not at all.
     """
 
-    def __init__(self, store: PgBackend, conn: Conn, key: int, meta: Meta, *, cursor: int, materialized: bool) -> None:
-        self.store = store
+    def __init__(self, backend: PgBackend, conn: Conn, key: int, meta: Meta, *, cursor: int,
+                 materialized: bool) -> None:
+        self.backend = backend
         self.meta = meta
         self.session_id: str = meta["id"]
         self.cursor = cursor
@@ -489,7 +490,7 @@ class PgWriter:
         self._key = key
         self._closed = False
         self._io = threading.Lock()
-        tables = store.tables
+        tables = backend.tables
         self._copy = f"COPY {tables.events} (session_id, seq, batch, type, event) FROM STDIN"
         self._advance = (f"UPDATE {tables.sessions} SET next_seq = %s, updated_at = now() "
                          "WHERE id = %s AND next_seq = %s")
@@ -563,9 +564,9 @@ class PgWriter:
         if not broken(conn):
             assert conn is not None
             return conn
-        conn, self._key = self.store.lock_session(self.session_id)
+        conn, self._key = self.backend.lock_session(self.session_id)
         try:
-            stored = self.store.next_seq(self.session_id, conn)
+            stored = self.backend.next_seq(self.session_id, conn)
             if stored is not None:
                 self.materialized = True
             if stored is None or stored == self.cursor:
@@ -573,7 +574,7 @@ class PgWriter:
                 return conn
             wanted = [dumps(event) for batch in batches for event in batch]
             if stored == self.cursor + len(wanted):
-                rows = self.store.read_rows(self.session_id, self.cursor - 1, conn)
+                rows = self.backend.read_rows(self.session_id, self.cursor - 1, conn)
                 if [row[2] for row in rows] == wanted:
                     self._conn = conn
                     self.last_batch = Batch(self.cursor, stored - 1)
@@ -584,7 +585,7 @@ class PgWriter:
                                     "write")
         except BaseException:
             if self._conn is not conn:
-                release(conn, self.store.tables, self.session_id, self._key)
+                release(conn, self.backend.tables, self.session_id, self._key)
             raise
 
     def close(self) -> None:
@@ -595,4 +596,4 @@ class PgWriter:
             self._closed = True
             conn, self._conn = self._conn, None
         if conn is not None:
-            release(conn, self.store.tables, self.session_id, self._key)
+            release(conn, self.backend.tables, self.session_id, self._key)

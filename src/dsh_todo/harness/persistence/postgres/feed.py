@@ -1,11 +1,11 @@
 """Cross-process push: followers hear of committed events through ``LISTEN``/``NOTIFY`` and read them back by seq.
 
-Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq>'`` (:class:`.store.PgWriter`).
+Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq>'`` (:class:`.backend.PgWriter`).
 The payload is a doorbell, not the data: it is tiny whatever the batch holds, PostgreSQL delivers it only after the
 commit (so the rows are visible to whoever reads them next), and a follower reads ``seq > <what it has>`` from the
 events table, so one read catches up however many notifications it coalesces or missed.
 
-An :class:`EventFeed` keeps one listening connection per process (per store) and one more for reading, on one
+An :class:`EventFeed` keeps one listening connection per process (per backend) and one more for reading, on one
 background thread. :meth:`EventFeed.subscribe` registers a callback for a session after a seq; the callback gets
 each run of new events, in seq order, exactly once, never concurrently with itself. Nothing is lost around the edges:
 
@@ -58,12 +58,12 @@ class Subscription:
         self.closed = True
         self.feed._remove(self)
 
-    def catch_up(self, store: PgBackend) -> None:
+    def catch_up(self, backend: PgBackend) -> None:
         """Deliver whatever the log holds after ``after_seq`` (serialized: one reader at a time)."""
         with self._lock:
             if self.closed:
                 return
-            events = store.read_from(self.session_id, self.after_seq)
+            events = backend.read_from(self.session_id, self.after_seq)
             if not events:
                 return
             self.after_seq = events[-1]["seq"]
@@ -76,11 +76,11 @@ class Subscription:
 class EventFeed:
     """Delivers events committed by any process to this process's subscriptions."""
 
-    def __init__(self, store: PgBackend, *, poll_interval: float = 5.0) -> None:
-        self.url = store.url
-        self.tables = store.tables
+    def __init__(self, backend: PgBackend, *, poll_interval: float = 5.0) -> None:
+        self.url = backend.url
+        self.tables = backend.tables
         self.poll_interval = poll_interval
-        self.reader = PgBackend(store.url, schema=store.tables.schema)
+        self.reader = PgBackend(backend.url, schema=backend.tables.schema)
         self._subs: dict[str, set[Subscription]] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None

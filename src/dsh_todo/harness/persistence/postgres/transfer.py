@@ -112,9 +112,9 @@ def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], comp
     return b"".join(parts)
 
 
-def source_batches(store: JsonlBackend, stored: StoredLog) -> tuple[list[list[Event]], bool]:
+def source_batches(backend: JsonlBackend, stored: StoredLog) -> tuple[list[list[Event]], bool]:
     """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
-    assert stored.path is not None, "a JSONL store's logs are files"
+    assert stored.path is not None, "a JSONL backend's logs are files"
     buffer = read_stable(stored.path)
     compression = compression_of(stored.path)
     torn = stored.torn
