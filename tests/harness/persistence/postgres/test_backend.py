@@ -166,6 +166,29 @@ def test_a_second_writer_is_refused_naming_the_holder(boot_pg: Any) -> None:
     assert loaded.seq == 3 and loaded.events[1]["data"]["reason"] == {"kind": "interrupted"}
 
 
+def test_a_rival_names_a_holder_that_records_itself_just_after_locking(boot_pg: Any, pg_url: str) -> None:
+    """Repro (a flaky run of ``test_two_processes_racing_for_one_session…``): the winner takes the advisory lock,
+    then records who it is; a rival refused in between named only "PostgreSQL backend <pid>". The rival now waits a
+    moment for the record, so the refusal names the process whatever the timing."""
+    import threading
+
+    from dsh_todo.harness.persistence.postgres.locking import lock_key, record_holder, try_lock
+
+    backend = boot_pg().session_persistence.backend
+    key = lock_key(backend.tables.schema, "racy")
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        assert try_lock(holder, key)
+        late = threading.Timer(0.15, lambda: record_holder(holder, backend.tables, "racy", 4242))
+        late.start()
+        try:
+            with pytest.raises(SessionLockedError) as refused:
+                backend.lock_session("racy")
+        finally:
+            late.join()
+    assert "already open for writing by process 4242 on " in str(refused.value)
+    assert refused.value.holder_pid == 4242
+
+
 def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) -> None:
     ctx = boot_pg()
     ctx.sessions.create("there").append("turn/start", {"turn": 1})

@@ -43,6 +43,7 @@ from dsh_todo.harness.persistence.postgres.locking import (
     find_holder,
     forget_holder,
     lock_key,
+    name_holder,
     record_holder,
     try_lock,
     unlock,
@@ -198,7 +199,7 @@ class PgBackend:
         conn = connect(self.url, "writer", keepalive=True)
         try:
             if not try_lock(conn, key):
-                holder = find_holder(conn, self.tables, session_id, key)
+                holder = name_holder(conn, self.tables, session_id, key)
                 who = holder.describe() if holder is not None else "another writer"
                 raise SessionLockedError(
                     f'session "{session_id}" is already open for writing by {who} (lock: advisory key '

@@ -19,6 +19,7 @@ backend pid matches the lock's current holder.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 
 from dsh_todo.harness.persistence.postgres.connection import Conn, host_name
@@ -68,6 +69,18 @@ def record_holder(conn: Conn, tables: Tables, session_id: str, client_pid: int) 
 def forget_holder(conn: Conn, tables: Tables, session_id: str) -> None:
     conn.execute(f"DELETE FROM {tables.writers} WHERE session_id = %s AND backend_pid = pg_backend_pid()",
                  (session_id,))
+
+
+def name_holder(conn: Conn, tables: Tables, session_id: str, key: int, *, patience: float = 0.5) -> Holder | None:
+    """:func:`find_holder`, waiting up to ``patience`` seconds for a holder that has the lock but has not yet said who
+    it is: a writer takes the lock, then records itself, so a rival racing it would otherwise name only the
+    PostgreSQL backend, and the same refusal would read differently depending on a few milliseconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        holder = find_holder(conn, tables, session_id, key)
+        if holder is None or holder.client_pid is not None or time.monotonic() >= deadline:
+            return holder
+        time.sleep(0.01)
 
 
 def find_holder(conn: Conn, tables: Tables, session_id: str, key: int) -> Holder | None:
