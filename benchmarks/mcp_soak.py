@@ -24,22 +24,12 @@ from typing import Any
 
 import httpx
 
-from dsh_todo.testing import stop
+from dsh_todo.testing import memory_kb, open_fds, stop
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PROTOCOL = "2025-06-18"
 
 
-def status(pid: int, field: str) -> int:
-    """A ``kB`` field of ``/proc/PID/status`` (``VmRSS``, ``VmHWM``), in kB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def result_of(response: httpx.Response) -> Any:
@@ -90,7 +80,7 @@ def main() -> int:
                 for warm in range(20):
                     one_client(http, url, -1 - warm)
                 time.sleep(0.5)
-                fds_before, rss_before = fds(server.pid), status(server.pid, "VmRSS")
+                fds_before, rss_before = open_fds(server.pid), memory_kb(server.pid, "VmRSS")
                 started = time.monotonic()
                 peak_rss, peak_fds, done = rss_before, fds_before, 0
                 for index in range(args.clients):
@@ -99,12 +89,12 @@ def main() -> int:
                     one_client(http, url, index)
                     done += 1
                     if index % 50 == 0:
-                        peak_rss = max(peak_rss, status(server.pid, "VmRSS"))
-                        peak_fds = max(peak_fds, fds(server.pid))
+                        peak_rss = max(peak_rss, memory_kb(server.pid, "VmRSS"))
+                        peak_fds = max(peak_fds, open_fds(server.pid))
                 elapsed = time.monotonic() - started
                 time.sleep(0.5)
-                fds_after, rss_after = fds(server.pid), status(server.pid, "VmRSS")
-                hwm = status(server.pid, "VmHWM")
+                fds_after, rss_after = open_fds(server.pid), memory_kb(server.pid, "VmRSS")
+                hwm = memory_kb(server.pid, "VmHWM")
             alive = server.poll() is None
         finally:
             stop(server, timeout=30)

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.testing import stop
+from dsh_todo.testing import memory_kb, open_fds, stop
 
 WRITER = r"""
 import sys, time
@@ -79,16 +79,6 @@ print("done", flush=True)
 """
 
 
-def status(pid: int, field: str) -> int:
-    """A ``kB`` field of ``/proc/PID/status`` (``VmRSS``, ``VmHWM``), in kB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -204,7 +194,7 @@ def main() -> int:
             for _ in range(20):
                 one_client(host, "warm-up")
             time.sleep(0.5)
-            fds_before, rss_before = fds(server.pid), status(server.pid, "VmRSS")
+            fds_before, rss_before = open_fds(server.pid), memory_kb(server.pid, "VmRSS")
 
             writer = subprocess.Popen([sys.executable, "-c", WRITER, root, session_id, str(args.prefill),
                                        str(args.events), str(args.rate)], cwd=tmp, env=env, stdin=subprocess.DEVNULL,
@@ -226,8 +216,8 @@ def main() -> int:
                 else:
                     time.sleep(0.05)
                 if done % 20 == 0:
-                    peak_rss = max(peak_rss, status(server.pid, "VmRSS"))
-                    peak_fds = max(peak_fds, fds(server.pid))
+                    peak_rss = max(peak_rss, memory_kb(server.pid, "VmRSS"))
+                    peak_fds = max(peak_fds, open_fds(server.pid))
                 if not writing_s and writer.poll() is not None:
                     if writer.returncode:
                         raise SystemExit(f"the writer failed (exit {writer.returncode})")
@@ -242,8 +232,8 @@ def main() -> int:
                 sock.close()
             slow = []
             time.sleep(12)  # the follower lingers 10 s after its last connection
-            fds_after, rss_after = fds(server.pid), status(server.pid, "VmRSS")
-            hwm = status(server.pid, "VmHWM")
+            fds_after, rss_after = open_fds(server.pid), memory_kb(server.pid, "VmRSS")
+            hwm = memory_kb(server.pid, "VmHWM")
             alive = server.poll() is None
         finally:
             for sock in slow:

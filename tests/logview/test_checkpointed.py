@@ -19,7 +19,7 @@ from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.zstd import scan_frames
 from dsh_todo.logview import PlanView, read_plan, read_session
 from dsh_todo.runtime import open_runtime
-from tests.harness.persistence.test_checkpoints import append_turn, the_log, todo_write, turn
+from tests.harness.persistence.test_checkpoints import append_turn, five_turns, todo_write
 
 
 @pytest.fixture(params=["none", "zstd"])
@@ -30,13 +30,7 @@ def compression(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def written(tmp_path: Path, compression: str) -> Iterator[Path]:
     """Five turns, each made durable, closed by dispose: the checkpoint sits at the last ``turn/end``."""
-    ctx = open_runtime(tmp_path / "root", compression=compression, batch_delay_ms=60_000)
-    session = ctx.sessions.create("s", cwd="/w")
-    for number in range(1, 6):
-        turn(ctx, session, number, (f"t{number}", "in_progress"), ("later", "pending"))
-        ctx.session_persistence.flush()
-    ctx.dispose()
-    yield the_log(tmp_path / "root")
+    yield five_turns(tmp_path / "root", compression)
 
 
 def same_as_full(log: Path) -> PlanView:

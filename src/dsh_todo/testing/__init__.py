@@ -7,7 +7,8 @@ The pieces our own suite uses, public so that a user's tests do not re-derive th
   persisted, disposed on exit; :func:`memory_composition` is its rows, for ``boot`` or a YAML file;
 * :class:`ScriptedModel` and :func:`reply` / :func:`todo_call` to script it, :func:`scripted_turn` to play one turn
   of the real agent loop with it;
-* :func:`stop` — stop a server started as a subprocess (SIGINT, then kill);
+* :func:`stop` — stop a server started as a subprocess (SIGINT, then kill); :func:`memory_kb` and
+  :func:`open_fds` — what it holds, for soak tests;
 * :func:`start_cluster` — a throwaway local PostgreSQL cluster (:class:`Cluster`, ``.url``), or
   :class:`ClusterUnavailable` saying why not here; :func:`database_composition` boots the standard runtime on it,
   in a schema of its own.
@@ -18,7 +19,7 @@ Importing this module imports neither pytest nor psycopg.
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
 from dsh_todo.testing.compositions import database_composition, memory_composition, memory_context
 from dsh_todo.testing.postgres import Cluster, ClusterUnavailable, start_cluster
-from dsh_todo.testing.processes import stop
+from dsh_todo.testing.processes import memory_kb, open_fds, stop
 from dsh_todo.testing.script import reply, scripted_turn, todo_call
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "database_composition",
     "memory_composition",
     "memory_context",
+    "memory_kb",
+    "open_fds",
     "reply",
     "scripted_turn",
     "start_cluster",

@@ -1,9 +1,12 @@
-"""Stopping a server a test or a benchmark started as a subprocess: politely, then for sure."""
+"""A server a test or a benchmark started as a subprocess: stopping it (politely, then for sure) and watching what it
+holds (memory and open file descriptors, from ``/proc``, so Linux only)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
 
@@ -18,3 +21,16 @@ def stop(process: subprocess.Popen[Any], timeout: float = 20) -> int:
             process.kill()
             process.wait()
     return process.returncode
+
+
+def memory_kb(pid: int, field: str = "VmRSS") -> int:
+    """A ``kB`` field of ``/proc/PID/status``: ``VmRSS`` (resident now) or ``VmHWM`` (its peak), in kB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def open_fds(pid: int) -> int:
+    """How many file descriptors the process has open."""
+    return len(os.listdir(f"/proc/{pid}/fd"))

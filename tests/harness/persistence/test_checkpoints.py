@@ -240,16 +240,21 @@ def test_service_restores_cold_sessions_from_checkpoint_and_tail(runtime: Contex
 # -- reading: usable and unusable checkpoints ------------------------------------------------------------------
 
 
-@pytest.fixture
-def written(tmp_path: Path, compression: str) -> Iterator[Path]:
-    """A log of several turns with a checkpoint at its last turn/end, then a durable tail of one more turn."""
-    ctx = open_runtime(tmp_path / "root", compression=compression, batch_delay_ms=60_000)
+def five_turns(root: Path, compression: str) -> Path:
+    """Five turns under ``root``, each made durable, closed by dispose: the checkpoint sits at the last ``turn/end``."""
+    ctx = open_runtime(root, compression=compression, batch_delay_ms=60_000)
     session = ctx.sessions.create("s", cwd="/w")
     for number in range(1, 6):
         turn(ctx, session, number, (f"t{number}", "in_progress"), ("later", "pending"))
         ctx.session_persistence.flush()
     ctx.dispose()
-    yield the_log(tmp_path / "root")
+    return the_log(root)
+
+
+@pytest.fixture
+def written(tmp_path: Path, compression: str) -> Iterator[Path]:
+    """A log of several turns with a checkpoint at its last turn/end, then a durable tail of one more turn."""
+    yield five_turns(tmp_path / "root", compression)
 
 
 def rewrite(target: Path, **changes: Any) -> None:
