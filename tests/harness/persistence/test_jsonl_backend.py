@@ -245,3 +245,36 @@ def test_leftover_temporary_files_are_removed_when_the_session_is_next_opened(tm
     _loaded, resumed = store.resume("s")
     resumed.close()
     assert sorted(p.name for p in directory.iterdir()) == ["notes.txt", "session.jsonl.zstd"]
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_log_appended_during_every_read_is_read_as_it_stood(tmp_path: Path, compression: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro: ``dsh-todo events LOG`` on a 35 MB log whose writer appended every 30 ms printed nothing in a minute:
+    a pass took longer than the writer's next append, and the reader re-read the whole file until one pass saw it
+    unchanged, which never happened. Now a second pass reads only as far as the file reached when it began (a log
+    only grows past that), so a reader finishes in two passes however busy the writer is."""
+    from dsh_todo.harness.persistence import reading
+
+    backend = JsonlBackend(tmp_path / "root", compression)
+    writer = backend.create({"id": "busy", "createdAt": 5, "cwd": "/busy"})
+    events = some_events()
+    writer.append(events)
+    seq = len(events)
+    passes: list[int | None] = []
+    scan = reading._scan_zstd if compression == "zstd" else reading._scan_raw
+
+    def busy_writer_meanwhile(path: Path, keep: bool, observe: Any, end: int | None = None) -> Any:
+        nonlocal seq
+        found = scan(path, keep, observe, end)
+        passes.append(end)
+        writer.append(chunk_events(seq, 3))  # the writer appends while every pass is running
+        seq += 3
+        return found
+
+    monkeypatch.setattr(reading, "_scan_zstd" if compression == "zstd" else "_scan_raw", busy_writer_meanwhile)
+    stored = backend.read("busy")
+    writer.close()
+    assert len(passes) == 2 and passes[0] is None and passes[1] is not None
+    assert stored.torn is None
+    assert [event["seq"] for event in stored.events] == list(range(len(events) + 3))  # as it stood at pass two

@@ -146,12 +146,29 @@ def _identity(path: Path) -> tuple[int, ...]:
 
 
 def read_stable(path: Path) -> bytes:
-    """The file's bytes, re-read while a concurrent append changes it between the stat before and after."""
+    """The file's bytes as one consistent state: read again if it changed during the read, and then only as far as
+    it reached when that read began (:func:`_settled`)."""
+    limit: int | None = None
     while True:
         before = _identity(path)
-        data = path.read_bytes()
-        if _identity(path) == before:
+        with path.open("rb") as file:
+            data = file.read() if limit is None else file.read(limit)
+        if _settled(before, _identity(path), limit):
             return data
+        limit = _identity(path)[2]
+
+
+def _settled(before: tuple[int, ...], after: tuple[int, ...], limit: int | None) -> bool:
+    """Whether a pass that began at ``before`` and ended at ``after`` read one state of the file.
+
+    A whole pass (``limit`` ``None``) must see the file unchanged. A pass bounded to the size the file had when it
+    began reads bytes that a log only ever appends after: it holds as long as the same file only grew. The bound
+    is what keeps a reader from chasing a busy writer forever: a whole pass over a large log takes longer than the
+    writer's next append, so "read again until nothing changed" never ended (``dsh-todo events`` on a 35 MB log
+    appended every 30 ms printed nothing in a minute)."""
+    if after == before:
+        return True
+    return limit is not None and after[:2] == before[:2] and after[2] >= limit
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
@@ -159,24 +176,27 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
     (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
     ``observe(events, types)`` sees every run of events in order. A log that changes while it is read (a writer
-    appending) is read again."""
+    appending) is read again, then only as far as it reached when that second pass began."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
+    limit: int | None = None
     while True:
         before = _identity(path)
         try:
             with paused_gc():
-                found = read(path, keep, observe)
+                found = read(path, keep, observe, limit)
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
             raise
-        if _identity(path) == before:
+        if _settled(before, _identity(path), limit):
             if found.unknown is not None and refuse_unknown:
                 raise found.unknown
             return found
+        limit = _identity(path)[2]  # changed while read: read again, up to where it is now (_settled)
 
 
-def _scan_raw(path: Path, keep: bool, observe: Observer | None) -> Scanned:
+def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+    """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
         limit = max_line()
         header = file.readline(limit + 1)
@@ -185,7 +205,8 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None) -> Scanned:
                 raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
         one = _Pass(LogScanner(header), path, keep, observe)
-        while chunk := file.read(CHUNK_SIZE):
+        source = _Bounded(file, end)
+        while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
         scanner = one.scanner
         committed = scanner.committed_bytes
@@ -236,6 +257,21 @@ class _Readable(Protocol):
     def read(self, size: int, /) -> bytes: ...
 
 
+class _Bounded:
+    """``file`` read from where it stands up to byte ``end`` of the file (all of it when ``end`` is ``None``)."""
+
+    def __init__(self, file: BinaryIO, end: int | None) -> None:
+        self.file = file
+        self.end = end
+
+    def read(self, size: int, /) -> bytes:
+        if self.end is not None:
+            size = max(0, min(size, self.end - self.file.tell()))
+            if not size:
+                return b""
+        return self.file.read(size)
+
+
 def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
     """``(offset, frame, torn)`` for each complete frame of the file read piece by piece (``torn`` empty), then,
     if the file ends inside a frame, ``(offset, None, the torn bytes)``. Memory: one read piece and one frame."""
@@ -258,9 +294,10 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
         yield offset, None, pending
 
 
-def _scan_zstd(path: Path, keep: bool, observe: Observer | None) -> Scanned:
+def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+    """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
-        frames = _frames(file)
+        frames = _frames(_Bounded(file, end))
         first = next(frames, None)
         if first is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
@@ -411,16 +448,3 @@ def _frames_back(path: Path, offset: int) -> Iterator[bytes]:
         ends = [*starts[1:], offset]
         for start, end in zip(reversed(starts[1:]), reversed(ends[1:]), strict=True):
             yield b"".join(frame_pieces(os.pread(file.fileno(), end - start, start), CHUNK_SIZE))
-
-
-class _Bounded:
-    """A file read up to ``end`` only."""
-
-    def __init__(self, file: BinaryIO, end: int) -> None:
-        self.file = file
-        self.left = end
-
-    def read(self, size: int) -> bytes:
-        data = self.file.read(min(size, self.left))
-        self.left -= len(data)
-        return data
