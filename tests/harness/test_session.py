@@ -307,7 +307,7 @@ def test_data_as_deep_as_a_log_line_allows_is_logged_and_reads_back(tmp_path: An
 
     ctx = open_runtime(tmp_path)
     try:
-        session = ctx.sessions.create("deep", cwd="/work/deep")
+        session = ctx.sessions.create("deep", cwd="/srv/deep")
         deepest = {"v": nested_lists(MAX_DATA_DEPTH - 1)}  # the object plus the lists: exactly MAX_DATA_DEPTH
         event = session.append("assistant/chunk", deepest)
         assert event["data"] == deepest
