@@ -13,18 +13,16 @@ or ``--deadline`` seconds, and the server is stopped at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from dsh_todo.testing import memory_kb, open_fds, stop
+from dsh_todo.testing import memory_kb, open_fds, rpc_result, stop
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 PROTOCOL = "2025-06-18"
@@ -32,22 +30,16 @@ PROTOCOL = "2025-06-18"
 
 
 
-def result_of(response: httpx.Response) -> Any:
-    response.raise_for_status()
-    text = response.text
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    return json.loads(text)["result"]
 
 
 def one_client(http: httpx.Client, url: str, index: int) -> None:
     init = http.post(url, headers=HEADERS, json={
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}})
-    result_of(init)
+    rpc_result(init)
     headers = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": PROTOCOL}
     http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-    answer = result_of(http.post(url, headers=headers, json={
+    answer = rpc_result(http.post(url, headers=headers, json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "todo_write", "arguments": {"todos": [
             {"content": f"client {index}: read", "status": "completed"},

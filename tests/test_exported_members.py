@@ -39,7 +39,7 @@ SURFACE: dict[str, list[str]] = {
                          "list_sessions", "open_database", "read_plan", "read_session", "resolve"],
     "dsh_todo.testing": ["Cluster", "ClusterUnavailable", "ModelReply", "ScriptedModel", "ToolCallRequest",
                          "database_composition", "memory_composition", "memory_context", "memory_kb", "open_fds",
-                         "reply", "scripted_turn",
+                         "reply", "rpc_result", "scripted_turn",
                          "start_cluster", "stop", "todo_call"],
     "dsh_todo.tool_todo": ["Config", "TodoItem", "apply", "build_tool", "inject", "name"],
     # A module, not a package: pinned because DESIGN names its plugin face.

@@ -8,7 +8,8 @@ The pieces our own suite uses, public so that a user's tests do not re-derive th
 * :class:`ScriptedModel` and :func:`reply` / :func:`todo_call` to script it, :func:`scripted_turn` to play one turn
   of the real agent loop with it;
 * :func:`stop` — stop a server started as a subprocess (SIGINT, then kill); :func:`memory_kb` and
-  :func:`open_fds` — what it holds, for soak tests;
+  :func:`open_fds` — what it holds, for soak tests; :func:`rpc_result` — the result of an MCP
+  streamable-HTTP answer, JSON or SSE;
 * :func:`start_cluster` — a throwaway local PostgreSQL cluster (:class:`Cluster`, ``.url``), or
   :class:`ClusterUnavailable` saying why not here; :func:`database_composition` boots the standard runtime on it,
   in a schema of its own.
@@ -20,6 +21,7 @@ from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
 from dsh_todo.testing.compositions import database_composition, memory_composition, memory_context
 from dsh_todo.testing.postgres import Cluster, ClusterUnavailable, start_cluster
 from dsh_todo.testing.processes import memory_kb, open_fds, stop
+from dsh_todo.testing.rpc import rpc_result
 from dsh_todo.testing.script import reply, scripted_turn, todo_call
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "memory_kb",
     "open_fds",
     "reply",
+    "rpc_result",
     "scripted_turn",
     "start_cluster",
     "stop",

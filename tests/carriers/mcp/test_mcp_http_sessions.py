@@ -9,7 +9,6 @@ clients come and go. Everything here runs against a real subprocess on 127.0.0.1
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ pytest.importorskip("mcp")
 
 from dsh_todo.harness.persistence import SessionLockedError
 from dsh_todo.runtime import open_runtime
-from dsh_todo.testing import stop
+from dsh_todo.testing import rpc_result, stop
 
 CLIENTS = 300
 """Sequential clients in the fd test (``benchmarks/mcp_soak.py`` runs 2,000)."""
@@ -56,13 +55,6 @@ def http_server(root: Path, cwd: Path, *extra: str) -> Iterator[tuple[subprocess
         stop(process)
 
 
-def rpc_result(response: httpx.Response) -> Any:
-    """The JSON-RPC result in a JSON or single-event SSE answer."""
-    response.raise_for_status()
-    text = response.text
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
-    return json.loads(text)["result"]
 
 
 class RawClient:

@@ -6,14 +6,13 @@ a backend that drifts from the others fails the same test the others pass.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_todo.harness import Context, boot
+from dsh_todo.harness import Context
 from dsh_todo.harness.persistence import (
     SessionExistsError,
     SessionFormatUnsupportedError,
@@ -23,15 +22,15 @@ from dsh_todo.harness.persistence import (
 )
 from dsh_todo.runtime import composition
 from dsh_todo.testing import database_composition
+from tests.conftest import BootFactory
 
 Boot = Callable[..., Context]
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 
 
 @pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres)])
-def booter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Boot]:
+def booter(request: pytest.FixtureRequest, tmp_path: Path, make_ctx: BootFactory) -> Boot:
     """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards."""
-    contexts: list[Context] = []
     if request.param == "postgres":
         url: str = request.getfixturevalue("pg_url")
         schema: str = request.getfixturevalue("pg_schema")
@@ -43,14 +42,9 @@ def booter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Boot]:
             return composition(tmp_path / "root", compression=request.param, batch_delay_ms=batch_delay_ms)
 
     def make(batch_delay_ms: int = 200) -> Context:
-        ctx = boot(rows(batch_delay_ms))
-        contexts.append(ctx)
-        return ctx
+        return make_ctx(rows(batch_delay_ms))
 
-    yield make
-    for ctx in reversed(contexts):
-        with contextlib.suppress(Exception):
-            ctx.dispose()
+    return make
 
 
 def persistence(ctx: Context) -> SessionPersistence:

@@ -6,28 +6,21 @@ database (the persistence contract, the CLI's storage options) share it.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dsh_todo.harness import Context, boot
+from dsh_todo.harness import Context
 from dsh_todo.testing import database_composition
+from tests.conftest import BootFactory
 
 
 @pytest.fixture
-def boot_pg(pg_url: str, pg_schema: str) -> Iterator[Any]:
+def boot_pg(pg_url: str, pg_schema: str, make_ctx: BootFactory) -> BootFactory:
     """``boot_pg(**options) -> Context``: the standard runtime in this test's schema (``options`` as for
-    :func:`dsh_todo.testing.database_composition`); disposed after."""
-    contexts: list[Context] = []
+    :func:`dsh_todo.testing.database_composition`); disposed after, as every ``make_ctx`` context is."""
 
     def make(**options: Any) -> Context:
-        ctx = boot(database_composition(pg_url, schema=pg_schema, **options))
-        contexts.append(ctx)
-        return ctx
+        return make_ctx(database_composition(pg_url, schema=pg_schema, **options))
 
-    yield make
-    for ctx in reversed(contexts):
-        with contextlib.suppress(Exception):
-            ctx.dispose()
+    return make
