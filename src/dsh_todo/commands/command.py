@@ -10,8 +10,7 @@ from typing import NamedTuple
 class Command(NamedTuple):
     """One ``dsh-todo`` subcommand. :func:`dsh_todo.cli.build_parser` turns it into a subparser whose ``--help`` is
     ``description``, the options, then ``Example:`` and ``example``. A named tuple, not a dataclass: every
-    ``dsh-todo`` process builds one, and the ``dataclasses`` module (with ``inspect``) was a tenth of a
-    ``dsh-todo plan`` start."""
+    ``dsh-todo`` process creates this type, and a dataclass takes about 1 ms to create, a named tuple 0.2 ms."""
 
     name: str
     summary: str
