@@ -98,23 +98,18 @@ class _Target(NamedTuple):
         return self.backend.location
 
 
-class _Read:
-    """What one read of a log gave the verdict and the views (a plain class: built once per read, never copied)."""
+class _Read(NamedTuple):
+    """What one read of a log gave the verdict and the views."""
 
-    __slots__ = ("closers", "count", "cut_frame_events", "events", "live", "meta", "plan", "source", "torn_at")
-
-    def __init__(self, meta: Meta, events: list[Event] | None, count: int, torn_at: int | None,
-                 cut_frame_events: int, plan: PlanFold, closers: list[Event], live: bool,
-                 source: PlanSource = "scan") -> None:
-        self.meta = meta
-        self.events = events
-        self.count = count
-        self.torn_at = torn_at
-        self.cut_frame_events = cut_frame_events
-        self.plan = plan
-        self.closers = closers
-        self.live = live
-        self.source = source
+    meta: Meta
+    events: list[Event] | None
+    event_count: int
+    torn_at: int | None
+    cut_frame_events: int
+    plan: PlanFold
+    closers: list[Event]
+    live: bool
+    source: PlanSource = "scan"
 
 
 def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
@@ -270,7 +265,7 @@ def _plan_view(target: _Target) -> PlanView:
         return PlanView(target.where, target.log, _session_id(target, None), None, None, -1, False, read)
     health, plan = _verdict(read)
     source: PlanSource = "full" if read.events is not None else read.source
-    return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.count - 1,
+    return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.event_count - 1,
                     read.live, health, source)
 
 
