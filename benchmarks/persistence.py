@@ -17,7 +17,8 @@
 5. **Batched durable appends**: ``--append-events`` appends (100,000) through ``Session.append`` + the plugins,
    durable at the end (default window), repeated; plus a variant flushing after every ``turn/end``. Each also in
    CPU time per event (all threads), against the in-memory ceiling's: on a shared machine the wall-clock rate
-   swings with the load, the CPU the persistence side adds much less.
+   swings with the load, the CPU the persistence side adds much less. The ceiling and the four variants run
+   interleaved, one sample of each per round, so a change of load hits them alike.
 
 Numbers are medians (the machine is shared). Run: ``uv run python benchmarks/persistence.py [--events N]``.
 """
@@ -226,27 +227,31 @@ def append_in_memory(count: int) -> float:
 
 def bench_appends(count: int, repeat: int, workdir: Path) -> None:
     print(f"\n== batched durable appends: {count:,} events through Session.append + the plugins ==")
-    ceiling, ceiling_cpu = [], []
-    for _ in range(repeat):
+    ceiling: list[float] = []
+    ceiling_cpu: list[float] = []
+    variants = [(compression, flush_turns) for compression in ("none", "zstd") for flush_turns in (False, True)]
+    rates: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
+    cpu: dict[tuple[str, bool], list[float]] = {variant: [] for variant in variants}
+    for sample in range(repeat):  # interleaved: a change of load on the shared machine hits every series alike
         start = time.process_time()
         ceiling.append(append_in_memory(count))
         ceiling_cpu.append((time.process_time() - start) / count * 1e6)
+        for compression, flush_turns in variants:
+            root = workdir / f"append-{compression}-{flush_turns}-{sample}"
+            start = time.process_time()  # every thread of the process: the writer's encoding included
+            rates[compression, flush_turns].append(append_all(root, compression, count, flush_turns=flush_turns)[0])
+            cpu[compression, flush_turns].append((time.process_time() - start) / count * 1e6)
+            shutil.rmtree(root)
     base_cpu = statistics.median(ceiling_cpu)
     print(f"ceiling, Session.append with no persistence mounted: median {statistics.median(ceiling):,.0f} appends/s "
           f"({base_cpu:.1f} us CPU/event)")
-    for compression in ("none", "zstd"):
-        for flush_turns, label in ((False, "200 ms write-behind window, durable at the end"),
-                                   (True, "flushed at every turn/end (~83 events a batch)")):
-            rates, cpu = [], []
-            for sample in range(repeat):
-                root = workdir / f"append-{compression}-{sample}"
-                start = time.process_time()  # every thread of the process: the writer's encoding included
-                rates.append(append_all(root, compression, count, flush_turns=flush_turns)[0])
-                cpu.append((time.process_time() - start) / count * 1e6)
-                shutil.rmtree(root)
-            print(f"{compression:>4}, {label}: median {statistics.median(rates):,.0f} appends/s "
-                  f"(min {min(rates):,.0f}, max {max(rates):,.0f}); CPU {statistics.median(cpu):.1f} us/event, "
-                  f"+{statistics.median(cpu) - base_cpu:.1f} over the ceiling")
+    for compression, flush_turns in variants:
+        label = ("flushed at every turn/end (~83 events a batch)" if flush_turns
+                 else "200 ms write-behind window, durable at the end")
+        rate, used = rates[compression, flush_turns], statistics.median(cpu[compression, flush_turns])
+        print(f"{compression:>4}, {label}: median {statistics.median(rate):,.0f} appends/s "
+              f"(min {min(rate):,.0f}, max {max(rate):,.0f}); CPU {used:.1f} us/event, +{used - base_cpu:.1f} over "
+              "the ceiling")
 
 
 def main() -> None:

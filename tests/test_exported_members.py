@@ -21,7 +21,7 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.carriers": [],
     "dsh_todo.carriers.acp": [],
     "dsh_todo.carriers.mcp": [],
-    "dsh_todo.commands": ["Command", "CommandError", "all_commands"],
+    "dsh_todo.commands": ["COMMANDS", "Command", "CommandError", "all_commands", "command"],
     "dsh_todo.carriers.web": ["BackgroundServer", "WebApp", "run_web", "serve_in_background"],
     "dsh_todo.harness": ["Agent", "BootError", "ConfigError", "Context", "Disposer", "DshTodoError", "Plugin",
                          "PluginHandle", "Session", "SessionStore", "boot"],

@@ -35,22 +35,44 @@ Examples:
 Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
 Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser: the manual above, then one subparser per :class:`~dsh_todo.commands.Command`."""
-    from dsh_todo.commands import all_commands
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser: the manual above, then one subparser per :class:`~dsh_todo.commands.Command`.
+
+    With ``only`` (a command's name), only that command's module is imported and only its subparser is built;
+    every other name gets an empty placeholder, so the usage line and the top-level errors still list every
+    command and the chosen command's own help is the very same. The full parser is for ``dsh-todo --help``.
+    """
+    from dsh_todo.commands import COMMANDS, command
 
     parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in all_commands():
-        cmd = sub.add_parser(command.name, help=command.summary, description=command.description,
-                             epilog=f"Example:\n  {command.example}",
+    for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
+        spec = command(name)
+        cmd = sub.add_parser(spec.name, help=spec.summary, description=spec.description,
+                             epilog=f"Example:\n  {spec.example}",
                              formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.arguments(cmd)
-        cmd.set_defaults(spec=command)
+        spec.arguments(cmd)
+        cmd.set_defaults(spec=spec)
     return parser
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs, when that is certain before parsing: its first word, after top-level options
+    only, naming a known command. ``None`` (build everything) when the top-level help is asked for first, or
+    anything else is unusual: argparse then says what is wrong exactly as it always did."""
+    from dsh_todo.commands import COMMANDS
+
+    for word in argv:
+        if len(word) > 2 and "--debug".startswith(word):  # --debug, or an abbreviation argparse accepts
+            continue
+        return word if word in COMMANDS else None
+    return None
 
 
 def _restore_sigpipe(command: Command) -> None:
@@ -86,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``dsh-todo: error: <message>`` and exits 1. ``--debug`` (before the command) or ``DSH_TODO_DEBUG=1`` lets the
     traceback through instead, for the person who asked for it.
     """
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(chosen_command(words)).parse_args(words)
     _restore_sigpipe(args.spec)
     debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     try:

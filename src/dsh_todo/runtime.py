@@ -4,12 +4,13 @@ root) DSH-format persistence. One place, so the CLI, the web page, MCP and ACP a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from dsh_todo.harness import Context, boot
 from dsh_todo.harness.errors import StorageError as StorageError
+
+if TYPE_CHECKING:
+    from dsh_todo.harness import Context
 
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
 
@@ -29,11 +30,11 @@ def default_database() -> str | None:
 
 
 
-@dataclass(frozen=True, slots=True)
-class Storage:
+class Storage(NamedTuple):
     """Where a front door keeps sessions: a JSONL ``root`` (new logs in ``compression``) or a PostgreSQL
     ``database``. Every command resolves it the same way (:meth:`resolve`), so ``dsh-todo plan`` reads where
-    ``dsh-todo run`` wrote."""
+    ``dsh-todo run`` wrote. A named tuple: a reading command resolves one without booting anything, so this module
+    stays cheap to import (the loader and its plugin discovery load only in :func:`open_runtime`)."""
 
     root: Path | None = None
     database: str | None = None
@@ -109,6 +110,8 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
 def open_runtime(root: str | Path | None = None, **options: Any) -> Context:
     """Boot the standard composition; with ``root`` (or ``database=URL``), sessions are persisted there and can be
     loaded back."""
+    from dsh_todo.harness.loader import boot
+
     return boot(composition(root, **options))
 
 

@@ -127,14 +127,12 @@ def test_a_port_out_of_range(command: list[str], capsys: pytest.CaptureFixture[s
 def test_anything_unexpected_is_one_line_and_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A bug is still one line; ``--debug`` or ``DSH_TODO_DEBUG=1`` lets the traceback through."""
-    import dataclasses
-
     from dsh_todo.commands import schema
 
     def broken(_args: object) -> int:
         raise KeyError("boom")
 
-    monkeypatch.setattr(schema, "COMMAND", dataclasses.replace(schema.COMMAND, run=broken))
+    monkeypatch.setattr(schema, "COMMAND", schema.COMMAND._replace(run=broken))
     assert main(["schema"]) == 1
     assert one_error_line(capsys) == "dsh-todo: error: 'boom'"
     with pytest.raises(KeyError):

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from dsh_todo.cli import build_parser, main
+from dsh_todo.cli import build_parser, chosen_command, main
+from dsh_todo.commands import COMMANDS as COMMANDS_IN_ORDER
+from dsh_todo.commands import all_commands
 from dsh_todo.commands.options import SCRIPT_FORMAT
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm import parse_script
@@ -48,3 +50,42 @@ def test_run_help_shows_a_valid_script_and_the_real_step_cap(capsys: pytest.Capt
     example = SCRIPT_FORMAT[SCRIPT_FORMAT.index("["):SCRIPT_FORMAT.index("Each reply")]
     replies = parse_script(json.loads(re.sub(r"\s*\n\s*", " ", example)))
     assert [call.name for call in replies[0].tool_calls] == ["todo_write"]
+
+
+def _help_of(parser_words: list[str], build: str | None, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        build_parser(build).parse_args(parser_words)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_built_alone_has_the_very_same_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The parser a command runs with builds that command alone; its ``--help`` is byte for byte the full one's."""
+    full = _help_of([command, "--help"], None, capsys)
+    assert _help_of([command, "--help"], command, capsys) == full
+    assert chosen_command([command, "--help"]) == command
+    assert chosen_command(["--debug", command]) == command
+
+
+def test_the_top_level_help_lists_every_command_with_its_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    for spec in all_commands():
+        assert re.search(rf"^    {re.escape(spec.name)} +{re.escape(spec.summary.split()[0])}", text, re.M)
+    assert "{" + ",".join(COMMANDS_IN_ORDER) + "}" in text
+
+
+@pytest.mark.parametrize("argv", [["nope"], ["--bogus", "plan", "x"], [], ["-h", "plan"], ["--", "plan"]])
+def test_a_top_level_error_or_help_is_the_full_parsers(argv: list[str]) -> None:
+    """Whatever ``argv`` the cheap path is not sure of is parsed by the full parser, so its errors are unchanged."""
+    assert chosen_command(argv) is None
+
+
+def test_an_error_after_a_chosen_command_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser("plan").parse_args(["--bogus", "plan"])
+    lazy = capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--bogus", "plan"])
+    assert lazy == capsys.readouterr().err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -39,7 +38,7 @@ def filled_session(ctx: Context) -> Session:
 def test_state_version_must_be_a_non_negative_safe_integer(version: Any, shown: str) -> None:
     registry = ProjectionRegistry()
     with pytest.raises(ValueError) as caught:
-        registry.register(replace(TODOS_UNIT, state_version=version))
+        registry.register(TODOS_UNIT._replace(state_version=version))
     assert str(caught.value) == f'session projection "todos" stateVersion must be a non-negative integer, got {shown}'
     assert registry.keys() == []
 
@@ -47,14 +46,14 @@ def test_state_version_must_be_a_non_negative_safe_integer(version: Any, shown: 
 @pytest.mark.parametrize("version", [0, 2**53 - 1])
 def test_state_version_bounds_are_accepted(version: int) -> None:
     registry = ProjectionRegistry()
-    registry.register(replace(TODOS_UNIT, state_version=version))
+    registry.register(TODOS_UNIT._replace(state_version=version))
     assert registry.keys() == ["todos"]
 
 
 def test_a_shared_key_is_reference_counted() -> None:
     registry = ProjectionRegistry()
     first = registry.register(TODOS_UNIT)
-    second = registry.register(replace(TODOS_UNIT))
+    second = registry.register(TODOS_UNIT._replace())
     assert registry.keys() == ["todos"]
     first()
     assert registry.keys() == ["todos"]
@@ -68,7 +67,7 @@ def test_sharing_a_key_at_another_version_is_refused() -> None:
     registry = ProjectionRegistry()
     registry.register(TODOS_UNIT)
     with pytest.raises(ValueError) as caught:
-        registry.register(replace(TODOS_UNIT, state_version=3))
+        registry.register(TODOS_UNIT._replace(state_version=3))
     assert str(caught.value) == ('session projection key "todos" is already registered at stateVersion 2; '
                                  "refusing to share it with stateVersion 3")
 

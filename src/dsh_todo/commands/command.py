@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):
     """One ``dsh-todo`` subcommand. :func:`dsh_todo.cli.build_parser` turns it into a subparser whose ``--help`` is
-    ``description``, the options, then ``Example:`` and ``example``."""
+    ``description``, the options, then ``Example:`` and ``example``. A named tuple, not a dataclass: every
+    ``dsh-todo`` process creates this type, and a dataclass takes about 1 ms to create, a named tuple 0.2 ms."""
 
     name: str
     summary: str

@@ -70,7 +70,7 @@ def open_backend(storage: Storage) -> LogBackend:
         from dsh_todo.logview.database import open_database
 
         return open_database(storage.database, schema=storage.schema)
-    from dsh_todo.harness.persistence import JsonlBackend
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
     from dsh_todo.runtime import default_root
 
     return JsonlBackend(storage.root or default_root(), storage.compression)

@@ -9,8 +9,9 @@ raises, and :class:`DshTodoError`, the root of every error dsh-todo raises on pu
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_todo.harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_todo.harness.agent import Agent
@@ -27,13 +28,6 @@ _HOMES = {"Agent": "agent", "Context": "context", "Disposer": "context", "Plugin
           "boot": "loader", "Session": "session", "SessionStore": "session"}
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name on first use (PEP 562), so importing a seam (``harness.errors``, ``harness.persistence``)
-    does not import the loader and its plugin discovery (``importlib.metadata``, YAML): a ``dsh-todo plan`` process
-    never boots a composition, and those imports were a third of its start-up."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+# Importing a seam (``harness.errors``, ``harness.persistence``) runs this file first: it must not import the loader
+# and its plugin discovery (``importlib.metadata``, YAML), which a ``dsh-todo plan`` process never needs.
+__getattr__ = lazy_exports(__name__, _HOMES)

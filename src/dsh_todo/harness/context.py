@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
+from dsh_todo.harness.disposer import Disposer as Disposer
+
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
     from dsh_todo.harness.persistence.contract import SessionPersistence
@@ -30,24 +32,6 @@ def _present(name: str, service: T | None) -> T:
     if service is None:
         raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
     return service
-
-
-class Disposer:
-    """A callable that undoes one registration; calling it twice is harmless."""
-
-    __slots__ = ("_fn",)
-
-    def __init__(self, fn: Callable[[], object] | None) -> None:
-        self._fn = fn
-
-    def __call__(self) -> None:
-        fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()
-
-    @property
-    def active(self) -> bool:
-        return self._fn is not None
 
 
 class Plugin(Protocol):

@@ -15,27 +15,29 @@ The push-frame rule of SPEC §6.4 lives here too: :meth:`Fold.apply` reports a c
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-log = logging.getLogger("dsh_todo.projections")
 
 Event = Mapping[str, Any]
 Rows = dict[str, dict[str, Any]]
 
 
-@dataclass(frozen=True)
-class Wire:
+def warn(message: str, *args: object) -> None:
+    """Log the failure being handled on the ``dsh_todo.projections`` logger, with its traceback. ``logging`` is
+    imported on the first failure: a log reader folds through here and must not pay for it up front."""
+    import logging
+
+    logging.getLogger("dsh_todo.projections").warning(message, *args, exc_info=True)
+
+
+class Wire(NamedTuple):
     """How a unit reaches clients: ``view(state)`` then ``view_schema`` (parses, may strip, raises if invalid)."""
 
     view_schema: Callable[[Any], Any]
     view: Callable[[Any], Any] = lambda state: state
 
 
-@dataclass(frozen=True)
-class ProjectionUnit:
+class ProjectionUnit(NamedTuple):
     """One projection: ``apply(state, event)`` must return the very same object when the event changes nothing."""
 
     key: str
@@ -114,7 +116,7 @@ class Fold:
                 try:
                     changes.append(Change(key, unit.client_view(nxt)))
                 except Exception:
-                    log.warning("projection %r has no valid view at seq %s", key, event.get("seq"), exc_info=True)
+                    warn("projection %r has no valid view at seq %s", key, event.get("seq"))
         self.seq += 1
         return changes
 

@@ -16,32 +16,32 @@ event that caused it (the registry's listener runs first); one callback makes th
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dsh_todo.harness.context import Context, Disposer
-from dsh_todo.harness.fold import Change, Fold, ProjectionUnit, Wire
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.disposer import Disposer
+from dsh_todo.harness.fold import Change, Event, Fold, ProjectionUnit, Wire, warn
+
+if TYPE_CHECKING:
+    # Types only: the log reader composes a registry of its own and must not load the plugin tree or live sessions.
+    from dsh_todo.harness.context import Context
+    from dsh_todo.harness.session import Session
 
 __all__ = ["Change", "ChangeListener", "CommitListener", "Fold", "ProjectionRegistry", "ProjectionUnit", "Restored",
            "Wire", "apply"]
 
-log = logging.getLogger("dsh_todo.projections")
 
 name = "@deepseek-ai/dsh-session-projection"
 inject = ["sessions"]
 
-ChangeListener = Callable[[Session, str, Any, int], object]
+ChangeListener = Callable[["Session", str, Any, int], object]
 """``(session, key, view, seq)``: one wired unit's new view."""
 
-CommitListener = Callable[[Session, Event, Sequence[Change]], object]
+CommitListener = Callable[["Session", Event, Sequence[Change]], object]
 """``(session, event, changes)``: a committed event and the views it changed, once per event, in log order."""
 
 
-@dataclass(frozen=True)
-class Restored:
+class Restored(NamedTuple):
     """A cold session's projections: per-key states, the seq they are as of, and the client snapshot."""
 
     states: dict[str, Any]
@@ -141,7 +141,7 @@ class ProjectionRegistry:
             if fold.seq == seq - 1:
                 changes = fold.apply(event, report=bool(self._listeners or self._commit_listeners))
         except Exception:
-            log.warning("projections could not fold %s at seq %s", event.get("type"), seq, exc_info=True)
+            warn("projections could not fold %s at seq %s", event.get("type"), seq)
         self._notify(session, event, changes)
 
     def _notify(self, session: Session, event: Event, changes: Sequence[Change]) -> None:
@@ -149,7 +149,7 @@ class ProjectionRegistry:
             try:
                 commit_listener(session, event, changes)
             except Exception:
-                log.warning("projection commit listener failed", exc_info=True)
+                warn("projection commit listener failed")
         if not changes:
             return
         seq: int = event["seq"]
@@ -158,7 +158,7 @@ class ProjectionRegistry:
                 try:
                     listener(session, key, value, seq)
                 except Exception:
-                    log.warning("projection change listener failed", exc_info=True)
+                    warn("projection change listener failed")
 
     def _cell(self, session: Session) -> Fold:
         """This registry's fold of one session, kept on the session; rebuilt when the set of units changed."""

@@ -16,6 +16,8 @@ from typing import Any, overload
 
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.harness.event_types import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
 from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, lossless_copy, untracked
 
 log = logging.getLogger("dsh_todo.session")
@@ -25,26 +27,6 @@ inject: list[str] = []
 
 Event = Mapping[str, Any]
 """One log entry: ``{"type", "seq", "time", "data", ...optional keys}``, immutable."""
-
-SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
-
-KNOWN_SESSION_EVENT_TYPES = frozenset({
-    "agent/inbox/spliced",
-    "assistant/chunk",
-    "assistant/message",
-    "request/context",
-    "request/header",
-    "session/end-seed",
-    "step/end",
-    "step/start",
-    "todo/write",
-    "tool/call",
-    "tool/result",
-    "turn/end",
-    "turn/start",
-    "user/message",
-})
-"""Event types this harness understands; a log with another type lacking ``ignorable`` is refused on load."""
 
 Observer = Callable[["Session", Event], object]
 

@@ -8,8 +8,7 @@ page's RPC codes are these very strings) and a one-line ``reason`` a person can 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from dsh_todo.harness.persistence.errors import (
     SessionFormatUnsupportedError,
@@ -32,8 +31,7 @@ class Refusal(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class Health:
+class Health(NamedTuple):
     """``state`` and, unless ``ok``, a one-line ``reason``; ``code`` is set for refusals only."""
 
     state: State

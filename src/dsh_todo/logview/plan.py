@@ -17,14 +17,16 @@ import contextlib
 from collections.abc import Sequence
 from itertools import compress
 from operator import not_
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from dsh_todo.harness.persistence.contract import Rows
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.projections import ProjectionRegistry
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.logview.health import Refusal
 from dsh_todo.tool_todo.projection import KEY, TODOS_UNIT
 from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, UnfoldableEvent
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import Rows
 
 __all__ = ["PLAN_EVENT_TYPES", "READER_PROJECTIONS", "PlanFold"]
 

@@ -24,32 +24,30 @@ the answer is the full pass's either way (decision 0010).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
-from dsh_todo.harness.persistence import (
-    JsonlBackend,
-    LogBackend,
-    SessionLogError,
-    SessionNotFoundError,
-    interrupted_turn_closers,
-)
-from dsh_todo.harness.persistence.contract import Rows
+from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.paths import decode_segment
 from dsh_todo.harness.persistence.reading import Observer, open_turn_before
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.logview.files import find_log, root_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PlanFold
 
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import LogBackend, Rows
+
 Event = dict[str, Any]
-Backend = LogBackend
+Backend: TypeAlias = "LogBackend"
+"""Any log backend (:class:`~dsh_todo.harness.persistence.LogBackend`); named as a string, so reading a log does not
+import the persistence contract (its writer-side types)."""
 PlanSource = Literal["scan", "full", "checkpoint"]
 
 
-@dataclass(frozen=True)
-class SessionView:
+class SessionView(NamedTuple):
     """A session as a reader shows it.
 
     ``events`` are the stored events followed by the ``closers`` (a count) that recovery appends in memory;
@@ -73,8 +71,7 @@ class SessionView:
         return self.events[:len(self.events) - self.closers]
 
 
-@dataclass(frozen=True)
-class PlanView:
+class PlanView(NamedTuple):
     """A session's standing plan as of ``as_of_seq`` (its last stored event), with the same verdict
     :func:`read_session` gives."""
 
@@ -89,8 +86,7 @@ class PlanView:
     source: PlanSource = "scan"
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):
     backend: Backend
     session_id: str | None
     log: Path | None
@@ -102,16 +98,17 @@ class _Target:
         return self.backend.location
 
 
-@dataclass
-class _Read:
+class _Read(NamedTuple):
+    """What one read of a log gave the verdict and the views."""
+
     meta: Meta
     events: list[Event] | None
-    count: int
+    event_count: int
     torn_at: int | None
     cut_frame_events: int
     plan: PlanFold
-    closers: list[Event] = field(default_factory=list)
-    live: bool = False
+    closers: list[Event]
+    live: bool
     source: PlanSource = "scan"
 
 
@@ -268,7 +265,7 @@ def _plan_view(target: _Target) -> PlanView:
         return PlanView(target.where, target.log, _session_id(target, None), None, None, -1, False, read)
     health, plan = _verdict(read)
     source: PlanSource = "full" if read.events is not None else read.source
-    return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.count - 1,
+    return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.event_count - 1,
                     read.live, health, source)
 
 

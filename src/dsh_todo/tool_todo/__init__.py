@@ -9,17 +9,18 @@ exports ``build_tool`` (the definition for one policy, for a registry of your ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from dsh_todo.harness.context import Context
-from dsh_todo.harness.errors import ConfigError, TodoRejectedError
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
-from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
-from dsh_todo.jscompat import js_text, js_trim
-from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
-from dsh_todo.tool_todo.projection import TODOS_UNIT
-from dsh_todo.tool_todo.rules import TodoError, TodoItem, check_list, render
+from dsh_todo.harness.errors import ConfigError
+from dsh_todo.tool_todo.rules import TodoItem
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.context import Context
+    from dsh_todo.harness.frozen import FrozenDict
+    from dsh_todo.harness.tools import ToolDefinition
+
+# The tool itself (the frozen containers, the tool registry, the description) is imported where it is built: a
+# reader of logs imports this package for the ``todos`` projection (:mod:`.projection`) and never builds the tool.
 
 name: Final = "tool-todo"
 inject: Final = ["tools"]
@@ -45,6 +46,9 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
     lossless), so a key cannot be a subclass with its own idea of equality.
     """
+    from dsh_todo.harness.frozen import FrozenDict, untracked
+    from dsh_todo.jscompat import js_trim
+
     content, status = sent
     item = untracked(FrozenDict(content=js_trim(content), status=status))
     if len(content) <= ITEM_TEXT_KEPT:
@@ -54,8 +58,7 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     return item
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The one, required deployment choice: may several todos be ``in_progress`` at once?"""
 
     allow_parallel_in_progress: bool
@@ -64,6 +67,8 @@ class Config:
     def parse(cls, raw: Any) -> Config:
         if isinstance(raw, Config):
             return raw
+        from dsh_todo.jscompat import js_text
+
         if raw is not None and not isinstance(raw, dict):
             raise ConfigError(f"invalid config:\n  - $ expected object but got {js_text(raw)}")
         raw = raw or {}
@@ -79,6 +84,11 @@ class Config:
 
 def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
+    from dsh_todo.harness.errors import TodoRejectedError
+    from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
+    from dsh_todo.harness.tools import ToolExecution, define_tool
+    from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
+    from dsh_todo.tool_todo.rules import TodoError, check_list, render
 
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
         known = _items.get
@@ -107,6 +117,8 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
 
 def apply(ctx: Context, config: Config) -> None:
     """Register ``todo_write``; register the ``todos`` unit whenever a projection registry exists."""
+    from dsh_todo.tool_todo.projection import TODOS_UNIT
+
     ctx.inject(["session_projections"], lambda scoped: scoped.session_projections.register(TODOS_UNIT))
     ctx.tools.register(build_tool(config.allow_parallel_in_progress))
 

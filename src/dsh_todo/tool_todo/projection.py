@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.errors import InvalidTodosView as InvalidTodosView
-from dsh_todo.harness.projections import ProjectionUnit, Wire
+from dsh_todo.harness.fold import ProjectionUnit, Wire
 from dsh_todo.tool_todo.rules import STATUSES, TodoItem, plan_after
 
 KEY: Final = "todos"

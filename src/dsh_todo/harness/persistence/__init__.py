@@ -14,31 +14,38 @@ JSONL backend and the service, where a log lives (``project_key``, ``encode_segm
 backend shares (``interrupted_turn_closers``). The byte-level pieces stay in their modules.
 """
 
-from dsh_todo.harness.persistence.contract import (
-    Batch,
-    LoadedLog,
-    LogBackend,
-    LogWriter,
-    SessionPersistence,
-    StoredLog,
-    StoredSession,
-    TornTail,
-)
-from dsh_todo.harness.persistence.errors import (
-    CorruptSessionLogError,
-    SessionExistsError,
-    SessionFormatUnsupportedError,
-    SessionIdError,
-    SessionLockedError,
-    SessionLogError,
-    SessionNotFoundError,
-    SessionWriteError,
-)
-from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
-from dsh_todo.harness.persistence.paths import encode_segment, project_key
-from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.service import PersistenceService
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dsh_todo.harness.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import (
+        Batch,
+        LoadedLog,
+        LogBackend,
+        LogWriter,
+        SessionPersistence,
+        StoredLog,
+        StoredSession,
+        TornTail,
+    )
+    from dsh_todo.harness.persistence.errors import (
+        CorruptSessionLogError,
+        SessionExistsError,
+        SessionFormatUnsupportedError,
+        SessionIdError,
+        SessionLockedError,
+        SessionLogError,
+        SessionNotFoundError,
+        SessionWriteError,
+    )
+    from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
+    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+    from dsh_todo.harness.persistence.paths import encode_segment, project_key
+    from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+    from dsh_todo.harness.persistence.service import PersistenceService
 
 __all__ = [
     "SESSION_FORMAT_VERSION",
@@ -64,3 +71,16 @@ __all__ = [
     "interrupted_turn_closers",
     "project_key",
 ]
+
+_HOMES = {
+    **dict.fromkeys(["Batch", "LoadedLog", "LogBackend", "LogWriter", "SessionPersistence", "StoredLog",
+                     "StoredSession", "TornTail"], "contract"),
+    **dict.fromkeys(["CorruptSessionLogError", "SessionExistsError", "SessionFormatUnsupportedError",
+                     "SessionIdError", "SessionLockedError", "SessionLogError", "SessionNotFoundError",
+                     "SessionWriteError"], "errors"),
+    "SESSION_FORMAT_VERSION": "header", "JsonlBackend": "jsonl_backend", "encode_segment": "paths",
+    "project_key": "paths", "interrupted_turn_closers": "repair", "PersistenceService": "service",
+}
+
+
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -29,11 +29,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from dsh_todo.harness.persistence.contract import Rows
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
@@ -44,6 +42,7 @@ from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_p
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import Rows
     from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 
 CHECKPOINT_NAME: Final = "projections.json"
@@ -53,8 +52,7 @@ FORMAT_VERSION: Final = 1
 # -- the file -----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(NamedTuple):
     """One ``projections.json``: the rows, and where in ``log`` (a file name) a reader starts decoding."""
 
     log: str
@@ -152,8 +150,7 @@ def usable_checkpoint(backend: JsonlBackend, log_path: Path) -> tuple[Meta, Chec
 # -- reading a tail exactly -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Tail:
+class Tail(NamedTuple):
     """The events decoded from a checkpoint's offset to the end of the log (crash tail excluded, as reads do)."""
 
     base: int

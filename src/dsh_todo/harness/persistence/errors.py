@@ -40,7 +40,7 @@ def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], l
     """Refuse a log holding an event type this harness does not know and that is not marked ``ignorable`` (SPEC
     §5.1, DSH's coordinator text). Such a log was written by a newer harness; interpreting it anyway could misread
     state the new type carries."""
-    from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+    from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
     from dsh_todo.jscompat import js_text
 
     known = KNOWN_SESSION_EVENT_TYPES

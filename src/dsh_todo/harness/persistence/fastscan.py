@@ -50,13 +50,13 @@ from typing import Any, Final
 
 import zstandard
 
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.scan import paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import loads
 
 CHUNK_SIZE: Final = 4 << 20

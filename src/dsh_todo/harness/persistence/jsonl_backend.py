@@ -20,29 +20,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsh_todo.harness.persistence.checkpoint_file import (
-    Checkpoint,
-    identity_of,
-    read_tail,
-    usable_checkpoint,
-    write_checkpoint,
-)
-from dsh_todo.harness.persistence.contract import (
-    Batch,
-    Callback,
-    Checkpointed,
-    LoadedLog,
-    Rows,
-    StoredLog,
-    StoredSession,
-    Subscription,
-)
+from dsh_todo.harness.persistence.checkpoint_file import read_tail, usable_checkpoint
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
@@ -53,8 +36,6 @@ from dsh_todo.harness.persistence.errors import (
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
 from dsh_todo.harness.persistence.limits import max_line
-from dsh_todo.harness.persistence.lock import WriterLock
-from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.paths import (
     LOCK_NAME,
     NAME_MAX,
@@ -66,12 +47,27 @@ from dsh_todo.harness.persistence.paths import (
     session_dir,
     session_segment,
 )
-from dsh_todo.harness.persistence.prefix import prefix_digest, running_digest
 from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log, scan_tail
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
-from dsh_todo.jsonutil import dumps_bytes, loads
+from dsh_todo.jsonutil import loads
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import (
+        Batch,
+        Callback,
+        Checkpointed,
+        LoadedLog,
+        Rows,
+        StoredLog,
+        StoredSession,
+        Subscription,
+    )
+    from dsh_todo.harness.persistence.logfile import JsonlWriter
+
+# The writer side (the lock, appends, checkpoint writing) is imported by the methods that write: a reader of logs
+# (``dsh-todo plan``) never loads it.
 
 
 class JsonlBackend:
@@ -138,6 +134,10 @@ class JsonlBackend:
         """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
         layout, a directory holding both encodings, one id in two project directories) is listed with its
         ``problem``: it never hides the others. Whether a listed log reads cleanly is for a read to say."""
+        from dataclasses import replace
+
+        from dsh_todo.harness.persistence.contract import StoredSession
+
         found: list[StoredSession] = []
         for project in self._project_dirs():
             for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
@@ -161,7 +161,7 @@ class JsonlBackend:
         counts: dict[str, int] = {}
         for item in found:
             counts[item.id] = counts.get(item.id, 0) + 1
-        return [dataclasses.replace(item, problem=_duplicate(item.id))
+        return [replace(item, problem=_duplicate(item.id))
                 if counts[item.id] > 1 and item.problem is None else item for item in found]
 
     def writer_alive(self, session_id: str) -> bool:
@@ -196,6 +196,8 @@ class JsonlBackend:
         found = usable_checkpoint(self, path)
         if found is None or found[1].proof is None:
             return None
+        from dsh_todo.harness.persistence.prefix import prefix_digest  # hashlib: only for a log with a checkpoint
+
         meta, checkpoint = found
         try:
             if prefix_digest(path, checkpoint.offset, checkpoint.sealed()) != checkpoint.proof:
@@ -233,6 +235,8 @@ class JsonlBackend:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
+        from dsh_todo.harness.persistence.contract import StoredLog
+
         self._placed(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
         self._check_identity(path, found.meta, session_id)
@@ -257,6 +261,10 @@ class JsonlBackend:
 
     def resume(self, session_id: str) -> tuple[LoadedLog, JsonlWriter]:
         """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
+        from dsh_todo.harness.persistence.contract import LoadedLog
+        from dsh_todo.harness.persistence.lock import WriterLock
+        from dsh_todo.harness.persistence.logfile import JsonlWriter
+
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
@@ -288,6 +296,9 @@ class JsonlBackend:
         The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
         of the same id fails here rather than on a background flush.
         """
+        from dsh_todo.harness.persistence.lock import WriterLock
+        from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
+
         check_meta(meta)
         session_id: str = meta["id"]
         cwd = meta.get("cwd")
@@ -328,6 +339,10 @@ class JsonlBackend:
         added: the turn is not interrupted, it is still running in memory. The writer's ``cursor`` says which live
         events still need writing.
         """
+        from dsh_todo.harness.persistence.lock import WriterLock
+        from dsh_todo.harness.persistence.logfile import JsonlWriter
+        from dsh_todo.jsonutil import dumps_bytes
+
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
@@ -355,15 +370,20 @@ class JsonlBackend:
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:
         """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
+        from dsh_todo.harness.persistence.checkpoint_file import Checkpoint, identity_of, write_checkpoint
+        from dsh_todo.harness.persistence.prefix import running_digest
+
         path = self.find(session_id)
         if path is None:
             return
         checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
         proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
-        write_checkpoint(path, dataclasses.replace(checkpoint, proof=proof))
+        write_checkpoint(path, checkpoint._replace(proof=proof))
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
+        from dsh_todo.harness.persistence.contract import Checkpointed
+
         path = self.find(session_id)
         if path is None:
             return None

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.errors import EncodingError
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.contract import Callback, Event, hand_over
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.scan import LogScanner
 from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend

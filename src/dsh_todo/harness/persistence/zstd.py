@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import zstandard
 
@@ -27,8 +26,7 @@ LEVEL: Final = 3
 
 
 
-@dataclass(frozen=True, slots=True)
-class FrameScan:
+class FrameScan(NamedTuple):
     """Complete frames as ``(start, end)`` byte ranges, and where an incomplete final frame starts, if any."""
 
     frames: list[tuple[int, int]]
