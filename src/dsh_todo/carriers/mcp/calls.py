@@ -97,7 +97,7 @@ class CallSession:
         if self._closed:
             raise RuntimeError(f'MCP session "{self.session_id}" is closed')
         async with self._lock:
-            call = ToolCallRequest(f"call_mcp_{uuid.uuid4().hex[:24]}", name, raw_argument_text(arguments))
+            call = ToolCallRequest("call_mcp_" + os.urandom(12).hex(), name, raw_argument_text(arguments))
             try:
                 return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
             except Exception as exc:  # the harness failed (not the tool: the registry answers those itself)

@@ -415,6 +415,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
         os.dup2(2, 1)
         stdout_fd = private_out
     out_fd = stdout_fd
+    out_pipe = _is_pipe(out_fd)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     write_lock = asyncio.Lock()  # one answer line at a time, in the order they were ready
@@ -430,7 +431,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
             if broken:
                 return  # the client stopped reading: drop answers, keep serving until stdin ends
             try:
-                if not _write_now(out_fd, data):
+                if not _write_now(out_fd, data, out_pipe):
                     await anyio.to_thread.run_sync(_write_fully, out_fd, data)
             except OSError:
                 broken = True
@@ -584,12 +585,13 @@ def _pollable_fd(source: BinaryIO) -> int | None:
     return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
 
 
-def _write_now(fd: int, data: bytes) -> bool:
+def _write_now(fd: int, data: bytes, pipe: bool) -> bool:
     """Write ``data`` on the event loop when that cannot block: a pipe that has room for it (a write of at most
     ``PIPE_BUF`` bytes to a pipe with room completes at once). Otherwise (a larger answer, a full pipe, a client
     that stopped reading, any other kind of stdout) the caller writes it on a worker thread. Handing every answer to
-    a thread cost a thread switch each way per call, about as much as the rest of the server's work on it."""
-    if len(data) > select.PIPE_BUF or not _is_pipe(fd):
+    a thread cost a thread switch each way per call, about as much as the rest of the server's work on it. ``pipe``:
+    whether ``fd`` is a pipe (:func:`_is_pipe`, asked once per server)."""
+    if len(data) > select.PIPE_BUF or not pipe:
         return False
     writable = select.select([], [fd], [], 0)[1]
     if not writable:
