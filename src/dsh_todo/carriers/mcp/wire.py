@@ -29,7 +29,9 @@ once the SDK has accepted the handshake; whatever it declines is validated and h
 direct answer never overtakes the SDK's, a request is offered only while no request handed to the SDK waits for its
 answer. A ``notifications/cancelled`` naming a direct call in flight cancels it (its step ends ``Error: tool call
 aborted`` in the log, and the request gets no answer, as the SDK does); a call still running when input ends is
-cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends.
+cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. Reading
+never waits for a direct call (a tool that awaits would otherwise keep its cancellation unread): beyond
+:data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way (docs/decisions/0013).
 """
 
 from __future__ import annotations
@@ -389,7 +391,8 @@ CONNECTION_CLOSED: Final = "Connection closed"
 """The SDK's answer to a request still running when the connection ends (code ``-32000``)."""
 
 DIRECT_LIMIT: Final = 16
-"""Direct answers in progress at once (running or waiting to be written); a request beyond waits to be read."""
+"""Direct answers in progress at once (running or waiting to be written); beyond, requests go the SDK's way (whose
+tasks a cancellation can still reach: reading never waits for a direct call)."""
 
 CHUNK: Final = 1 << 16
 
@@ -476,8 +479,8 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
 
     async def deliver(item: SessionMessage | Request) -> None:
         if isinstance(item, Request):
-            if direct is not None and not waiting:
-                await slots.acquire()
+            if direct is not None and not waiting and not slots.locked():
+                await slots.acquire()  # (free: does not wait)
                 served = direct.serve(item)
                 if served is not None:
                     in_flight[coerce_request_id(item.id)] = loop.create_task(answer_directly(item, served))
