@@ -219,7 +219,8 @@ async def serve_stdio(ctx: Context, *, cwd: str | None = None) -> None:
     """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then.
 
     The transport is ours (:mod:`dsh_todo.carriers.mcp.wire`), not the SDK's: it answers every request, including
-    lines the SDK's reader would drop unanswered."""
+    lines the SDK's reader would drop unanswered, and after the handshake it lets :mod:`.direct` answer the plain
+    ``tools/call``, ``ping`` and ``tools/list`` requests without the SDK's dispatch (docs/decisions/0013)."""
     from dsh_todo.carriers.mcp.direct import Direct
     from dsh_todo.carriers.mcp.wire import stdio_transport
 

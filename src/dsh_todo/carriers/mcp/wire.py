@@ -47,6 +47,7 @@ import select
 import stat
 import sys
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, BinaryIO, Final, Protocol
@@ -522,29 +523,50 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                 asyncio.run_coroutine_threadsafe(finish(), loop)
 
     async def pump(fd: int) -> None:
-        """Read stdin on the loop: wait until it is readable, read what is there, hand over its lines in order."""
+        """Read stdin on the loop and hand over its lines in order. The descriptor stays registered while the pump
+        keeps up (registering it anew for every line cost more than the read), and is let go while two chunks wait
+        (a slow hand-over, e.g. to the SDK during ``initialize``): at most two chunks and a line are held."""
         lines = Lines()
+        chunks: deque[bytes] = deque()
+        wake: asyncio.Future[None] | None = None
+        reading = False
+
+        def on_readable() -> None:
+            nonlocal reading
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""  # stdin failed: the end of input
+            chunks.append(data)
+            if not data or len(chunks) >= 2:
+                loop.remove_reader(fd)
+                reading = False
+            if wake is not None and not wake.done():
+                wake.set_result(None)
+
         try:
             while True:
-                readable = loop.create_future()
-                loop.add_reader(fd, readable.set_result, None)
-                try:
-                    await readable
-                finally:
-                    loop.remove_reader(fd)
-                try:
-                    data = os.read(fd, CHUNK)
-                except BlockingIOError:
+                if not chunks:
+                    if not reading:
+                        loop.add_reader(fd, on_readable)
+                        reading = True
+                    wake = loop.create_future()
+                    await wake
                     continue
-                pieces = lines.feed(data) if data else lines.end()
-                for line, cut in pieces:
+                data = chunks.popleft()
+                for line, cut in lines.feed(data) if data else lines.end():
                     message = take_line(line, cut, direct=direct is not None)
                     if message is not None:
                         await deliver(message)
                 if not data:
                     break
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # stdin failed, or the server is gone: either way this is the end of input
+            pass  # the server is gone: this is the end of input
+        finally:
+            if reading:
+                loop.remove_reader(fd)
         await finish()
 
     async def write_all() -> None:
