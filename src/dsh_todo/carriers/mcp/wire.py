@@ -482,7 +482,11 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
         if isinstance(item, Request):
             if direct is not None and not waiting and not slots.locked():
                 await slots.acquire()  # (free: does not wait)
-                served = direct.serve(item)
+                try:
+                    served = direct.serve(item)
+                except Exception:  # a bug on the direct path: the SDK answers instead
+                    log.exception("MCP direct path refused %r", item.method)
+                    served = None
                 if served is not None:
                     in_flight[coerce_request_id(item.id)] = loop.create_task(answer_directly(item, served))
                     return
