@@ -3,9 +3,10 @@
 - **durable call**: ``ctx.tools.execute("todo_write", <10 items>, agent)`` on a persisted session, then
   ``session_persistence.flush`` (acknowledged = fsynced): one ``todo/write`` event, one fsync.
 - **MCP call over stdio**: ``dsh-todo mcp --root …`` as a subprocess, as an MCP host runs it, driven by a minimal
-  client that writes one ``tools/call`` line and reads its answer line (the real server path: our line transport,
-  the SDK's server, the carrier, the flush). The call is a step of the connection's turn (``step/start``,
-  ``tool/call``, ``todo/write``, ``tool/result``, ``step/end``), flushed before it is answered.
+  client that writes one ``tools/call`` line and reads its answer line (the real server path: our line transport
+  reading stdin on the event loop, the direct answer once the SDK has accepted ``initialize`` (decision 0013), the
+  carrier, the flush). The call is a step of the connection's turn (``step/start``, ``tool/call``, ``todo/write``,
+  ``tool/result``, ``step/end``), flushed before it is answered.
 - **MCP call in process**: the SDK's own client against ``build_server`` over in-memory streams (this adds the
   Python SDK client's work, e.g. validating the result against the tool's output schema with ``jsonschema``).
 - ``CallSession.call`` alone: the carrier's turn writing without the SDK, to show which part is the SDK's.
@@ -13,8 +14,9 @@
 Each sample times a run of calls on a warm session (its log already exists, so the one-off creation of the file is
 not counted) and reports µs per call; samples of the kinds are interleaved so machine load hits them alike. The
 fsyncs per in-process call are counted too (``os.fsync`` wrapped), as a check on the shape, not a timing. On a
-shared disk an fsync's own time swings by 10× between minutes, so also read the CPU line: the same calls with
-``os.fsync`` stubbed out, in CPU time.
+shared disk an fsync's own time swings by 10× between minutes, so also read the CPU lines: the same calls with
+``os.fsync`` stubbed out, in CPU time; and, with the real fsync, the stdio server process's CPU per call (from
+``/proc``, all its threads) beside this process's for the durable call.
 
 Run: ``uv run python benchmarks/mcp_call.py [--compression zstd|none] [--calls 200] [--samples 15]``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import statistics
@@ -125,6 +128,15 @@ class StdioServer:
         assert self.process.stdout is not None
         return json.loads(self.process.stdout.readline())
 
+    def cpu(self) -> float:
+        """The server process's CPU seconds so far (user + system, all threads), or NaN where ``/proc`` is absent."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     async def call(self) -> None:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(self.line)
@@ -153,7 +165,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
                 assert not result.is_error
 
             kinds: dict[str, Call] = {DURABLE: durable_call(ctx),
-                                      "MCP tools/call over stdio (the server)": server.call,
+                                      STDIO: server.call,
                                       "MCP tools/call, SDK client in process": mcp_call,
                                       "CallSession.call (carrier, no SDK)": carrier_call(ctx)}
             for call in kinds.values():  # warm up: the log files exist from here on
@@ -162,11 +174,17 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
             times: dict[str, list[float]] = {name: [] for name in kinds}
             fsyncs: dict[str, list[float]] = {name: [] for name in kinds}
             cpu: dict[str, list[float]] = {DURABLE: [], CARRIER: []}
+            real_cpu: dict[str, list[float]] = {DURABLE: [], STDIO: []}
             for _ in range(samples):
                 for name, call in kinds.items():
+                    own, served = time.process_time(), server.cpu()
                     per_call, per_call_fsyncs = await time_calls(call, calls)
                     times[name].append(per_call)
                     fsyncs[name].append(per_call_fsyncs)
+                    if name == DURABLE:
+                        real_cpu[name].append((time.process_time() - own) / calls * 1e6)
+                    elif name == STDIO:
+                        real_cpu[name].append((server.cpu() - served) / calls * 1e6)
                 for name in cpu:
                     cpu[name].append(await cpu_per_call(kinds[name], calls))
     finally:
@@ -182,9 +200,15 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     durable_cpu, carrier_cpu = (statistics.median(cpu[name]) for name in (DURABLE, CARRIER))
     print(f"CPU per call with fsync stubbed out: durable call {durable_cpu:.0f} us, CallSession.call "
           f"{carrier_cpu:.0f} us ({carrier_cpu / durable_cpu:.2f}x)")
+    # The server's CPU is counted in clock ticks (10 ms: 100 us per call of a 100-call sample), so the mean over
+    # every sample is the figure with a useful resolution.
+    durable_real, stdio_real = (statistics.fmean(real_cpu[name]) for name in (DURABLE, STDIO))
+    print(f"CPU per call with the real fsync (all threads, mean of the samples): durable call {durable_real:.0f} us, "
+          f"the stdio server process {stdio_real:.0f} us ({stdio_real / durable_real:.2f}x)")
 
 
 DURABLE = "durable call (execute + flush)"
+STDIO = "MCP tools/call over stdio (the server)"
 CARRIER = "CallSession.call (carrier, no SDK)"
 
 

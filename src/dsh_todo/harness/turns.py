@@ -166,10 +166,11 @@ class Turns:
     def position(self) -> OpenTurn | None:
         """The open turn at the end of the log (:func:`open_turn`), remembered while no one else moves it."""
         events = self.session.events
-        if self._seen < 0 or self._seen > len(events) or any(
-                events[seq]["type"] in BOUNDARIES for seq in range(self._seen, len(events))):
-            self._where = open_turn(self.session)
-        self._seen = len(events)
+        seen, count = self._seen, len(events)
+        if seen != count:  # (nothing appended since the last look: the answer stands, without building a scan)
+            if seen < 0 or seen > count or any(events[seq]["type"] in BOUNDARIES for seq in range(seen, count)):
+                self._where = open_turn(self.session)
+            self._seen = count
         return self._where
 
     def _mark(self, type: str, data: dict[str, Any], where: OpenTurn | None) -> Event:

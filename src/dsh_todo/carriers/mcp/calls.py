@@ -22,7 +22,7 @@ import asyncio
 import logging
 import os
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.llm.base import ToolCallRequest
@@ -33,6 +33,25 @@ log = logging.getLogger("dsh_todo.mcp")
 
 ABSENT: Any = object()
 """``arguments`` that the client left out (or sent as ``null``): logged as ``""`` and executed as ``{}``."""
+
+SESSION_META_KEY: Final = "dsh-todo/sessionId"
+"""``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
+
+
+def call_result(result: ToolResult, session_id: str) -> dict[str, Any]:
+    """The MCP ``CallToolResult`` for one answered call, as wire JSON data: the registry's text blocks, ``isError``,
+    the canonical value as ``structuredContent`` (accepted calls only) and the session id under ``_meta``.
+
+    Keys in the order the SDK's result surface writes them (``_meta``, ``content``, ``isError``,
+    ``structuredContent``; ``text`` before ``type``), so the stdio server's direct answers are byte-identical to the
+    SDK's (:mod:`.direct`); the structured value may be the frozen canonical one (dict and list subclasses, which
+    the canonical encoder writes as plain JSON)."""
+    answer: dict[str, Any] = {"_meta": {SESSION_META_KEY: session_id},
+                              "content": [{"text": block["text"], "type": "text"} for block in result.content],
+                              "isError": result.is_error}
+    if not result.is_error and result.value is not None:
+        answer["structuredContent"] = result.value
+    return answer
 
 
 def raw_argument_text(arguments: Any) -> str:
@@ -78,7 +97,7 @@ class CallSession:
         if self._closed:
             raise RuntimeError(f'MCP session "{self.session_id}" is closed')
         async with self._lock:
-            call = ToolCallRequest(f"call_mcp_{uuid.uuid4().hex[:24]}", name, raw_argument_text(arguments))
+            call = ToolCallRequest("call_mcp_" + os.urandom(12).hex(), name, raw_argument_text(arguments))
             try:
                 return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
             except Exception as exc:  # the harness failed (not the tool: the registry answers those itself)

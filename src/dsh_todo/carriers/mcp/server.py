@@ -34,18 +34,20 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from dsh_todo.carriers.mcp.calls import ABSENT, CallSession
+from dsh_todo.carriers.mcp.calls import ABSENT, SESSION_META_KEY, CallSession, call_result
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.tool_todo import CALL_TITLE
 from dsh_todo.tool_todo.description import TOOL_NAME
 
 if TYPE_CHECKING:
+    from dsh_todo.carriers.mcp.direct import Direct
     from dsh_todo.runtime import Storage
 
+__all__ = ["SERVER_NAME", "SESSION_META_KEY", "Connections", "build_server", "main", "sdk_connection", "serve_http",
+           "serve_stdio", "tool_listing"]
+
 SERVER_NAME: Final = "dsh-todo"
-SESSION_META_KEY: Final = "dsh-todo/sessionId"
-"""``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
 
 _NOT_CAPTURED: Final[Any] = object()
 _RAW_ARGUMENTS: contextvars.ContextVar[Any] = contextvars.ContextVar("dsh_todo_mcp_raw_arguments")
@@ -115,7 +117,7 @@ async def _capture_raw_arguments(ctx: ServerRequestContext[Any, Any], call_next:
         _RAW_ARGUMENTS.reset(token)
 
 
-def _connection(ctx: ServerRequestContext[Connections, Any]) -> Connection | None:
+def sdk_connection(ctx: ServerRequestContext[Connections, Any]) -> Connection | None:
     """The SDK connection serving the request. The low-level handler context does not expose it (the high-level
     ``Context.connection`` does), so it is read off the request's session proxy; the tests pin this."""
     connection = getattr(ctx.session, "_connection", None)
@@ -125,7 +127,7 @@ def _connection(ctx: ServerRequestContext[Connections, Any]) -> Connection | Non
 def _session_key(ctx: ServerRequestContext[Connections, Any]) -> str | None:
     """The MCP session the request belongs to: the id of the transport session serving it (stateful streamable
     HTTP), ``None`` over stdio and for session-less (2026) requests, which have one connection per request."""
-    connection = _connection(ctx)
+    connection = sdk_connection(ctx)
     key = connection.session_id if connection is not None else None
     return key if isinstance(key, str) and key else None
 
@@ -133,7 +135,7 @@ def _session_key(ctx: ServerRequestContext[Connections, Any]) -> str | None:
 def _release_with_connection(ctx: ServerRequestContext[Connections, Any], key: str) -> None:
     """Release the DSH session ``key`` when its SDK connection ends: a stateful HTTP session's connection outlives
     its requests, and the SDK unwinds its exit stack whichever way it ends (DELETE, idle timeout, server stop)."""
-    connection = _connection(ctx)
+    connection = sdk_connection(ctx)
     if connection is not None:
         connection.exit_stack.callback(ctx.lifespan_context.release, key)
 
@@ -153,8 +155,9 @@ read-only), destroys nothing a person made (the previous list is still in the lo
 same plan (idempotent), and it touches nothing outside the session (closed world)."""
 
 
-def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]:
-    """A low-level MCP server exposing every tool on ``ctx.tools`` (the composition mounts ``todo_write``)."""
+def tool_listing(ctx: Context) -> types.ListToolsResult:
+    """``tools/list``'s answer: every tool on ``ctx.tools`` with its title and hints (the composition mounts
+    ``todo_write``)."""
     listing = []
     for schema in ctx.tools.schemas():
         definition = ctx.tools.get(schema["name"])
@@ -164,18 +167,32 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
                                   input_schema=_plain(schema["parameters"]),
                                   output_schema=_plain(output) if output is not None else None,
                                   annotations=hints))
+    return types.ListToolsResult(tools=listing)
+
+
+def build_server(ctx: Context, *, cwd: str | None = None, direct: Direct | None = None) -> Server[Connections]:
+    """A low-level MCP server exposing every tool on ``ctx.tools``.
+
+    ``direct`` (stdio only) is told the server's :class:`Connections` for as long as they live and the SDK's
+    connection that serves the handshake, so it can answer the hot methods itself once the SDK has accepted
+    ``initialize`` (:mod:`dsh_todo.carriers.mcp.direct`)."""
+    listing = tool_listing(ctx)
 
     @asynccontextmanager
     async def lifespan(_server: Server[Connections]) -> AsyncIterator[Connections]:
         connections = Connections(ctx, cwd)
+        if direct is not None:
+            direct.connections = connections
         try:
             yield connections
         finally:
+            if direct is not None:
+                direct.connections = None
             connections.close()
 
     async def list_tools(_ctx: ServerRequestContext[Connections, Any],
                          _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listing)
+        return listing
 
     async def call_tool(request: ServerRequestContext[Connections, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -188,15 +205,13 @@ def build_server(ctx: Context, *, cwd: str | None = None) -> Server[Connections]
         session = request.lifespan_context.for_key(
             key, on_new=None if key is None else partial(_release_with_connection, request, key))
         result = await session.call(params.name, arguments)
-        structured = _plain(result.value) if not result.is_error and result.value is not None else None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=block["text"]) for block in result.content],
-            structured_content=structured, is_error=result.is_error,
-            _meta={SESSION_META_KEY: session.session_id})
+        return types.CallToolResult.model_validate(call_result(result, session.session_id), by_name=False)
 
     server: Server[Connections] = Server(SERVER_NAME, version=_version(), lifespan=lifespan,
                                          on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(_capture_raw_arguments)
+    if direct is not None:
+        server.middleware.append(direct.watch)
     return server
 
 
@@ -204,11 +219,14 @@ async def serve_stdio(ctx: Context, *, cwd: str | None = None) -> None:
     """Serve one client over stdin/stdout until it closes stdin; its session is flushed and released then.
 
     The transport is ours (:mod:`dsh_todo.carriers.mcp.wire`), not the SDK's: it answers every request, including
-    lines the SDK's reader would drop unanswered."""
+    lines the SDK's reader would drop unanswered, and after the handshake it lets :mod:`.direct` answer the plain
+    ``tools/call``, ``ping`` and ``tools/list`` requests without the SDK's dispatch (docs/decisions/0013)."""
+    from dsh_todo.carriers.mcp.direct import Direct
     from dsh_todo.carriers.mcp.wire import stdio_transport
 
-    server = build_server(ctx, cwd=cwd)
-    async with stdio_transport() as (read_stream, write_stream):
+    direct = Direct(ctx)
+    server = build_server(ctx, cwd=cwd, direct=direct)
+    async with stdio_transport(direct=direct) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

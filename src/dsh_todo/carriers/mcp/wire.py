@@ -22,6 +22,16 @@ losslessly JSON-serializable`` (the reference's answer, conformance category ``l
 Answers are written with :func:`dsh_todo.jsonutil.dumps_bytes`, which escapes lone surrogates the way
 ``JSON.stringify`` does, so a string the client sent comes back intact. A client that stops reading (``EPIPE``) costs
 the server nothing: answers are dropped and the server runs until stdin ends.
+
+Requests of the plain shape (:class:`Request`: ``tools/call``, ``ping``, ``tools/list``) are offered first to a
+:class:`Shortcut` (the server's :class:`~dsh_todo.carriers.mcp.direct.Direct`), which answers them without the SDK
+once the SDK has accepted the handshake; whatever it declines is validated and handed to the SDK as before. So that a
+direct answer never overtakes the SDK's, a request is offered only while no request handed to the SDK waits for its
+answer. A ``notifications/cancelled`` naming a direct call in flight cancels it (its step ends ``Error: tool call
+aborted`` in the log, and the request gets no answer, as the SDK does); a call still running when input ends is
+cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. Reading
+never waits for a direct call (a tool that awaits would otherwise keep its cancellation unread): beyond
+:data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way (docs/decisions/0013).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import os
 import re
@@ -36,17 +47,22 @@ import select
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Protocol
 
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from dsh_todo.jsonutil import MAX_VALUE_DEPTH, dumps, dumps_bytes, nests_deeper
+
+log = logging.getLogger("dsh_todo.mcp")
 
 MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line read, in bytes (the SDK's default HTTP body limit): longer lines are skipped and refused."""
@@ -215,9 +231,48 @@ def error_answer(request_id: Any, code: int, message: str) -> SessionMessage:
                                              error=types.ErrorData(code=code, message=message)))
 
 
-def decode(line: bytes) -> SessionMessage | None:
+REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+DIRECT_METHODS: Final = frozenset({"tools/call", "ping", "tools/list"})
+
+
+class Request:
+    """A request of the plain shape a :class:`Shortcut` may answer: ``jsonrpc``, a string or integer ``id``, one of
+    :data:`DIRECT_METHODS`, ``params`` an object or absent, and no other key. Kept as parsed, not yet validated by
+    the SDK's models: :meth:`message` is what the SDK gets when the shortcut declines."""
+
+    __slots__ = ("id", "method", "params", "value")
+
+    def __init__(self, value: dict[str, Any], request_id: Any, method: str, params: dict[str, Any] | None) -> None:
+        self.value = value
+        self.id = request_id
+        self.method = method
+        self.params = params
+
+    @classmethod
+    def of(cls, value: dict[str, Any]) -> Request | None:
+        method, request_id, params = value.get("method"), value.get("id"), value.get("params")
+        if (method not in DIRECT_METHODS or value.get("jsonrpc") != "2.0" or not _usable_id(request_id)
+                or not value.keys() <= REQUEST_KEYS or not (params is None or isinstance(params, dict))
+                or ("params" in value and params is None)):
+            return None
+        return cls(value, request_id, method, params)
+
+    def message(self) -> SessionMessage | None:
+        """The request as :func:`decode` hands it to the SDK (or the answer refusing it)."""
+        return _message(self.value, self.id)
+
+
+class Shortcut(Protocol):
+    """Answers some :class:`Request` s without the SDK (:class:`dsh_todo.carriers.mcp.direct.Direct`)."""
+
+    def serve(self, request: Request) -> Awaitable[bytes] | None:
+        """The answer line to ``request``, to be awaited, or ``None`` to leave it to the SDK."""
+
+
+def decode(line: bytes, *, direct: bool = False) -> SessionMessage | Request | None:
     """A line from the client: the message to serve, an answer to write back (a :class:`types.JSONRPCError`), or
-    ``None`` for a line that needs neither (blank, an invalid notification or response)."""
+    ``None`` for a line that needs neither (blank, an invalid notification or response). With ``direct``, a request
+    of the plain shape comes back as a :class:`Request` (not yet validated by the SDK's models)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -233,10 +288,18 @@ def decode(line: bytes) -> SessionMessage | None:
     except ValueError as exc:
         return error_answer(None, PARSE_ERROR, f"Parse error: {exc}")
     request_id = value.get("id") if isinstance(value, dict) and _usable_id(value.get("id")) else None
-    if nests_deeper(value, MAX_DEPTH):
+    if text.count("{") + text.count("[") > MAX_DEPTH and nests_deeper(value, MAX_DEPTH):
+        # (fewer opening brackets than the limit, anywhere in the text, cannot nest deeper: no walk needed)
         return error_answer(request_id, INVALID_REQUEST, TOO_DEEP)
     if not isinstance(value, dict):
         return error_answer(None, INVALID_REQUEST, "Invalid Request: a message is a JSON object")
+    if direct and (request := Request.of(value)) is not None:
+        return request
+    return _message(value, request_id)
+
+
+def _message(value: dict[str, Any], request_id: Any) -> SessionMessage | None:
+    """A JSON object as the SDK's message, or the answer refusing it, or ``None`` (see :func:`decode`)."""
     try:
         message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except ValidationError:
@@ -271,17 +334,81 @@ def read_line(source: BinaryIO) -> tuple[bytes, bool] | None:
             return line[:4096], True
 
 
+class Lines:
+    """Splits what a pipe delivers into lines as :func:`read_line` reads them from a file: ``(line, cut)``, the line
+    without its newline (trailing ``\\r`` too), ``cut`` when it was longer than :data:`MAX_LINE` bytes (then only its
+    first 4 KiB are kept, to find its id, and the rest is skipped). Holds at most one line's worth."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._head: bytes | None = None
+        """The start of a line longer than :data:`MAX_LINE` whose rest is being skipped."""
+
+    def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
+        lines: list[tuple[bytes, bool]] = []
+        start = 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            if self._head is not None:
+                if end < 0:
+                    break
+                lines.append((self._head, True))
+                self._head = None
+            elif end < 0:
+                self._buffer += data[start:]
+                if len(self._buffer) > MAX_LINE:
+                    self._head = bytes(self._buffer[:4096])
+                    self._buffer.clear()
+                break
+            else:
+                if self._buffer:
+                    self._buffer += data[start:end]
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                else:
+                    line = data[start:end]
+                lines.append((line[:4096], True) if len(line) > MAX_LINE else (line.rstrip(b"\r\n"), False))
+            start = end + 1
+        return lines
+
+    def end(self) -> list[tuple[bytes, bool]]:
+        """The last line, when the input ended without a newline."""
+        if self._head is not None:
+            return [(self._head, True)]
+        return [(bytes(self._buffer).rstrip(b"\r\n"), False)] if self._buffer else []
+
+
+def take_line(line: bytes, cut: bool, *, direct: bool) -> SessionMessage | Request | None:
+    """What one line read from the client asks for (see :func:`decode`)."""
+    if cut:
+        return error_answer(scan_id(line.decode("utf-8", "replace")), INVALID_REQUEST,
+                            f"Invalid Request: a message longer than {MAX_LINE} bytes")
+    return decode(line, direct=direct)
+
+
 # -- the transport -----------------------------------------------------------------------------------------------
+
+CONNECTION_CLOSED: Final = "Connection closed"
+"""The SDK's answer to a request still running when the connection ends (code ``-32000``)."""
+
+DIRECT_LIMIT: Final = 16
+"""Direct answers in progress at once (running or waiting to be written); beyond, requests go the SDK's way (whose
+tasks a cancellation can still reach: reading never waits for a direct call)."""
+
+CHUNK: Final = 1 << 16
 
 
 @asynccontextmanager
-async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None = None) -> AsyncIterator[
+async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None = None, *,
+                          direct: Shortcut | None = None) -> AsyncIterator[
         tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
     """``(read_stream, write_stream)`` for :meth:`mcp.server.lowlevel.Server.run` over stdin and stdout.
 
     While it serves, fd 1 points at stderr (a stray ``print`` cannot corrupt the wire) and answers go to a private
-    duplicate of the original stdout. Lines are read on a daemon thread (any stdin: a pipe, a file, a tty), so an
-    interrupted server never waits for a read that will not return.
+    duplicate of the original stdout. A stdin the event loop can wait on (a pipe or a socket, as MCP hosts give) is
+    read on the loop, non-blocking while served; any other (a file, a tty) on a daemon thread, so an interrupted
+    server never waits for a read that will not return. Either way a line is handed over before the next is read.
+    ``direct`` answers what it can of the plain requests (see the module's docstring).
     """
     loop = asyncio.get_running_loop()
     source = stdin if stdin is not None else sys.stdin.buffer
@@ -291,30 +418,106 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
         private_out = os.dup(1)
         os.dup2(2, 1)
         stdout_fd = private_out
+    out_fd = stdout_fd
+    out_pipe = _is_pipe(out_fd)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    answers = write_send.clone()
+    write_lock = asyncio.Lock()  # one answer line at a time, in the order they were ready
+    broken = False
+    waiting: dict[Any, int] = {}  # requests handed to the SDK and not yet answered, by correlation id
+    in_flight: dict[Any, asyncio.Task[None]] = {}  # direct answers not yet computed, by correlation id
+    silenced: set[asyncio.Task[None]] = set()  # direct calls their client cancelled: never answered
+    slots = asyncio.Semaphore(DIRECT_LIMIT)
 
-    async def deliver(message: SessionMessage) -> None:
-        if isinstance(message.message, types.JSONRPCError):
-            await answers.send(message)
-        else:
-            await read_send.send(message)
+    async def emit(data: bytes) -> None:
+        nonlocal broken
+        async with write_lock:
+            if broken:
+                return  # the client stopped reading: drop answers, keep serving until stdin ends
+            try:
+                if not _write_now(out_fd, data, out_pipe):
+                    await anyio.to_thread.run_sync(_write_fully, out_fd, data)
+            except OSError:
+                broken = True
+
+    def settle(request_id: Any) -> None:
+        key = coerce_request_id(request_id)
+        count = waiting.pop(key, 0) - 1
+        if count > 0:
+            waiting[key] = count
+
+    def cancel(params: Mapping[str, Any] | None) -> None:
+        """``notifications/cancelled``: the named request is answered by nobody (JSON-RPC's cancellation)."""
+        request_id = cancelled_request_id_from_params(params)
+        if request_id is None:
+            return
+        task = in_flight.pop(coerce_request_id(request_id), None)
+        if task is not None:
+            silenced.add(task)
+            task.cancel()
+        settle(request_id)  # the SDK answers no request its client cancelled
+
+    async def answer_directly(request: Request, served: Awaitable[bytes]) -> None:
+        task = asyncio.current_task()
+        try:
+            try:
+                data = await served
+            except asyncio.CancelledError:
+                if task in silenced:
+                    silenced.discard(task)
+                    return
+                data = encode(error_answer(request.id, types.CONNECTION_CLOSED, CONNECTION_CLOSED))
+            except Exception:  # a bug on the direct path: still one answer, never a traceback on the wire
+                log.exception("MCP direct answer to %r failed", request.method)
+                data = encode(error_answer(request.id, types.INTERNAL_ERROR, "Internal error"))
+            finally:
+                key = coerce_request_id(request.id)
+                if in_flight.get(key) is task:
+                    del in_flight[key]
+            await emit(data)
+        finally:
+            slots.release()
+
+    async def deliver(item: SessionMessage | Request) -> None:
+        if isinstance(item, Request):
+            if direct is not None and not waiting and not slots.locked():
+                await slots.acquire()  # (free: does not wait)
+                try:
+                    served = direct.serve(item)
+                except Exception:  # a bug on the direct path: the SDK answers instead
+                    log.exception("MCP direct path refused %r", item.method)
+                    served = None
+                if served is not None:
+                    in_flight[coerce_request_id(item.id)] = loop.create_task(answer_directly(item, served))
+                    return
+                slots.release()
+            message = item.message()
+            if message is None:
+                return
+            item = message
+        inner = item.message
+        if isinstance(inner, types.JSONRPCError):  # refused here: the SDK never sees it
+            await emit(encode(item))
+            return
+        if isinstance(inner, types.JSONRPCRequest):
+            key = coerce_request_id(inner.id)
+            waiting[key] = waiting.get(key, 0) + 1
+        elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
+            cancel(inner.params)
+        await read_send.send(item)
 
     async def finish() -> None:
+        running = list(in_flight.values())
+        for task in running:  # input ended: answered "Connection closed", as the SDK answers its own
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
         read_send.close()
-        answers.close()
 
     def read_all() -> None:
         try:
             while (item := read_line(source)) is not None:
-                line, cut = item
-                if cut:
-                    message: SessionMessage | None = error_answer(
-                        scan_id(line.decode("utf-8", "replace")), INVALID_REQUEST,
-                        f"Invalid Request: a message longer than {MAX_LINE} bytes")
-                else:
-                    message = decode(line)
+                message = take_line(*item, direct=direct is not None)
                 if message is not None:  # parsed here, off the event loop; handed over one at a time
                     asyncio.run_coroutine_threadsafe(deliver(message), loop).result()
         except (OSError, ValueError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -323,37 +526,101 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
             with contextlib.suppress(RuntimeError):
                 asyncio.run_coroutine_threadsafe(finish(), loop)
 
+    async def pump(fd: int) -> None:
+        """Read stdin on the loop and hand over its lines in order. The descriptor stays registered while the pump
+        keeps up (registering it anew for every line cost more than the read), and is let go while two chunks wait
+        (a slow hand-over, e.g. to the SDK during ``initialize``): at most two chunks and a line are held."""
+        lines = Lines()
+        chunks: deque[bytes] = deque()
+        wake: asyncio.Future[None] | None = None
+        reading = False
+
+        def on_readable() -> None:
+            nonlocal reading
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""  # stdin failed: the end of input
+            chunks.append(data)
+            if not data or len(chunks) >= 2:
+                loop.remove_reader(fd)
+                reading = False
+            if wake is not None and not wake.done():
+                wake.set_result(None)
+
+        try:
+            while True:
+                if not chunks:
+                    if not reading:
+                        loop.add_reader(fd, on_readable)
+                        reading = True
+                    wake = loop.create_future()
+                    await wake
+                    continue
+                data = chunks.popleft()
+                for line, cut in lines.feed(data) if data else lines.end():
+                    message = take_line(line, cut, direct=direct is not None)
+                    if message is not None:
+                        await deliver(message)
+                if not data:
+                    break
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the server is gone: this is the end of input
+        finally:
+            if reading:
+                loop.remove_reader(fd)
+        await finish()
+
     async def write_all() -> None:
-        broken = False
         async with write_recv:
             async for message in write_recv:
-                if broken:
-                    continue  # the client stopped reading: drop answers, keep serving until stdin ends
-                data = encode(message)
-                try:
-                    if not _write_now(stdout_fd, data):
-                        await anyio.to_thread.run_sync(_write_fully, stdout_fd, data)
-                except OSError:
-                    broken = True
+                if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    settle(message.message.id)
+                await emit(encode(message))
 
-    threading.Thread(target=read_all, name="dsh-todo-mcp-stdin", daemon=True).start()
+    fd = _pollable_fd(source) if stdin is None else None
+    blocking = os.get_blocking(fd) if fd is not None else True
+    if fd is None:
+        threading.Thread(target=read_all, name="dsh-todo-mcp-stdin", daemon=True).start()
+    else:
+        os.set_blocking(fd, False)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(write_all)
+            if fd is not None:
+                group.start_soon(pump, fd)
             yield read_recv, write_send
     finally:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, blocking)
         if private_out is not None:
             with contextlib.suppress(OSError):
                 os.dup2(private_out, 1)
                 os.close(private_out)
 
 
-def _write_now(fd: int, data: bytes) -> bool:
+def _pollable_fd(source: BinaryIO) -> int | None:
+    """``source``'s file descriptor when the event loop can wait on it (a pipe or a socket), ``None`` for anything
+    else (a file, a tty, an object without a descriptor). Only for the process's own stdin, of which nothing has been
+    read (a raw read would miss what a buffered reader already holds)."""
+    try:
+        fd = source.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+
+
+def _write_now(fd: int, data: bytes, pipe: bool) -> bool:
     """Write ``data`` on the event loop when that cannot block: a pipe that has room for it (a write of at most
     ``PIPE_BUF`` bytes to a pipe with room completes at once). Otherwise (a larger answer, a full pipe, a client
     that stopped reading, any other kind of stdout) the caller writes it on a worker thread. Handing every answer to
-    a thread cost a thread switch each way per call, about as much as the rest of the server's work on it."""
-    if len(data) > select.PIPE_BUF or not _is_pipe(fd):
+    a thread cost a thread switch each way per call, about as much as the rest of the server's work on it. ``pipe``:
+    whether ``fd`` is a pipe (:func:`_is_pipe`, asked once per server)."""
+    if len(data) > select.PIPE_BUF or not pipe:
         return False
     writable = select.select([], [fd], [], 0)[1]
     if not writable:
