@@ -41,7 +41,7 @@ from dsh_todo.jsonutil import loads
 Observer = Callable[[list[Event], list[Any]], object]
 """Sees each run of events a pass reads, with their ``type`` values."""
 
-CHUNK_SIZE: Final = 4 << 20
+CHUNK_SIZE: Final = 256 << 10
 """Bytes of a raw log fed to the scanner at a time."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
@@ -79,9 +79,13 @@ class Scanned:
 class _Pass:
     """Feeds a :class:`LogScanner` and takes its events off it piece by piece."""
 
-    def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None) -> None:
+    def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None,
+                 bulk: bool = False) -> None:
         self.scanner = scanner
         scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
+        # Without keeping, runs of lines proven clean in bulk hand over only the events the plan fold and the open
+        # turn need (bulk.prove); an observer that wants every event (a checkpoint's tail) does not ask for it.
+        scanner.bulk = bulk and not keep
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
 
@@ -92,18 +96,20 @@ class _Pass:
     def take(self) -> None:
         scanner = self.scanner
         events = scanner.events
-        if not events:
+        if not events and not scanner.unexpanded:
             return
         found = self.found
-        types = list(map(dict.get, events, repeat("type")))
-        if found.unknown is None and not _all_known(types):
-            try:
-                refuse_unknown_types(str(found.meta["id"]), events, found.path)
-            except SessionLogError as exc:
-                found.unknown = exc  # raised only if the whole pass succeeds, as the backend reads, then refuses
-        if self.observe is not None:
-            self.observe(events, types)
-        _follow_turn(found.open_turn, events, types)
+        if events:
+            types = list(map(dict.get, events, repeat("type")))
+            if found.unknown is None and not _all_known(types):
+                try:
+                    refuse_unknown_types(str(found.meta["id"]), events, found.path)
+                except SessionLogError as exc:
+                    found.unknown = exc  # raised only if the whole pass succeeds, as the backend reads, then refuses
+            if self.observe is not None:
+                self.observe(events, types)
+            _follow_turn(found.open_turn, events, types)
+            scanner.turn_open = bool(found.open_turn)
         handed = len(events) + scanner.unexpanded
         found.count += handed
         if found.events is not None:
@@ -204,7 +210,7 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
             if len(header) > limit:
                 raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
-        one = _Pass(LogScanner(header), path, keep, observe)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk=True)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
@@ -305,7 +311,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         if head is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
         header = header_frame(_frame(head, at, 0))
-        one = _Pass(LogScanner(header), path, keep, observe)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk=True)
         last_start: int | None = None
         torn_start: int | None = None
         torn = b""

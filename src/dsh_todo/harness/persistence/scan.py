@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dsh_todo.harness.persistence.bulk import DEEP_CANDIDATE, prove
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
-from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH, max_line, too_deep, too_long
+from dsh_todo.harness.persistence.limits import max_line, too_deep, too_long
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
 
@@ -32,9 +33,6 @@ _ROW_TAGS = tuple(ROW_TYPES)
 _SLICE = 256 << 10
 """Plaintext split into lines at a time when its lines are very short."""
 
-_DEEP_CANDIDATE = 2 * MAX_VALUE_DEPTH
-"""A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket per
-level), so only such lines are walked for their depth."""
 
 
 def _unparsable(line: int) -> CorruptSessionLogError:
@@ -78,8 +76,8 @@ class LogScanner:
     (:meth:`continuing`).
     """
 
-    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "committed_bytes", "events", "expand",
-                 "input_bytes", "max_line", "meta", "unexpanded")
+    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
+                 "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
         self.meta: Meta = parse_header_record(header_record)
@@ -94,6 +92,8 @@ class LogScanner:
         self.max_line = max_line()
         self.expand = True
         self.unexpanded = 0
+        self.bulk = False
+        self.turn_open = False
 
     @classmethod
     def continuing(cls, meta: Meta, base: int) -> LogScanner:
@@ -113,6 +113,8 @@ class LogScanner:
         scanner.max_line = max_line()
         scanner.expand = True
         scanner.unexpanded = 0
+        scanner.bulk = False
+        scanner.turn_open = False
         return scanner
 
     @property
@@ -132,6 +134,8 @@ class LogScanner:
             return
         if self._issue is not None:
             self._skim(data)
+            return
+        if self.bulk and self._proven(data):
             return
         self.input_bytes += len(data)
         lines = data.split(b"\n")
@@ -159,6 +163,31 @@ class LogScanner:
         if lines:
             with paused_gc():
                 self._consume(lines, position)
+
+    def _proven(self, data: bytes) -> bool:
+        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean: the events
+        anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
+        exact pass must read them (nothing was consumed)."""
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return False
+        region = b"".join([*self._fragment, data[:end]]) if self._fragment else data[:end]
+        if len(region) > self.max_line:
+            return False
+        proven = prove(region, self.base + len(self.events) + self.unexpanded, self.turn_open)
+        if proven is None:
+            return False
+        self.input_bytes += len(data)
+        tail = data[end:]
+        self.committed_bytes = self.input_bytes - len(tail)
+        self._line += proven.lines
+        self.events.extend(proven.handed)
+        self.unexpanded += proven.passed
+        self._fragment = [tail] if tail else []
+        self._fragment_size = len(tail)
+        if len(tail) > self.max_line:
+            raise too_long(self._line + 1, self.max_line)
+        return True
 
     def _skim(self, data: bytes) -> None:
         """After damage: only a later ``turn/end`` line matters (it proves the damage committed), so a piece that
@@ -217,7 +246,7 @@ class LogScanner:
                 except ValueError:
                     issue = _unparsable(line_no)
                     break
-                if len(line) > _DEEP_CANDIDATE and nests_deeper(value):
+                if len(line) > DEEP_CANDIDATE and nests_deeper(value):
                     raise too_deep(line_no)
                 if type(value) is not dict:
                     # DSH reads a non-object line as an event whose seq is undefined.
