@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress
+from itertools import compress
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH
@@ -107,17 +108,19 @@ _DT: Final = operator.attrgetter("dt")
 _PLUS_ONE: Final = (1).__add__
 
 
-def prove(region: bytes, expected: int, turn_open: bool) -> Proven | None:
-    """``region`` (complete lines, each ending in ``\\n``) proven clean with seqs from ``expected`` on, or ``None``
-    when it is not (the exact pass then reads it). ``turn_open``: a turn is open before the region, so a region
-    without a turn boundary would have to hand over every event; it is left to the exact pass."""
+def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool) -> Proven | None:
+    """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` when
+    they are not (the exact pass then reads them). ``texts`` hold every byte of the lines (they are checked for
+    UTF-8; a memoryview spares a copy of the piece the lines were split from). ``turn_open``: a turn is open before
+    the lines, so lines without a turn boundary would have to hand over every event; they are left to the exact
+    pass."""
     import msgspec
 
-    lines = region.split(b"\n")
-    lines.pop()
-    if not region.isascii():
+    if not lines:
+        return None
+    for text in texts:
         try:
-            region.decode()
+            str(text, "utf-8")
         except UnicodeDecodeError:
             return None
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
@@ -127,13 +130,8 @@ def prove(region: bytes, expected: int, turn_open: bool) -> Proven | None:
         values = list(map(_decoder().decode, lines))
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    sizes = _sizes(values)
-    if sizes is None:
-        return None
-    # Every seq continues the log: the running sum of the sizes from ``expected`` (all in C but the rows' loop).
-    starts = list(accumulate(sizes, initial=expected))
-    total = starts.pop() - expected
-    if starts != list(map(_SEQ, values)):
+    total = _events(values, expected)
+    if total is None:
         return None
     marked = list(compress(range(len(values)), map(_MARK, values)))
     picked = _picked(values, lines, marked, turn_open)
@@ -156,20 +154,26 @@ def prove(region: bytes, expected: int, turn_open: bool) -> Proven | None:
     return Proven(len(lines), handed, total - len(handed))
 
 
-def _sizes(values: list[Any]) -> list[int] | None:
-    """How many events each line stands for (a row: its members), or ``None`` when a row's ``dt`` is not one
-    shorter than its members (:func:`~.chunk_rows.row_span`'s last check)."""
-    sizes = [1] * len(values)
+def _events(values: list[Any], expected: int) -> int | None:
+    """How many events the lines stand for when their seqs continue the log from ``expected`` (a row by its
+    members, which its ``dt`` must match: :func:`~.chunk_rows.row_span`'s last check), else ``None``. Each line's
+    seq must be the one before it plus that line's size; every step runs in C, there are a few thousand lines."""
+    seqs = list(map(_SEQ, values))
+    if not seqs or seqs[0] != expected:
+        return None
     rows = list(map(_ROW, values))
-    if not any(rows):
-        return sizes
     data = list(map(_DATA, compress(values, rows)))
     counts = list(map(len, map(_MEMBERS, data)))
     if counts != list(map(_PLUS_ONE, map(len, map(_DT, data)))):
         return None
-    for index, count in zip(compress(range(len(values)), rows), counts, strict=True):
-        sizes[index] = count
-    return sizes
+    steps = list(map(operator.sub, seqs[1:], seqs))
+    steps.append(counts[-1] if rows[-1] else 1)
+    if list(compress(steps, rows)) != counts:
+        return None
+    if steps.count(1) != len(steps) - len(counts) + counts.count(1):  # every other line is one event
+        return None
+    total: int = seqs[-1] + steps[-1] - expected
+    return total
 
 
 def _value(line: bytes, envelope: Any) -> dict[str, Any] | None:

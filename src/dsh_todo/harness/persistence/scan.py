@@ -169,12 +169,17 @@ class LogScanner:
         anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
         exact pass must read them (nothing was consumed)."""
         end = data.rfind(b"\n") + 1
-        if not end:
+        if not end or end + self._fragment_size > self.max_line:
             return False
-        region = b"".join([*self._fragment, data[:end]]) if self._fragment else data[:end]
-        if len(region) > self.max_line:
-            return False
-        proven = prove(region, self.base + len(self.events) + self.unexpanded, self.turn_open)
+        lines = data.split(b"\n")
+        lines.pop()
+        view = memoryview(data)
+        texts: list[bytes | memoryview] = [view[:end]]
+        if self._fragment:  # the first line began in an earlier piece
+            first = b"".join([*self._fragment, lines[0]])
+            texts = [first, view[len(lines[0]) + 1:end]]
+            lines[0] = first
+        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open)
         if proven is None:
             return False
         self.input_bytes += len(data)
