@@ -205,7 +205,8 @@ def checkpoint_plan(log: Path, compression: str) -> object:
     """The checkpoint's plan row and the last plan event of the tail after it (what a checkpoint read costs)."""
     found = usable_checkpoint(JsonlBackend(log.parents[2], compression), log)  # type: ignore[arg-type]
     assert found is not None
-    tail = scan_last_of(log, compression, PLAN_EVENT_TYPES, offset=found[1].offset)  # type: ignore[arg-type]
+    tail = scan_last_of(log, compression, PLAN_EVENT_TYPES, offset=found[1].offset,  # type: ignore[arg-type]
+                        from_seq=found[1].rows["todos"]["seq"])
     assert tail is not None
     return found[1].rows["todos"]["val"] if tail.last is None else tail.last
 

@@ -371,7 +371,8 @@ class JsonlBackend:
         if found is None:
             return None
         meta, checkpoint = found
-        tail = read_tail(path, compression_of(path), meta, checkpoint.offset)
+        seqs = [row["seq"] for row in checkpoint.rows.values() if isinstance(row, dict) and type(row.get("seq")) is int]
+        tail = read_tail(path, compression_of(path), meta, checkpoint.offset, min(seqs, default=None))
         return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
