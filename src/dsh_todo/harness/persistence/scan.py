@@ -50,6 +50,11 @@ def _seq_matches(seq: object, expected: int) -> bool:
     return (kind is int or kind is float) and seq == expected
 
 
+def _may_bound(text: bytes) -> bool:
+    """Whether ``text`` may hold a turn boundary: its type's bytes, or an escape, must be there."""
+    return b"turn/" in text or b"\\" in text
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Hold off the cyclic garbage collector while a scan allocates millions of acyclic dicts.
@@ -179,6 +184,8 @@ class LogScanner:
             first = b"".join([*self._fragment, lines[0]])
             texts = [first, view[len(lines[0]) + 1:end]]
             lines[0] = first
+        if self.turn_open and not (_may_bound(data) or (self._fragment and _may_bound(lines[0]))):
+            return False  # a turn is open and goes on through these lines: the exact pass hands them all over
         proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open)
         if proven is None:
             return False
