@@ -4,7 +4,9 @@ Every line goes through :class:`~dsh_todo.harness.persistence.scan.LogScanner` (
 seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
 once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the backend's
 ``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
-holds one piece (4 MiB of text, or one zstd frame) and the open turn, never the log.
+holds one piece (256 KiB of text) and the open turn, never the log. A full pass that keeps no events lets the
+scanner prove runs of lines clean in bulk (:mod:`.bulk`) and hand over only the events the plan and the open turn
+need; whatever it cannot prove goes through the exact rules.
 
 The pass notes what readers and writers need: the header, the event count, the torn tail (where it starts, and how
 many events a cut zstd frame still gave), where the record holding the last event starts (a writer continues from
@@ -42,7 +44,8 @@ Observer = Callable[[list[Event], list[Any]], object]
 """Sees each run of events a pass reads, with their ``type`` values."""
 
 CHUNK_SIZE: Final = 256 << 10
-"""Bytes of a raw log fed to the scanner at a time."""
+"""Plaintext bytes fed to the scanner at a time (a raw log's reads, a zstd frame's decoded pieces): pieces of a few
+MiB cost page faults and cache misses at every step (decision 0015)."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
 _ROW_TAGS: Final = tuple(ROW_TYPES)
