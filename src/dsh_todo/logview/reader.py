@@ -146,7 +146,7 @@ def _read(target: _Target, *, keep: bool) -> _Read:
             if fast is not None:
                 return fast
         plan = PlanFold()
-        found = backend.scan(log, keep=keep, observe=plan.see)
+        found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True)
         live = backend.writer_alive(str(found.meta["id"]))
         return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, plan,
                      [] if live else found.closers(), live)

@@ -24,7 +24,7 @@ from dsh_todo.harness.persistence import bulk, reading, scan
 from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.limits import MAX_LINE_ENV
-from dsh_todo.harness.persistence.zstd import compress_frame
+from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import loads
 from dsh_todo.logview import read_plan
 from dsh_todo.runtime import open_runtime
@@ -37,7 +37,7 @@ PIECES = (64, 1000, 256 << 10)
 def _outcome(log: Path) -> tuple[Any, ...]:
     """Everything a pass that keeps no events answers: the pass's own findings (or its error) and the reader's."""
     try:
-        found = reading.scan_log(log, keep=False)
+        found = reading.scan_log(log, keep=False, plan_only=True)
         scanned: tuple[Any, ...] = (found.count, found.torn_at, found.cut_frame_events, found.last_record,
                                     found.open_turn, found.closers())
     except SessionLogError as exc:
@@ -57,14 +57,25 @@ def same_both_ways(log: Path, monkeypatch: pytest.MonkeyPatch) -> int:
         proven += result is not None
         return result
 
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
     for size in PIECES:
         monkeypatch.setattr(reading, "CHUNK_SIZE", size)
         monkeypatch.setattr(scan, "prove", counted)
         fast = _outcome(log)
-        monkeypatch.setattr(scan, "prove", lambda *args: None)
-        assert _outcome(log) == fast, f"pieces of {size} bytes"
+        with monkeypatch.context() as exact:
+            exact.setattr(reading._Pass, "__init__", _exact_pass)
+            assert _outcome(log) == fast, f"pieces of {size} bytes"
     monkeypatch.undo()
     return proven
+
+
+_PASS_INIT = reading._Pass.__init__
+
+
+def _exact_pass(self: reading._Pass, scanner: scan.LogScanner, path: Path, keep: bool,
+                observe: reading.Observer | None, bulk: bool = False) -> None:
+    """A pass as it reads without the bulk proof: every line by the exact rules, pieces fed as they come."""
+    _PASS_INIT(self, scanner, path, keep, observe, False)
 
 
 def _fixture_logs() -> list[Path]:
@@ -353,6 +364,22 @@ def test_random_mutations_read_the_same(seed: int, session_lines: tuple[bytes, l
             MUTATIONS[rng.choice(names)](rng, lines)
         log = _write(tmp_path / "--w--" / "s", header, lines, zstd=round_ % 2 == 1)
         same_both_ways(log, monkeypatch)
+
+
+def test_damage_in_a_later_frame_is_reported_after_the_lines_before_it(
+        session_lines: tuple[bytes, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small frames are proven together; a frame that fails validation is still reported only after the lines of
+    the frames before it were read (here a line too deep, which is the verdict piece by piece)."""
+    header, original = session_lines
+    lines = list(original)
+    lines[2] = lines[2][:-1] + b',"x":' + b"[" * 600 + b"]" * 600 + b"}"
+    log = _write(tmp_path / "--w--" / "s", header, lines, zstd=True)
+    data = bytearray(log.read_bytes())
+    start, end = scan_frames(bytes(data)).frames[-2]
+    data[(start + end) // 2] ^= 0x55
+    log.write_bytes(bytes(data))
+    same_both_ways(log, monkeypatch)
+    assert "nests deeper than 512 levels" in read_plan(log).health.reason
 
 
 def test_a_short_line_bound_reads_the_same(session_lines: tuple[bytes, list[bytes]], tmp_path: Path,

@@ -87,14 +87,32 @@ class _Pass:
         self.scanner = scanner
         scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
         # Without keeping, runs of lines proven clean in bulk hand over only the events the plan fold and the open
-        # turn need (bulk.prove); an observer that wants every event (a checkpoint's tail) does not ask for it.
+        # turn need (bulk.prove): for a reader of the plan, never for an observer that wants every event.
         scanner.bulk = bulk and not keep
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
+        self._held: list[bytes] = []
+        self._held_size = 0
 
     def feed(self, data: bytes) -> None:
+        if self.scanner.bulk:  # small pieces (a zstd frame per write batch) are proven together
+            self._held.append(data)
+            self._held_size += len(data)
+            if self._held_size < CHUNK_SIZE:
+                return
+            data = b"".join(self._held)
+            self._held, self._held_size = [], 0
         self.scanner.feed(data)
         self.take()
+
+    def flush(self) -> None:
+        """Feed what :meth:`feed` holds: before the pass ends, and before damage the file holds after it is
+        reported (the lines before the damage are read first, as piece by piece)."""
+        if self._held:
+            data = b"".join(self._held)
+            self._held, self._held_size = [], 0
+            self.scanner.feed(data)
+            self.take()
 
     def take(self) -> None:
         scanner = self.scanner
@@ -181,18 +199,20 @@ def _settled(before: tuple[int, ...], after: tuple[int, ...], limit: int | None)
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
-             refuse_unknown: bool = True) -> Scanned:
+             refuse_unknown: bool = True, plan_only: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
     (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
-    ``observe(events, types)`` sees every run of events in order. A log that changes while it is read (a writer
-    appending) is read again, then only as far as it reached when that second pass began."""
+    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (and without ``keep``), of a run
+    of lines proven clean in bulk it sees only the events a plan fold looks at (:mod:`.bulk`), the open turn is kept
+    all the same, and the verdict is the same. A log that changes while it is read (a writer appending) is read
+    again, then only as far as it reached when that second pass began."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
     limit: int | None = None
     while True:
         before = _identity(path)
         try:
             with paused_gc():
-                found = read(path, keep, observe, limit)
+                found = read(path, keep, observe, limit, plan_only)
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
@@ -204,7 +224,8 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
         limit = _identity(path)[2]  # changed while read: read again, up to where it is now (_settled)
 
 
-def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
+              bulk: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
         limit = max_line()
@@ -213,10 +234,11 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
             if len(header) > limit:
                 raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
-        one = _Pass(LogScanner(header), path, keep, observe, bulk=True)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
+        one.flush()
         scanner = one.scanner
         committed = scanner.committed_bytes
         if committed < scanner.input_bytes:
@@ -303,7 +325,8 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
         yield offset, None, pending
 
 
-def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
+               bulk: bool = False) -> Scanned:
     """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
         frames = _frames(_Bounded(file, end))
@@ -314,17 +337,22 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         if head is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
         header = header_frame(_frame(head, at, 0))
-        one = _Pass(LogScanner(header), path, keep, observe, bulk=True)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk)
         last_start: int | None = None
         torn_start: int | None = None
         torn = b""
-        for at, frame, rest in frames:
-            if frame is None:
-                torn_start, torn = at, rest
-                break
-            for piece in _frame(frame, at, 0):
-                one.feed(piece)
-            last_start = at
+        try:
+            for at, frame, rest in frames:
+                if frame is None:
+                    torn_start, torn = at, rest
+                    break
+                for piece in _frame(frame, at, 0):
+                    one.feed(piece)
+                last_start = at
+        except SessionLogError:
+            one.flush()
+            raise
+        one.flush()
     if not one.scanner.clean:
         raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if last_start is not None and one.found.count:
@@ -334,6 +362,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         complete = one.found.count
         for piece in prefix_pieces(torn, CHUNK_SIZE):
             one.feed(piece)
+        one.flush()
         one.found.torn_at = torn_start
         one.found.cut_frame_events = one.found.count - complete
     return one.found

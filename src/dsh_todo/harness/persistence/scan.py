@@ -50,6 +50,11 @@ def _seq_matches(seq: object, expected: int) -> bool:
     return (kind is int or kind is float) and seq == expected
 
 
+BULK_MIN = 64 << 10
+"""Fewer bytes of complete lines than this are read by the exact rules: they cost a millisecond or two, less than
+importing msgspec (a small log never does)."""
+
+
 def _may_bound(text: bytes) -> bool:
     """Whether ``text`` may hold a turn boundary: its type's bytes, or an escape, must be there."""
     return b"turn/" in text or b"\\" in text
@@ -174,7 +179,7 @@ class LogScanner:
         anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
         exact pass must read them (nothing was consumed)."""
         end = data.rfind(b"\n") + 1
-        if not end or end + self._fragment_size > self.max_line:
+        if not end or end + self._fragment_size < BULK_MIN or end + self._fragment_size > self.max_line:
             return False
         lines = data.split(b"\n")
         lines.pop()
