@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, BinaryIO, Final, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import Event, TornTail
@@ -36,9 +36,12 @@ from dsh_todo.harness.persistence.limits import max_line, too_long
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import loads
+
+if TYPE_CHECKING:
+    from zstandard import ZstdDecompressor
 
 Observer = Callable[[list[Event], list[Any]], object]
 """Sees each run of events a pass reads, with their ``type`` values."""
@@ -261,10 +264,10 @@ def _line_start(file: BinaryIO, end: int) -> int:
     return 0
 
 
-def _frame(data: memoryview, start: int, at: int) -> Iterator[bytes]:
+def _frame(data: memoryview, start: int, at: int, dctx: ZstdDecompressor | None = None) -> Iterator[bytes]:
     """The plaintext of the complete frame ``data`` (which starts at byte ``at`` of the file), piece by piece."""
     try:
-        yield from frame_pieces(data, CHUNK_SIZE)
+        yield from frame_pieces(data, CHUNK_SIZE, dctx)
     except FrameError as exc:
         raise CorruptSessionLogError(
             f"corrupt Zstandard session log: frame at byte {at + start} failed validation") from exc
@@ -338,6 +341,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
         header = header_frame(_frame(head, at, 0))
         one = _Pass(LogScanner(header), path, keep, observe, bulk)
+        dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None
         torn = b""
@@ -346,7 +350,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
                 if frame is None:
                     torn_start, torn = at, rest
                     break
-                for piece in _frame(frame, at, 0):
+                for piece in _frame(frame, at, 0, dctx):
                     one.feed(piece)
                 last_start = at
         except SessionLogError:
@@ -404,10 +408,11 @@ class _TornFrame(Exception):
 
 
 def _tail_pieces(file: BinaryIO) -> Iterator[bytes]:
+    dctx = decompressor()
     for at, frame, _ in _frames(file):
         if frame is None:
             raise _TornFrame
-        yield from _frame(frame, at, 0)
+        yield from _frame(frame, at, 0, dctx)
 
 
 class LineSeek:

@@ -137,6 +137,8 @@ class LogScanner:
         line longer than :attr:`max_line` (the unfinished last line included: memory stays bounded by it)."""
         if not data:
             return
+        if self.bulk and self._issue is None and self._proven(data):
+            return
         if len(data) > _SLICE and data.count(b"\n") > len(data) >> 5:
             # Very short lines: split in slices, so the list of lines stays small (a line costs ~40 bytes).
             for start in range(0, len(data), _SLICE):
@@ -144,8 +146,6 @@ class LogScanner:
             return
         if self._issue is not None:
             self._skim(data)
-            return
-        if self.bulk and self._proven(data):
             return
         self.input_bytes += len(data)
         lines = data.split(b"\n")
