@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, row_stub
 from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import loads
@@ -38,7 +39,6 @@ DEEP_CANDIDATE: Final = 2 * MAX_VALUE_DEPTH
 """A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket
 per level)."""
 
-_ROW_TAGS: Final = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 _MARKED: Final = frozenset({"todo/write", "turn/start", "turn/end"})
 """The events whose values a pass may hand over: the plan events and the turn boundaries."""
 
@@ -89,7 +89,7 @@ def _decoder() -> Any:
                                              ("data", call_data if tag == "tool-call-chunks" else text_data)],
                               tag_field="type", tag=tag, forbid_unknown_fields=True, gc=False,
                               namespace={"marked": False, "row": True})
-            for index, tag in enumerate(_ROW_TAGS)]
+            for index, tag in enumerate(sorted(ROW_TYPES))]
     # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
     events = [msgspec.defstruct(f"Event{index}", [("seq", int), *([("data", msgspec.Raw)] if tag == "todo/write"
                                                                   else [])],
@@ -144,8 +144,7 @@ def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int
             value = values[index]
             if value.row:
                 data = value.data
-                event = {"type": "assistant/chunk", "seq": value.seq + len(data.members) - 1,
-                         "time": value.time0 + sum(data.dt)}
+                event = row_stub(value.seq + len(data.members) - 1, value.time0 + sum(data.dt))
             else:
                 event = _value(lines[index], value)
                 if event is None:

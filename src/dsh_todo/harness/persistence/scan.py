@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from dsh_todo.harness.persistence.bulk import DEEP_CANDIDATE, prove
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.limits import max_line, too_deep, too_long
@@ -282,7 +282,7 @@ class LogScanner:
                     if expand:
                         events.extend(expand_row(value))
                     else:
-                        append({"type": "assistant/chunk", "seq": count + size - 1, "time": last_time})
+                        append(row_stub(count + size - 1, last_time))
                         unexpanded += size - 1
                     count += size
                     committed = position
