@@ -34,7 +34,6 @@ _SLICE = 256 << 10
 """Plaintext split into lines at a time when its lines are very short."""
 
 
-
 def _unparsable(line: int) -> CorruptSessionLogError:
     return CorruptSessionLogError(f"corrupt session log: unparsable committed event at line {line}")
 
@@ -83,7 +82,8 @@ class LogScanner:
     ``events`` is the contiguous good prefix (plain dicts, packed rows expanded); ``committed_bytes`` is the
     plaintext length up to the end of the last line that belongs to it; ``input_bytes`` counts everything fed.
     ``base`` is the seq of the first event fed: 0 for a whole log, or where a tail read starts
-    (:meth:`continuing`).
+    (:meth:`continuing`). ``bulk`` (set by a pass that keeps no events and reads for the plan) lets runs of complete
+    lines be proven clean at once (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open.
     """
 
     __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
