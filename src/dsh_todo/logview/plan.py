@@ -3,7 +3,7 @@
 The reader does not compute the plan itself: it composes a projection registry with the ``todos`` unit
 (:data:`READER_PROJECTIONS`, as a booted context does) and feeds each run of events the pass hands over to a
 detached fold of it. So its plan is by construction the one the live registry and the web page compute, and
-nothing is kept but the fold's state: a million-event log costs a parse of every line and no more memory than one
+nothing is kept but the fold's state: a million-event log costs a check of every line and no more memory than one
 piece of the file.
 
 Two things make a plan impossible to show, and the page's tail read fails on both with ``internal`` (SPEC §13.10),

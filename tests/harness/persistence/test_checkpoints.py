@@ -237,6 +237,31 @@ def test_service_restores_cold_sessions_from_checkpoint_and_tail(runtime: Contex
     assert restored.as_of_seq == full.as_of_seq == len(events) - 1
 
 
+def test_a_cold_restore_reads_a_big_record_from_the_checkpoints_event(tmp_path: Path, compression: str) -> None:
+    """Turns appended faster than the batch window share one write batch (one zstd frame): the checkpoint written at
+    dispose points at that record, and the service reads it from the checkpoint's own event on, with the full
+    restore's result."""
+    ctx = open_runtime(tmp_path / "root", compression=compression, batch_delay_ms=60_000)
+    session = ctx.sessions.create("s", cwd="/w")
+    for number in range(1, 30):
+        turn(ctx, session, number, (f"t{number}", "in_progress"), end=number < 29)
+    events = list(session.events)
+    ctx.dispose()
+    ctx = open_runtime(tmp_path / "root", compression=compression)
+    try:
+        found = ctx.session_persistence.backend.read_checkpointed("s")
+        assert found is not None and found.base == len(events) - 1
+        service = ctx.get("session_projection_cache")
+        assert isinstance(service, checkpoints.ProjectionCache)
+        restored = service.restore("s")
+    finally:
+        ctx.dispose()
+    registry = ProjectionRegistry()
+    registry.register(TODOS_UNIT)
+    full = registry.restore({}, events, 0)
+    assert restored.states == full.states and restored.as_of_seq == full.as_of_seq == len(events) - 1
+
+
 # -- reading: usable and unusable checkpoints ------------------------------------------------------------------
 
 

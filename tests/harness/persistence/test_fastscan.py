@@ -17,7 +17,7 @@ import pytest
 from dsh_todo.harness.persistence import JsonlBackend
 from dsh_todo.harness.persistence.encode import compress_frame
 from dsh_todo.harness.persistence.fastscan import scan_last_of
-from dsh_todo.harness.persistence.zstd import scan_frames
+from dsh_todo.harness.persistence.zstd import frame_pieces, scan_frames
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import dumps_bytes
 from dsh_todo.tool_todo.projection import TODOS_UNIT
@@ -126,6 +126,25 @@ def test_tail_scan_from_a_record_boundary(tmp_path: Path, compression: str) -> N
     assert scan.last == wanted[-1]
     assert scan_last_of(log, compression, WANTED, offset=offset + 1) is None  # type: ignore[arg-type]
     assert scan_last_of(log, compression, WANTED, offset=len(data) + 1) is None  # type: ignore[arg-type]
+
+
+def test_a_tail_scan_from_the_checkpoints_event_starts_at_its_line(tmp_path: Path) -> None:
+    """Under zstd a checkpoint's record is a whole write batch; with the checkpoint's event the scan starts at that
+    event's line, and reads the whole record when the event is a packed row's member (no line of its own)."""
+    log = make_log(tmp_path, "zstd", batch=100_000)  # one frame after the header: the whole log
+    events, _ = full_read(log, "zstd")
+    offset = scan_frames(log.read_bytes()).frames[1][0]
+    wanted = [event for event in events if event["type"] in PLAN_EVENT_TYPES]
+    turn_end = [event["seq"] for event in events if event["type"] == "turn/end"][-3]
+    scan = scan_last_of(log, "zstd", WANTED, offset=offset, from_seq=turn_end)
+    assert scan is not None and (scan.first_seq, scan.end_seq, scan.last) == (turn_end, len(events), wanted[-1])
+    plaintext = b"".join(frame_pieces(log.read_bytes()[offset:], 1 << 20))
+    at = plaintext.rindex(b'"seq0":') + len(b'"seq0":')
+    member = int(plaintext[at:plaintext.index(b",", at)]) + 1  # the second event of the last packed row
+    scan = scan_last_of(log, "zstd", WANTED, offset=offset, from_seq=member)
+    assert scan is not None and (scan.first_seq, scan.end_seq, scan.last) == (0, len(events), wanted[-1])
+    scan = scan_last_of(log, "zstd", WANTED, offset=offset, from_seq=len(events) + 5)  # never there: in full
+    assert scan is not None and scan.first_seq == 0
 
 
 def test_plan_types_decide_the_fold_alone() -> None:

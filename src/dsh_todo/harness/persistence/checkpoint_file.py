@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.reading import CHUNK_SIZE
+from dsh_todo.harness.persistence.reading import CHUNK_SIZE, LineSeek
 from dsh_todo.harness.persistence.reading import first_seq as _first_seq
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
@@ -157,10 +157,13 @@ class Tail(NamedTuple):
     events: list[dict[str, Any]]
 
 
-def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int) -> Tail | None:
+def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int,
+              from_seq: int | None = None) -> Tail | None:
     """Every event from ``offset`` on, read with the exact rules of a full read; ``None`` when anything is off
     (a misplaced offset, a damaged tail, an unknown event type): the caller reads the whole log then, which reports
-    exactly what a full read reports."""
+    exactly what a full read reports. With ``from_seq`` (the checkpoint's event), a zstd record is read only from
+    that event's line on (:class:`~.reading.LineSeek`: the record was durable and clean when the checkpoint was
+    written, as the bytes before the offset were, and its checksum is still verified), else in full."""
     try:
         with open(log_path, "rb") as file:
             if offset < 1 or (compression == "none" and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
@@ -168,7 +171,13 @@ def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int)
             file.seek(offset)
             data = file.read()
         with paused_gc():
-            events = _tail_events(data, compression, meta)
+            events = None
+            if from_seq is not None and compression == "zstd":
+                events = _zstd_tail(data, meta, LineSeek(from_seq))
+                if events is not None and (not events or events[0]["seq"] > from_seq):
+                    events = None
+            if events is None:
+                events = _tail_events(data, compression, meta)
     except (OSError, SessionLogError, FrameError):
         return None
     if events is None or not events:
@@ -193,13 +202,17 @@ def _raw_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
     return scanner.events
 
 
-def _zstd_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
+def _zstd_tail(data: bytes, meta: Meta, seek: LineSeek | None = None) -> list[dict[str, Any]] | None:
     """Like the full zstd read: complete frames must hold complete lines, decoded piece by piece (memory stays at
-    one piece and the events); an incomplete last frame yields what its whole blocks decode."""
+    one piece and the events); an incomplete last frame yields what its whole blocks decode. With ``seek``, from
+    the line it finds (``None`` when it finds none)."""
     scan = scan_frames(data)
     if not scan.frames:
         return None
-    pieces = (piece for start, end in scan.frames for piece in frame_pieces(data[start:end], CHUNK_SIZE))
+    pieces: Iterator[bytes] = (piece for start, end in scan.frames for piece in frame_pieces(data[start:end],
+                                                                                                CHUNK_SIZE))
+    if seek is not None:
+        pieces = (text for piece in pieces for text in seek.pass_on(piece))
     first = next(pieces, b"")
     base = _first_seq(first)
     if base is None:
@@ -208,7 +221,7 @@ def _zstd_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
     scanner.feed(first)
     for piece in pieces:
         scanner.feed(piece)
-    if not scanner.clean:
+    if not scanner.clean or (seek is not None and not seek.found):
         return None
     if scan.torn_start is not None:
         for piece in prefix_pieces(data[scan.torn_start:], CHUNK_SIZE):

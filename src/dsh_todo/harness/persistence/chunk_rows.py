@@ -216,6 +216,12 @@ def row_span(row: Mapping[str, Any]) -> tuple[int, int]:
     return len(members), member_times(row)[-1]
 
 
+def row_stub(last_seq: int, last_time: int) -> dict[str, Any]:
+    """What a reader that keeps no events has of a chunk row: its last member's seq and time, all the interrupted-turn
+    closers need from a chunk."""
+    return {"type": "assistant/chunk", "seq": last_seq, "time": last_time}
+
+
 def expand_row(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The exact events a chunk row stands for: member k has ``seq0 + k`` and ``time0 + dt[0] + … + dt[k-1]``."""
     tag = row["type"]

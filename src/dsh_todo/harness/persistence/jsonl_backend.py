@@ -169,14 +169,15 @@ class JsonlBackend:
         path = self.find(session_id)
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
-    def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None) -> Scanned:
+    def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
+             plan_only: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
         not where its header says, or its id stored twice under this root; both are checked on the header alone,
         before the rest is read (a misplaced copy of a million events is refused at once)."""
         meta = self._placed(path, None)
         if meta is not None:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
-        found = scan_log(path, keep=keep, observe=observe)
+        found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only)
         self._check_identity(path, found.meta, None)
         self.find(str(found.meta["id"]))
         return found
@@ -391,7 +392,8 @@ class JsonlBackend:
         if found is None:
             return None
         meta, checkpoint = found
-        tail = read_tail(path, compression_of(path), meta, checkpoint.offset)
+        seqs = [row["seq"] for row in checkpoint.rows.values() if isinstance(row, dict) and type(row.get("seq")) is int]
+        tail = read_tail(path, compression_of(path), meta, checkpoint.offset, min(seqs, default=None))
         return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:

@@ -4,7 +4,9 @@ Every line goes through :class:`~dsh_todo.harness.persistence.scan.LogScanner` (
 seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
 once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the backend's
 ``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
-holds one piece (4 MiB of text, or one zstd frame) and the open turn, never the log.
+holds one piece (256 KiB of text) and the open turn, never the log. A full pass that keeps no events lets the
+scanner prove runs of lines clean in bulk (:mod:`.bulk`) and hand over only the events the plan and the open turn
+need; whatever it cannot prove goes through the exact rules.
 
 The pass notes what readers and writers need: the header, the event count, the torn tail (where it starts, and how
 many events a cut zstd frame still gave), where the record holding the last event starts (a writer continues from
@@ -33,17 +35,20 @@ from dsh_todo.harness.persistence.limits import max_line, too_long
 from dsh_todo.harness.persistence.paths import compression_of
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
+from dsh_todo.harness.persistence.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import loads
 
 if TYPE_CHECKING:
+    from zstandard import ZstdDecompressor
+
     from dsh_todo.harness.persistence.contract import Event, TornTail
 
 Observer = Callable[[list["Event"], list[Any]], object]
 """Sees each run of events a pass reads, with their ``type`` values."""
 
-CHUNK_SIZE: Final = 4 << 20
-"""Bytes of a raw log fed to the scanner at a time."""
+CHUNK_SIZE: Final = 256 << 10
+"""Plaintext bytes fed to the scanner at a time (a raw log's reads, a zstd frame's decoded pieces): pieces of a few
+MiB cost page faults and cache misses at every step (decision 0015)."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
 _ROW_TAGS: Final = tuple(ROW_TYPES)
@@ -88,31 +93,55 @@ class Scanned:
 class _Pass:
     """Feeds a :class:`LogScanner` and takes its events off it piece by piece."""
 
-    def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None) -> None:
+    def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None,
+                 bulk: bool = False) -> None:
         self.scanner = scanner
         scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
+        # Without keeping, runs of lines proven clean in bulk hand over only the events the plan fold and the open
+        # turn need (bulk.prove): for a reader of the plan, never for an observer that wants every event.
+        scanner.bulk = bulk and not keep
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
+        self._held: list[bytes] = []
+        self._held_size = 0
 
     def feed(self, data: bytes) -> None:
+        if self.scanner.bulk:  # small pieces (a zstd frame per write batch) are proven together
+            self._held.append(data)
+            self._held_size += len(data)
+            if self._held_size < CHUNK_SIZE:
+                return
+            data = b"".join(self._held)
+            self._held, self._held_size = [], 0
         self.scanner.feed(data)
         self.take()
+
+    def flush(self) -> None:
+        """Feed what :meth:`feed` holds: before the pass ends, and before damage the file holds after it is
+        reported (the lines before the damage are read first, as piece by piece)."""
+        if self._held:
+            data = b"".join(self._held)
+            self._held, self._held_size = [], 0
+            self.scanner.feed(data)
+            self.take()
 
     def take(self) -> None:
         scanner = self.scanner
         events = scanner.events
-        if not events:
+        if not events and not scanner.unexpanded:
             return
         found = self.found
-        types = list(map(dict.get, events, repeat("type")))
-        if found.unknown is None and not _all_known(types):
-            try:
-                refuse_unknown_types(str(found.meta["id"]), events, found.path)
-            except SessionLogError as exc:
-                found.unknown = exc  # raised only if the whole pass succeeds, as the backend reads, then refuses
-        if self.observe is not None:
-            self.observe(events, types)
-        _follow_turn(found.open_turn, events, types)
+        if events:
+            types = list(map(dict.get, events, repeat("type")))
+            if found.unknown is None and not _all_known(types):
+                try:
+                    refuse_unknown_types(str(found.meta["id"]), events, found.path)
+                except SessionLogError as exc:
+                    found.unknown = exc  # raised only if the whole pass succeeds, as the backend reads, then refuses
+            if self.observe is not None:
+                self.observe(events, types)
+            _follow_turn(found.open_turn, events, types)
+            scanner.turn_open = bool(found.open_turn)
         handed = len(events) + scanner.unexpanded
         found.count += handed
         if found.events is not None:
@@ -181,18 +210,20 @@ def _settled(before: tuple[int, ...], after: tuple[int, ...], limit: int | None)
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
-             refuse_unknown: bool = True) -> Scanned:
+             refuse_unknown: bool = True, plan_only: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
     (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
-    ``observe(events, types)`` sees every run of events in order. A log that changes while it is read (a writer
-    appending) is read again, then only as far as it reached when that second pass began."""
+    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (and without ``keep``), of a run
+    of lines proven clean in bulk it sees only the events a plan fold looks at (:mod:`.bulk`), the open turn is kept
+    all the same, and the verdict is the same. A log that changes while it is read (a writer appending) is read
+    again, then only as far as it reached when that second pass began."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
     limit: int | None = None
     while True:
         before = _identity(path)
         try:
             with paused_gc():
-                found = read(path, keep, observe, limit)
+                found = read(path, keep, observe, limit, plan_only)
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
@@ -204,7 +235,8 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
         limit = _identity(path)[2]  # changed while read: read again, up to where it is now (_settled)
 
 
-def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
+              bulk: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
         limit = max_line()
@@ -213,10 +245,11 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
             if len(header) > limit:
                 raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
-        one = _Pass(LogScanner(header), path, keep, observe)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
+        one.flush()
         scanner = one.scanner
         committed = scanner.committed_bytes
         if committed < scanner.input_bytes:
@@ -239,10 +272,10 @@ def _line_start(file: BinaryIO, end: int) -> int:
     return 0
 
 
-def _frame(data: memoryview, start: int, at: int) -> Iterator[bytes]:
+def _frame(data: memoryview, start: int, at: int, dctx: ZstdDecompressor | None = None) -> Iterator[bytes]:
     """The plaintext of the complete frame ``data`` (which starts at byte ``at`` of the file), piece by piece."""
     try:
-        yield from frame_pieces(data, CHUNK_SIZE)
+        yield from frame_pieces(data, CHUNK_SIZE, dctx)
     except FrameError as exc:
         raise CorruptSessionLogError(
             f"corrupt Zstandard session log: frame at byte {at + start} failed validation") from exc
@@ -303,7 +336,8 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
         yield offset, None, pending
 
 
-def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None) -> Scanned:
+def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
+               bulk: bool = False) -> Scanned:
     """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
     with path.open("rb") as file:
         frames = _frames(_Bounded(file, end))
@@ -314,17 +348,23 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         if head is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
         header = header_frame(_frame(head, at, 0))
-        one = _Pass(LogScanner(header), path, keep, observe)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk)
+        dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None
         torn = b""
-        for at, frame, rest in frames:
-            if frame is None:
-                torn_start, torn = at, rest
-                break
-            for piece in _frame(frame, at, 0):
-                one.feed(piece)
-            last_start = at
+        try:
+            for at, frame, rest in frames:
+                if frame is None:
+                    torn_start, torn = at, rest
+                    break
+                for piece in _frame(frame, at, 0, dctx):
+                    one.feed(piece)
+                last_start = at
+        except SessionLogError:
+            one.flush()
+            raise
+        one.flush()
     if not one.scanner.clean:
         raise CorruptSessionLogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if last_start is not None and one.found.count:
@@ -334,6 +374,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         complete = one.found.count
         for piece in prefix_pieces(torn, CHUNK_SIZE):
             one.feed(piece)
+        one.flush()
         one.found.torn_at = torn_start
         one.found.cut_frame_events = one.found.count - complete
     return one.found
@@ -375,10 +416,53 @@ class _TornFrame(Exception):
 
 
 def _tail_pieces(file: BinaryIO) -> Iterator[bytes]:
+    dctx = decompressor()
     for at, frame, _ in _frames(file):
         if frame is None:
             raise _TornFrame
-        yield from _frame(frame, at, 0)
+        yield from _frame(frame, at, 0, dctx)
+
+
+class LineSeek:
+    """Plaintext passed on from the line that holds event ``seq``: the lines before it in a checkpoint's record are
+    what the checkpoint's rows already cover.
+
+    A checkpoint's offset is the start of the record holding its event, and under zstd that record is a whole write
+    batch (thousands of events when appends are fast), all of it decoded (its checksum verified) but, for a reader
+    that trusts the checkpoint, not worth scanning up to the event. The line is found by the bytes its envelope
+    holds, ``"seq":<seq>,`` (JSON text cannot hold them inside a string, so an earlier match is an earlier line's
+    nested key: reading starts earlier, which costs, never misleads). Only the unfinished last line is kept while
+    looking, at most :data:`CHUNK_SIZE` bytes; :attr:`found` stays ``False`` when the bytes never come (the event is
+    a packed row's member, or a line too long), and the first event passed on may lie beyond :attr:`seq` when they
+    came only in a later line's nested key: the caller reads the record in full in both cases.
+    """
+
+    __slots__ = ("_carry", "_needle", "found", "seq")
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self._needle = b'"seq":%d,' % seq
+        self._carry = b""
+        self.found = False
+
+    def pass_on(self, piece: bytes) -> tuple[bytes, ...]:
+        """What of ``piece`` (the next plaintext, the first one starting at a line start) reading goes on with."""
+        if self.found:
+            return (piece,)
+        if not self._needle:
+            return ()
+        text = self._carry + piece if self._carry else piece
+        at = text.find(self._needle)
+        if at >= 0:
+            self.found = True
+            self._carry = b""
+            return (text[text.rfind(b"\n", 0, at) + 1:],)
+        carry = text[text.rfind(b"\n") + 1:]
+        if len(carry) > CHUNK_SIZE:
+            self._needle = b""  # give up: the caller reads the record in full
+            carry = b""
+        self._carry = carry
+        return ()
 
 
 def first_seq(plaintext: bytes) -> int | None:

@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span
+from dsh_todo.harness.persistence.bulk import DEEP_CANDIDATE, prove
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
-from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH, max_line, too_deep, too_long
+from dsh_todo.harness.persistence.limits import max_line, too_deep, too_long
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
 
@@ -31,10 +32,6 @@ _ROW_TAGS = tuple(ROW_TYPES)
 
 _SLICE = 256 << 10
 """Plaintext split into lines at a time when its lines are very short."""
-
-_DEEP_CANDIDATE = 2 * MAX_VALUE_DEPTH
-"""A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket per
-level), so only such lines are walked for their depth."""
 
 
 def _unparsable(line: int) -> CorruptSessionLogError:
@@ -50,6 +47,16 @@ def _seq_matches(seq: object, expected: int) -> bool:
     """``seq === expected`` in JavaScript terms: a JSON number equal to it (``true`` is not ``1``)."""
     kind = type(seq)
     return (kind is int or kind is float) and seq == expected
+
+
+BULK_MIN = 64 << 10
+"""Fewer bytes of complete lines than this are read by the exact rules: they cost a millisecond or two, less than
+importing msgspec (a small log never does)."""
+
+
+def _may_bound(text: bytes) -> bool:
+    """Whether ``text`` may hold a turn boundary: its type's bytes, or an escape, must be there."""
+    return b"turn/" in text or b"\\" in text
 
 
 @contextmanager
@@ -75,11 +82,12 @@ class LogScanner:
     ``events`` is the contiguous good prefix (plain dicts, packed rows expanded); ``committed_bytes`` is the
     plaintext length up to the end of the last line that belongs to it; ``input_bytes`` counts everything fed.
     ``base`` is the seq of the first event fed: 0 for a whole log, or where a tail read starts
-    (:meth:`continuing`).
+    (:meth:`continuing`). ``bulk`` (set by a pass that keeps no events and reads for the plan) lets runs of complete
+    lines be proven clean at once (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open.
     """
 
-    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "committed_bytes", "events", "expand",
-                 "input_bytes", "max_line", "meta", "unexpanded")
+    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
+                 "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
         self.meta: Meta = parse_header_record(header_record)
@@ -94,6 +102,8 @@ class LogScanner:
         self.max_line = max_line()
         self.expand = True
         self.unexpanded = 0
+        self.bulk = False
+        self.turn_open = False
 
     @classmethod
     def continuing(cls, meta: Meta, base: int) -> LogScanner:
@@ -113,6 +123,8 @@ class LogScanner:
         scanner.max_line = max_line()
         scanner.expand = True
         scanner.unexpanded = 0
+        scanner.bulk = False
+        scanner.turn_open = False
         return scanner
 
     @property
@@ -124,6 +136,8 @@ class LogScanner:
         """Consume the next plaintext bytes; raises :class:`CorruptSessionLogError` once damage is proven, or at a
         line longer than :attr:`max_line` (the unfinished last line included: memory stays bounded by it)."""
         if not data:
+            return
+        if self.bulk and self._issue is None and self._proven(data):
             return
         if len(data) > _SLICE and data.count(b"\n") > len(data) >> 5:
             # Very short lines: split in slices, so the list of lines stays small (a line costs ~40 bytes).
@@ -159,6 +173,38 @@ class LogScanner:
         if lines:
             with paused_gc():
                 self._consume(lines, position)
+
+    def _proven(self, data: bytes) -> bool:
+        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean: the events
+        anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
+        exact pass must read them (nothing was consumed)."""
+        end = data.rfind(b"\n") + 1
+        if not end or end + self._fragment_size < BULK_MIN or end + self._fragment_size > self.max_line:
+            return False
+        lines = data.split(b"\n")
+        lines.pop()
+        view = memoryview(data)
+        texts: list[bytes | memoryview] = [view[:end]]
+        if self._fragment:  # the first line began in an earlier piece
+            first = b"".join([*self._fragment, lines[0]])
+            texts = [first, view[len(lines[0]) + 1:end]]
+            lines[0] = first
+        if self.turn_open and not (_may_bound(data) or (self._fragment and _may_bound(lines[0]))):
+            return False  # a turn is open and goes on through these lines: the exact pass hands them all over
+        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open)
+        if proven is None:
+            return False
+        self.input_bytes += len(data)
+        tail = data[end:]
+        self.committed_bytes = self.input_bytes - len(tail)
+        self._line += proven.lines
+        self.events.extend(proven.handed)
+        self.unexpanded += proven.passed
+        self._fragment = [tail] if tail else []
+        self._fragment_size = len(tail)
+        if len(tail) > self.max_line:
+            raise too_long(self._line + 1, self.max_line)
+        return True
 
     def _skim(self, data: bytes) -> None:
         """After damage: only a later ``turn/end`` line matters (it proves the damage committed), so a piece that
@@ -217,7 +263,7 @@ class LogScanner:
                 except ValueError:
                     issue = _unparsable(line_no)
                     break
-                if len(line) > _DEEP_CANDIDATE and nests_deeper(value):
+                if len(line) > DEEP_CANDIDATE and nests_deeper(value):
                     raise too_deep(line_no)
                 if type(value) is not dict:
                     # DSH reads a non-object line as an event whose seq is undefined.
@@ -236,7 +282,7 @@ class LogScanner:
                     if expand:
                         events.extend(expand_row(value))
                     else:
-                        append({"type": "assistant/chunk", "seq": count + size - 1, "time": last_time})
+                        append(row_stub(count + size - 1, last_time))
                         unexpanded += size - 1
                     count += size
                     committed = position

@@ -1,0 +1,219 @@
+"""Proving a run of complete log lines clean in bulk, so a pass that keeps no events parses only what it needs.
+
+The exact pass (:class:`~.scan.LogScanner`) parses every line with ``loads`` and checks it: JSON, at most
+:data:`MAX_VALUE_DEPTH` levels, an object, a seq continuing the log, a packed row with every check its expansion
+makes, a known type (decision 0010). A pass that keeps no events needs the values of few lines: the plan events,
+the turn boundaries and the open turn. :func:`prove` establishes everything else for a whole run of lines at once:
+
+- its bytes are UTF-8 (one decode of the run, or none when it is ASCII; msgspec does not check the strings it skips,
+  and ``loads`` refuses a line that is not UTF-8);
+- no line nests deeper than :data:`MAX_VALUE_DEPTH`: a line of at most ``2 * MAX_VALUE_DEPTH`` bytes cannot, and a
+  longer one cannot either when it holds at most that many opening brackets;
+- every line decodes **alone** (one ``decode`` per line: a value never spans lines) with msgspec into an envelope:
+  for each known event type an object with an integer ``seq``; for each packed row exactly its keys, with the
+  checks of :func:`~.chunk_rows.row_span` expressed as types and bounds (tighter bounds than a safe integer where
+  that spares a per-row sum: a row outside them is simply not proven);
+- the seqs continue from the expected one (a row by its member count).
+
+msgspec's JSON grammar is strict: what it accepts, ``loads`` accepts too, with the same ``type`` and ``seq`` (a
+duplicate key: the last one in both; a tag that is not the last ``type`` is refused). What msgspec or these checks
+refuse is not *proven*, never judged: the caller reads the run with the exact pass, which gives the verdict and its
+text. So a proven run reads exactly as the exact pass reads it, only without building what nobody looks at.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import Any, Final
+
+from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, row_stub
+from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH
+from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.jsonutil import loads
+
+DEEP_CANDIDATE: Final = 2 * MAX_VALUE_DEPTH
+"""A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket
+per level)."""
+
+_MARKED: Final = frozenset({"todo/write", "turn/start", "turn/end"})
+"""The events whose values a pass may hand over: the plan events and the turn boundaries."""
+
+_SAFE_HALF: Final = 1 << 51
+_DT_BOUND: Final = 1 << 32
+_MAX_MEMBERS: Final = 1 << 20
+"""A row's ``time0`` within ±2^51, each ``dt`` within ±2^32 and at most 2^20 of them keep every member's time a
+safe integer (2^51 + 2^52 < 2^53); ``seq0`` at most 2^52 keeps every member's seq one."""
+
+
+@dataclass(slots=True)
+class Proven:
+    """A run of lines the exact pass would read without finding anything, as that pass would hand it over.
+
+    ``handed`` are the values the exact pass (keeping no events) hands over that anyone looks at: the plan events,
+    the turn boundaries, and every event after the run's last ``turn/start`` when no ``turn/end`` follows it (a
+    packed row as its one stub event). ``passed`` is the number of events it stands for beyond those.
+    """
+
+    lines: int
+    handed: list[dict[str, Any]]
+    passed: int
+
+
+@functools.cache
+def _decoder() -> Any:
+    """The envelope decoder, built on first use (msgspec is imported only by a pass that keeps no events)."""
+    from typing import Annotated
+
+    import msgspec
+
+    number = int | float
+    dt = Annotated[list[Annotated[int, msgspec.Meta(ge=-_DT_BOUND, le=_DT_BOUND)]],
+                   msgspec.Meta(max_length=_MAX_MEMBERS)]
+    members = Annotated[list[str], msgspec.Meta(min_length=1)]
+
+    # defstruct, not class statements: this module's annotations are strings, and these types are local.
+    shared = [("turn", number), ("step", number), ("index", number), ("dt", dt)]
+    text_data = msgspec.defstruct("TextData", [*shared, ("members", members, msgspec.field(name="texts"))],
+                                  forbid_unknown_fields=True, gc=False)
+    call_data = msgspec.defstruct("CallData", [*shared, ("id", str), ("members", members, msgspec.field(name="args")),
+                                               ("name", str | msgspec.UnsetType, msgspec.UNSET)],
+                                  forbid_unknown_fields=True, gc=False)
+
+    seq0 = Annotated[int, msgspec.Meta(ge=0, le=2 * _SAFE_HALF)]
+    time0 = Annotated[int, msgspec.Meta(ge=-_SAFE_HALF, le=_SAFE_HALF)]
+    rows = [msgspec.defstruct(f"Row{index}", [("seq", seq0, msgspec.field(name="seq0")), ("time0", time0),
+                                             ("data", call_data if tag == "tool-call-chunks" else text_data)],
+                              tag_field="type", tag=tag, forbid_unknown_fields=True, gc=False,
+                              namespace={"marked": False, "row": True})
+            for index, tag in enumerate(sorted(ROW_TYPES))]
+    # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
+    events = [msgspec.defstruct(f"Event{index}", [("seq", int), *([("data", msgspec.Raw)] if tag == "todo/write"
+                                                                  else [])],
+                                tag_field="type", tag=tag, gc=False,
+                                namespace={"marked": tag in _MARKED, "row": False, "event_type": tag})
+              for index, tag in enumerate(sorted(KNOWN_SESSION_EVENT_TYPES))]
+    return msgspec.json.Decoder(functools.reduce(operator.or_, [*rows, *events]))
+
+
+_SEQ: Final = operator.attrgetter("seq")
+_ROW: Final = operator.attrgetter("row")
+_MARK: Final = operator.attrgetter("marked")
+_DATA: Final = operator.attrgetter("data")
+_MEMBERS: Final = operator.attrgetter("members")
+_DT: Final = operator.attrgetter("dt")
+_PLUS_ONE: Final = (1).__add__
+
+
+def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool) -> Proven | None:
+    """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` when
+    they are not (the exact pass then reads them). ``texts`` hold every byte of the lines (they are checked for
+    UTF-8; a memoryview spares a copy of the piece the lines were split from). ``turn_open``: a turn is open before
+    the lines, so lines without a turn boundary would have to hand over every event; they are left to the exact
+    pass."""
+    import msgspec
+
+    if not lines:
+        return None
+    for text in texts:
+        try:
+            str(text, "utf-8")
+        except UnicodeDecodeError:
+            return None
+    if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
+            line.count(b"[") + line.count(b"{") > MAX_VALUE_DEPTH for line in lines if len(line) > DEEP_CANDIDATE):
+        return None
+    try:
+        values = list(map(_decoder().decode, lines))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    total = _events(values, expected)
+    if total is None:
+        return None
+    marked = list(compress(range(len(values)), map(_MARK, values)))
+    picked = _picked(values, lines, marked, turn_open)
+    if picked is None:
+        return None
+    handed: list[dict[str, Any]] = []
+    for index in sorted(picked):
+        event = picked[index]
+        if event is None:
+            value = values[index]
+            if value.row:
+                data = value.data
+                event = row_stub(value.seq + len(data.members) - 1, value.time0 + sum(data.dt))
+            else:
+                event = _value(lines[index], value)
+                if event is None:
+                    return None
+        handed.append(event)
+    return Proven(len(lines), handed, total - len(handed))
+
+
+def _events(values: list[Any], expected: int) -> int | None:
+    """How many events the lines stand for when their seqs continue the log from ``expected`` (a row by its
+    members, which its ``dt`` must match: :func:`~.chunk_rows.row_span`'s last check), else ``None``. Each line's
+    seq must be the one before it plus that line's size; every step runs in C, there are a few thousand lines."""
+    seqs = list(map(_SEQ, values))
+    if not seqs or seqs[0] != expected:
+        return None
+    rows = list(map(_ROW, values))
+    data = list(map(_DATA, compress(values, rows)))
+    counts = list(map(len, map(_MEMBERS, data)))
+    if counts != list(map(_PLUS_ONE, map(len, map(_DT, data)))):
+        return None
+    steps = list(map(operator.sub, seqs[1:], seqs))
+    steps.append(counts[-1] if rows[-1] else 1)
+    if list(compress(steps, rows)) != counts:
+        return None
+    if steps.count(1) != len(steps) - len(counts) + counts.count(1):  # every other line is one event
+        return None
+    total: int = seqs[-1] + steps[-1] - expected
+    return total
+
+
+def _value(line: bytes, envelope: Any) -> dict[str, Any] | None:
+    """The line's value as the exact pass has it (``None`` should ``loads`` see it otherwise than msgspec did)."""
+    try:
+        event = loads(line)
+    except ValueError:
+        return None
+    if type(event) is not dict or event.get("type") != envelope.event_type or type(event.get("seq")) is not int \
+            or event["seq"] != envelope.seq:
+        return None
+    return event
+
+
+def _picked(values: list[Any], lines: list[bytes], marked: list[int],
+            turn_open: bool) -> dict[int, dict[str, Any] | None] | None:
+    """The events to hand over, by index, with the values already read (``None``: all of them are needed).
+
+    - The plan events from the last ``todo/write`` whose ``data.todos`` is a list on: that one replaces the plan
+      with a new object whatever came before, so the fold's state, and the event it names as the plan's last change,
+      are the same as after folding every plan event (each one skipped is foldable: it has ``data``).
+    - The last turn boundary, and when it is a ``turn/start``, every event after it (the open turn).
+    """
+    picked: dict[int, dict[str, Any] | None] = {}
+    boundary = next((index for index in reversed(marked) if values[index].event_type != "todo/write"), -1)
+    if boundary < 0 and turn_open:
+        return None
+    for index in reversed(marked):
+        kind = values[index].event_type
+        if kind == "turn/end":
+            continue
+        event = picked[index] = _value(lines[index], values[index])
+        if event is None:
+            return None
+        if kind == "todo/write":
+            data = event.get("data")
+            if type(data) is dict and type(data.get("todos")) is list:
+                break
+    if boundary >= 0:
+        picked.setdefault(boundary, None)
+        if values[boundary].event_type == "turn/start":
+            for index in range(boundary + 1, len(values)):
+                picked.setdefault(index, None)
+    return picked

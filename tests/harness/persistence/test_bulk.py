@@ -1,0 +1,421 @@
+"""Runs of lines proven clean in bulk read exactly as the exact pass reads them.
+
+A pass that keeps no events (``read_plan``, ``sessions``) lets :func:`~dsh_todo.harness.persistence.bulk.prove`
+take whole runs of lines at once; whatever it cannot prove goes through the exact pass. These tests read every log
+twice, with the bulk proof and with it switched off, and require the same answer to the last byte of every error
+text: DSH's fixtures, the crafted damaged logs, and a few thousand mutations of a log with every kind of line
+(packed rows of each tag, plan events, an open turn), cut into pieces of several sizes so that runs start and end
+anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_todo.harness import Agent
+from dsh_todo.harness.persistence import bulk, reading, scan
+from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
+from dsh_todo.harness.persistence.errors import SessionLogError
+from dsh_todo.harness.persistence.limits import MAX_LINE_ENV
+from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
+from dsh_todo.jsonutil import loads
+from dsh_todo.logview import read_plan
+from dsh_todo.runtime import open_runtime
+from tests.crafted import CRAFTED, FIXTURES
+
+PIECES = (64, 1000, 256 << 10)
+"""Piece sizes the passes read in: runs then start and end anywhere, inside lines too."""
+
+
+def _outcome(log: Path) -> tuple[Any, ...]:
+    """Everything a pass that keeps no events answers: the pass's own findings (or its error) and the reader's."""
+    try:
+        found = reading.scan_log(log, keep=False, plan_only=True)
+        scanned: tuple[Any, ...] = (found.count, found.torn_at, found.cut_frame_events, found.last_record,
+                                    found.open_turn, found.closers())
+    except SessionLogError as exc:
+        scanned = (type(exc).__name__, str(exc))
+    return scanned, read_plan(log)
+
+
+def same_both_ways(log: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The outcome with the bulk proof equals the outcome without, at every piece size; returns how many runs were
+    proven (so a test can tell it did not compare the exact pass with itself)."""
+    proven = 0
+    prove = bulk.prove
+
+    def counted(*args: Any) -> bulk.Proven | None:
+        nonlocal proven
+        result = prove(*args)
+        proven += result is not None
+        return result
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    for size in PIECES:
+        monkeypatch.setattr(reading, "CHUNK_SIZE", size)
+        monkeypatch.setattr(scan, "prove", counted)
+        fast = _outcome(log)
+        with monkeypatch.context() as exact:
+            exact.setattr(reading._Pass, "__init__", _exact_pass)
+            assert _outcome(log) == fast, f"pieces of {size} bytes"
+    monkeypatch.undo()
+    return proven
+
+
+_PASS_INIT = reading._Pass.__init__
+
+
+def _exact_pass(self: reading._Pass, scanner: scan.LogScanner, path: Path, keep: bool,
+                observe: reading.Observer | None, bulk: bool = False) -> None:
+    """A pass as it reads without the bulk proof: every line by the exact rules, pieces fed as they come."""
+    _PASS_INIT(self, scanner, path, keep, observe, False)
+
+
+def _fixture_logs() -> list[Path]:
+    return sorted(FIXTURES.glob("**/store/*/*/session.jsonl*"))
+
+
+@pytest.mark.parametrize("source", _fixture_logs(), ids=lambda path: str(path.relative_to(FIXTURES)).split("/store")[0])
+def test_every_dsh_fixture_reads_the_same(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = next(parent for parent in source.parents if parent.name == "store")
+    shutil.copytree(store, tmp_path / "store")
+    log = tmp_path / "store" / source.relative_to(store)
+    (log.parent / CHECKPOINT_NAME).unlink(missing_ok=True)
+    same_both_ways(log, monkeypatch)
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+def test_every_crafted_log_reads_the_same(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = CRAFTED[name](tmp_path)
+    for log in made if isinstance(made, tuple) else (made,):
+        if log.is_file():
+            same_both_ways(log, monkeypatch)
+
+
+def _session_lines(root: Path) -> tuple[bytes, list[bytes]]:
+    """A raw log with every kind of line, its last turn left open: (the header line, the event lines)."""
+    ctx = open_runtime(root, compression="none", batch_delay_ms=60_000)
+    session = ctx.sessions.create("s", cwd="/w")
+    agent = Agent("a", session)
+    for number in range(1, 9):
+        session.append("turn/start", {"turn": number})
+        for step in (1, 2):
+            session.append("step/start", {"turn": number, "step": step})
+            for kind in ("reasoning-delta", "text-delta"):
+                for index in range(3 + step):
+                    session.append("assistant/chunk", {"turn": number, "step": step, "chunk": {
+                        "type": kind, "index": 0, "text": f"ü{number}-{index} "}})
+            for index in range(3):
+                chunk = {"type": "tool-call-delta", "index": 1, "id": f"c{number}{step}", "argumentsDelta": f"{index}"}
+                if step == 1:
+                    chunk["name"] = "todo_write"
+                session.append("assistant/chunk", {"turn": number, "step": step, "chunk": chunk})
+            todos = [{"content": f"task {number}.{step}", "status": "in_progress"},
+                     {"content": "后来", "status": "pending"}]
+            session.append("assistant/message", {"turn": number, "step": step, "message": {
+                "id": f"m{number}{step}", "role": "assistant",
+                "content": [{"type": "tool-call", "id": f"c{number}{step}", "name": "todo_write",
+                             "arguments": {"todos": todos}}]}}, surface_op="append")
+            asyncio.run(ctx.tools.execute("todo_write", {"todos": todos}, agent=agent))
+            if number < 8 or step == 1:
+                session.append("step/end", {"turn": number, "step": step})
+        if number < 8:
+            session.append("turn/end", {"turn": number, "reason": {"kind": "completed"}})
+        ctx.session_persistence.flush()
+    ctx.session_persistence.flush()
+    log = next(root.glob("*/s/session.jsonl"))
+    data = log.read_bytes()
+    ctx.dispose()
+    lines = data.split(b"\n")
+    assert lines.pop() == b""
+    return lines[0] + b"\n", lines[1:]
+
+
+@pytest.fixture(scope="module")
+def session_lines(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, list[bytes]]:
+    return _session_lines(tmp_path_factory.mktemp("made"))
+
+
+def _write(target: Path, header: bytes, lines: list[bytes], zstd: bool, torn: int = 0) -> Path:
+    """The lines as a log at ``target`` (a session directory), raw or as zstd frames of a few lines each."""
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("session.jsonl*"):
+        old.unlink()
+    body = b"".join(line + b"\n" for line in lines)
+    if torn:
+        body = body[:-torn]
+    if not zstd:
+        log = target / "session.jsonl"
+        log.write_bytes(header + body)
+        return log
+    frames = [compress_frame(header)]
+    step = 7
+    cut = 0
+    while cut < len(body):
+        end = body.find(b"\n", cut + 1, len(body))
+        for _ in range(step - 1):
+            if end < 0:
+                break
+            end = body.find(b"\n", end + 1, len(body))
+        end = len(body) if end < 0 else end + 1
+        frames.append(compress_frame(body[cut:end]))
+        cut = end
+    log = target / "session.jsonl.zstd"
+    log.write_bytes(b"".join(frames))
+    return log
+
+
+def test_a_clean_log_is_proven_and_reads_the_same(session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    header, lines = session_lines
+    assert any(line.startswith(b'{"type":"tool-call-chunks"') for line in lines)
+    for zstd in (False, True):
+        log = _write(tmp_path / "--w--" / "s", header, lines, zstd)
+        assert same_both_ways(log, monkeypatch) > 0
+        view = read_plan(log)
+        assert view.health.state == "recovered" and view.plan == [
+            {"content": "task 8.2", "status": "in_progress"}, {"content": "后来", "status": "pending"}]
+
+
+Mutation = Callable[[random.Random, list[bytes]], None]
+
+
+def _pick(rng: random.Random, lines: list[bytes], *prefixes: bytes) -> int:
+    found = [index for index, line in enumerate(lines) if line.startswith(prefixes or (b"",))]
+    return rng.choice(found) if found else rng.randrange(len(lines))
+
+
+def _in_value(rng: random.Random, lines: list[bytes], what: bytes, prefixes: tuple[bytes, ...] = ()) -> None:
+    """Put ``what`` where a value starts (after a ``:``) in one line."""
+    index = _pick(rng, lines, *prefixes)
+    line = lines[index]
+    spots = [at + 1 for at in range(len(line)) if line[at:at + 1] == b":"]
+    at = rng.choice(spots)
+    end = line.find(b",", at)
+    end = line.rfind(b"}") if end < 0 else end
+    lines[index] = line[:at] + what + line[end:]
+
+
+def _replace(rng: random.Random, lines: list[bytes], old: bytes, new: bytes, *prefixes: bytes) -> None:
+    index = _pick(rng, lines, *prefixes)
+    lines[index] = lines[index].replace(old, new, 1)
+
+
+MUTATIONS: dict[str, Mutation] = {
+    "flip a bit": lambda rng, lines: _flip(rng, lines),
+    "not UTF-8": lambda rng, lines: _replace(rng, lines, "ü".encode(), b"\xfc", b'{"type":"reasoning-chunks"'),
+    "UTF-8 surrogate": lambda rng, lines: _replace(rng, lines, "ü".encode(), b"\xed\xa0\x80"),
+    "lone surrogate escape": lambda rng, lines: _replace(rng, lines, "ü".encode(), b"\\ud800"),
+    "lone surrogate in the plan": lambda rng, lines: _replace(rng, lines, b"task", b"\\udc00",
+                                                              b'{"type":"todo/write"'),
+    "deep 600": lambda rng, lines: _in_value(rng, lines, b"[" * 600 + b"]" * 600),
+    "deep 513": lambda rng, lines: _in_value(rng, lines, b"[" * 513 + b"]" * 513),
+    "deep 512": lambda rng, lines: _in_value(rng, lines, b"[" * 511 + b"]" * 511),
+    "deep 2000": lambda rng, lines: _in_value(rng, lines, b"[" * 2000 + b"]" * 2000),
+    "long and shallow": lambda rng, lines: _in_value(rng, lines, b"[" + b"[1]," * 600 + b"1]"),
+    "long string": lambda rng, lines: _in_value(rng, lines, b'"' + b"x" * 5000 + b'"'),
+    "duplicate type": lambda rng, lines: _replace(rng, lines, b'"seq"', b'"type":"turn/end","seq"'),
+    "duplicate type last": lambda rng, lines: _dup_last(rng, lines, b',"type":"turn/start"}'),
+    "duplicate seq": lambda rng, lines: _dup_last(rng, lines, b',"seq":3}'),
+    "duplicate seq0": lambda rng, lines: _dup_last(rng, lines, b',"seq0":1}', b'{"type":"text-chunks"'),
+    "duplicate data": lambda rng, lines: _dup_last(rng, lines, b',"data":{"todos":7}}', b'{"type":"todo/write"'),
+    "blank line": lambda rng, lines: lines.insert(rng.randrange(len(lines)), b""),
+    "space line": lambda rng, lines: lines.insert(rng.randrange(len(lines)), b"  "),
+    "carriage return": lambda rng, lines: _edit(rng, lines, lambda line: line + b"\r"),
+    "leading space": lambda rng, lines: _edit(rng, lines, lambda line: b" " + line),
+    "two on a line": lambda rng, lines: _join(rng, lines, b" "),
+    "two glued": lambda rng, lines: _join(rng, lines, b""),
+    "split at a comma": lambda rng, lines: _edit(rng, lines, lambda line: line.replace(b",", b",\n", 1)),
+    "seq as float": lambda rng, lines: _edit(rng, lines, _seq_as(b".0")),
+    "seq as exponent": lambda rng, lines: _edit(rng, lines, _seq_as(b"e0")),
+    "seq as true": lambda rng, lines: _replace(rng, lines, b'"seq":1,', b'"seq":true,'),
+    "seq huge": lambda rng, lines: _edit(rng, lines, _seq_as(b"000000000000000000000")),
+    "seq missing": lambda rng, lines: _edit(rng, lines, lambda line: line.replace(b'"seq":', b'"sequence":', 1)),
+    "dt too long": lambda rng, lines: _replace(rng, lines, b'"dt":[', b'"dt":[0,', b'{"type":"text-chunks"'),
+    "dt too short": lambda rng, lines: _edit(rng, lines, _dt_short),
+    "dt huge": lambda rng, lines: _replace(rng, lines, b'"dt":[', b'"dt":[4294967297,', b'{"type":"reasoning'),
+    "dt float": lambda rng, lines: _replace(rng, lines, b'"dt":[', b'"dt":[0.5,', b'{"type":"text-chunks"'),
+    "time0 huge": lambda rng, lines: _replace(rng, lines, b'"time0":', b'"time0":3', b'{"type":"tool-call'),
+    "time0 negative": lambda rng, lines: _replace(rng, lines, b'"time0":', b'"time0":-', b'{"type":"text-chunks"'),
+    "seq0 float": lambda rng, lines: _replace(rng, lines, b',"time0"', b'.0,"time0"', b'{"type":"text-chunks"'),
+    "row extra key": lambda rng, lines: _dup_last(rng, lines, b',"x":1}', b'{"type":"tool-call-chunks"'),
+    "row data extra key": lambda rng, lines: _replace(rng, lines, b'"dt":', b'"x":1,"dt":', b'{"type":"text'),
+    "row without name": lambda rng, lines: _replace(rng, lines, b'"name":"todo_write",', b'',
+                                                    b'{"type":"tool-call-chunks"'),
+    "row name not text": lambda rng, lines: _replace(rng, lines, b'"name":"todo_write"', b'"name":1',
+                                                     b'{"type":"tool-call-chunks"'),
+    "row texts empty": lambda rng, lines: _edit(rng, lines, _texts_empty),
+    "row member not text": lambda rng, lines: _replace(rng, lines, b'"texts":["', b'"texts":[1,"',
+                                                       b'{"type":"reasoning-chunks"'),
+    "row turn text": lambda rng, lines: _replace(rng, lines, b'"turn":', b'"turn":"', b'{"type":"text-chunks"'),
+    "todo/write without data": lambda rng, lines: _replace(rng, lines, b'"data":', b'"datum":',
+                                                           b'{"type":"todo/write"'),
+    "todos not a list": lambda rng, lines: _all(lines, b'{"type":"todo/write"', b'"data":{"todos":5,"x":'),
+    "todos null": lambda rng, lines: _all(lines, b'{"type":"todo/write"', b'"data":{"todos":null,"x":'),
+    "last todos not a list": lambda rng, lines: _last(lines, b'{"type":"todo/write"', b'"data":{"todos":"x","y":'),
+    "todos item bad": lambda rng, lines: _replace(rng, lines, b'"status":"pending"', b'"status":"done"',
+                                                  b'{"type":"todo/write"'),
+    "unknown type": lambda rng, lines: _replace(rng, lines, b'"type":"step/end"', b'"type":"step/odd"'),
+    "ignorable type": lambda rng, lines: _replace(rng, lines, b'"type":"step/end"',
+                                                  b'"type":"step/odd","ignorable":true'),
+    "escaped type": lambda rng, lines: _replace(rng, lines, b'"type":"turn/start"', b'"type":"turn\\/start"'),
+    "type not text": lambda rng, lines: _replace(rng, lines, b'"type":"step/start"', b'"type":["step/start"]'),
+    "not an object": lambda rng, lines: _edit(rng, lines, lambda line: b"[" + line + b"]"),
+    "scalar line": lambda rng, lines: lines.insert(rng.randrange(len(lines)), b"7"),
+    "trailing comma": lambda rng, lines: _edit(rng, lines, lambda line: line[:-1] + b",}"),
+    "NaN": lambda rng, lines: _in_value(rng, lines, b"NaN"),
+    "big integer": lambda rng, lines: _in_value(rng, lines, b"123456789012345678901234567890"),
+    "line dropped": lambda rng, lines: lines.pop(rng.randrange(len(lines))),
+    "line repeated": lambda rng, lines: _edit(rng, lines, lambda line: line + b"\n" + line),
+    "turn/start dropped": lambda rng, lines: lines.pop(_pick(rng, lines, b'{"type":"turn/start"')),
+    "turn/end dropped": lambda rng, lines: lines.pop(_pick(rng, lines, b'{"type":"turn/end"')),
+    "cut": lambda rng, lines: _edit(rng, lines, lambda line: line[:rng.randrange(len(line))]),
+}
+
+
+def _edit(rng: random.Random, lines: list[bytes], change: Callable[[bytes], bytes]) -> None:
+    index = rng.randrange(len(lines))
+    lines[index] = change(lines[index])
+
+
+def _flip(rng: random.Random, lines: list[bytes]) -> None:
+    index = rng.randrange(len(lines))
+    line = bytearray(lines[index])
+    line[rng.randrange(len(line))] ^= 1 << rng.randrange(8)
+    lines[index] = bytes(line)
+
+
+def _dup_last(rng: random.Random, lines: list[bytes], extra: bytes, *prefixes: bytes) -> None:
+    index = _pick(rng, lines, *prefixes)
+    lines[index] = lines[index][:-1] + extra
+
+
+def _join(rng: random.Random, lines: list[bytes], glue: bytes) -> None:
+    index = rng.randrange(len(lines) - 1)
+    lines[index:index + 2] = [lines[index] + glue + lines[index + 1]]
+
+
+def _seq_as(suffix: bytes) -> Callable[[bytes], bytes]:
+    def change(line: bytes) -> bytes:
+        at = line.find(b'"seq":')
+        if at < 0:
+            return line
+        end = line.index(b",", at)
+        return line[:end] + suffix + line[end:]
+    return change
+
+
+def _dt_short(line: bytes) -> bytes:
+    at = line.find(b'"dt":[')
+    if at < 0:
+        return line
+    start = at + len(b'"dt":[')
+    end = line.index(b"]", start)
+    return line[:start] + b",".join(line[start:end].split(b",")[1:]) + line[end:]
+
+
+def _texts_empty(line: bytes) -> bytes:
+    at = line.find(b'"texts":[')
+    if at < 0:
+        return line
+    return line[:at] + b'"texts":[]' + line[line.index(b"]", at) + 1:]
+
+
+def _all(lines: list[bytes], prefix: bytes, data: bytes) -> None:
+    for index, line in enumerate(lines):
+        if line.startswith(prefix):
+            lines[index] = line.replace(b'"data":{', data + b"{", 1) + b"}"
+
+
+def _last(lines: list[bytes], prefix: bytes, data: bytes) -> None:
+    index = max(index for index, line in enumerate(lines) if line.startswith(prefix))
+    lines[index] = lines[index].replace(b'"data":{', data + b"{", 1) + b"}"
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_every_mutation_reads_the_same(name: str, session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    header, original = session_lines
+    rng = random.Random(name)
+    for round_ in range(6):
+        lines = list(original)
+        MUTATIONS[name](rng, lines)
+        log = _write(tmp_path / "--w--" / "s", header, lines, zstd=round_ % 2 == 1, torn=rng.choice((0, 0, 3)))
+        same_both_ways(log, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_mutations_read_the_same(seed: int, session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several mutations at once, anywhere: the bulk proof and the exact pass agree."""
+    header, original = session_lines
+    rng = random.Random(seed)
+    names = sorted(MUTATIONS)
+    for round_ in range(8):
+        lines = list(original)
+        for _ in range(rng.randint(1, 3)):
+            MUTATIONS[rng.choice(names)](rng, lines)
+        log = _write(tmp_path / "--w--" / "s", header, lines, zstd=round_ % 2 == 1)
+        same_both_ways(log, monkeypatch)
+
+
+def test_damage_in_a_later_frame_is_reported_after_the_lines_before_it(
+        session_lines: tuple[bytes, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small frames are proven together; a frame that fails validation is still reported only after the lines of
+    the frames before it were read (here a line too deep, which is the verdict piece by piece)."""
+    header, original = session_lines
+    lines = list(original)
+    lines[2] = lines[2][:-1] + b',"x":' + b"[" * 600 + b"]" * 600 + b"}"
+    log = _write(tmp_path / "--w--" / "s", header, lines, zstd=True)
+    data = bytearray(log.read_bytes())
+    start, end = scan_frames(bytes(data)).frames[-2]
+    data[(start + end) // 2] ^= 0x55
+    log.write_bytes(bytes(data))
+    same_both_ways(log, monkeypatch)
+    assert "nests deeper than 512 levels" in read_plan(log).health.reason
+
+
+def test_a_short_line_bound_reads_the_same(session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$DSH_TODO_MAX_LINE`` below a line's length: refused at the same line either way."""
+    header, lines = session_lines
+    log = _write(tmp_path / "--w--" / "s", header, lines, zstd=False)
+    for bound in (300, 700, 5000):
+        monkeypatch.setenv(MAX_LINE_ENV, str(bound))
+        same_both_ways(log, monkeypatch)
+
+
+def _lines(cases: list[bytes]) -> Iterator[tuple[bytes, Any]]:
+    for line in cases:
+        try:
+            yield line, loads(line)
+        except ValueError:
+            yield line, None
+
+
+_ENVELOPE = b'{"type":"step/end","seq":0'
+SINGLE_LINES = [_ENVELOPE + rest for rest in (
+    b',"x":"\xff"}', b',"x":"\\x"}', b',"x":"\\ud800"}', b',"x":"a\tb"}', b',"x":01}', b',"x":1.}', b',"x":-}',
+    b',"x":.5}', b',"x":+1}', b',"x":NaN}', b',"x":Infinity}', b',"x":[1,]}', b',}', b'} {"type":"step/end","seq":1}',
+    b',"x":"\xed\xa0\x80"}', b',"x":"\xc0\x80"}', b',"x":"\xf4\x90\x80\x80"}', b',"x":"\\u12"}', b',"x":{1:1}}',
+    b',"x":"\x00"}', b',"x":\x0c1}', b',"x":tru}', b'.0}', b'e0}', b',"type":"odd"}', b',"seq":0}', b'}\r', b'} ',
+    b',"x":"\x7f"}', b',"x":' + b"[" * 600 + b"]" * 600 + b"}", b',"x":' + b"[" * 512 + b"]" * 512 + b"}",
+)] + [b'\xef\xbb\xbf' + _ENVELOPE + b"}", b'{"type":"step/end","seq":true}', b'{"type":"step/end","seq":-0}',
+      b'{"type":"odd","type":"step/end","seq":0}', b'{"type":"step/end","seq":5,"seq":0}', b' ' + _ENVELOPE + b"}"]
+
+
+@pytest.mark.parametrize(("line", "value"), list(_lines(SINGLE_LINES)))
+def test_a_proven_line_is_one_loads_accepts_alike(line: bytes, value: Any) -> None:
+    """What the proof accepts, ``loads`` parses alone into an object of the same type and seq, nested no deeper than
+    the reader's bound (a duplicate key: the last one in both)."""
+    proven = bulk.prove([line], [line], 0, False)
+    if proven is not None:
+        assert type(value) is dict and value["type"] == "step/end" and value["seq"] == 0 and type(value["seq"]) is int
+        assert len(line) < 1024 or line.count(b"[") <= 512
