@@ -26,13 +26,12 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import compress
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, row_stub
 from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jsonutil import loads
 
 DEEP_CANDIDATE: Final = 2 * MAX_VALUE_DEPTH
@@ -49,8 +48,7 @@ _MAX_MEMBERS: Final = 1 << 20
 safe integer (2^51 + 2^52 < 2^53); ``seq0`` at most 2^52 keeps every member's seq one."""
 
 
-@dataclass(slots=True)
-class Proven:
+class Proven(NamedTuple):
     """A run of lines the exact pass would read without finding anything, as that pass would hand it over.
 
     ``handed`` are the values the exact pass (keeping no events) hands over that anyone looks at: the plan events,
