@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 pytest.importorskip("mcp")
@@ -277,6 +277,7 @@ async def test_a_call_running_when_input_ends_is_answered_connection_closed(make
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a plain test: the module's anyio mark needs a backend
 @given(data=st.binary(max_size=300).map(lambda b: b.replace(b"x", b"\n").replace(b"y", b"\r")),
        cuts=st.lists(st.integers(1, 64)))
+@example(data=b"\0" * 42, cuts=[])  # an over-long last line: the loop's reader kept 42 bytes
 def test_lines_split_a_stream_as_read_line_reads_a_file(anyio_backend: str, data: bytes, cuts: list[int]) -> None:
     """The loop's reader (:class:`Lines`, fed whatever a pipe delivers) and the thread's (:func:`read_line` on a
     file) see the same lines, cut at the same :data:`MAX_LINE`, however the bytes arrive."""

@@ -331,13 +331,23 @@ def read_line(source: BinaryIO) -> tuple[bytes, bool] | None:
     while True:  # too long: skip to the end of the line without keeping it
         rest = source.readline(MAX_LINE)
         if not rest or rest.endswith(b"\n"):
-            return line[:4096], True
+            return _head(line), True
+
+
+HEAD: Final = 4096
+"""Bytes kept of a line longer than :data:`MAX_LINE`: enough to find its id for the refusal."""
+
+
+def _head(line: bytes) -> bytes:
+    """What is kept of an over-long line: its first :data:`HEAD` bytes, never more than :func:`read_line` has read of
+    it (``MAX_LINE + 1`` bytes), so both readers keep the same head whatever the two bounds are."""
+    return line[:min(HEAD, MAX_LINE + 1)]
 
 
 class Lines:
     """Splits what a pipe delivers into lines as :func:`read_line` reads them from a file: ``(line, cut)``, the line
     without its newline (trailing ``\\r`` too), ``cut`` when it was longer than :data:`MAX_LINE` bytes (then only its
-    first 4 KiB are kept, to find its id, and the rest is skipped). Holds at most one line's worth."""
+    first :data:`HEAD` bytes are kept, to find its id, and the rest is skipped). Holds at most one line's worth."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
@@ -357,7 +367,7 @@ class Lines:
             elif end < 0:
                 self._buffer += data[start:]
                 if len(self._buffer) > MAX_LINE:
-                    self._head = bytes(self._buffer[:4096])
+                    self._head = _head(bytes(self._buffer))
                     self._buffer.clear()
                 break
             else:
@@ -367,7 +377,7 @@ class Lines:
                     self._buffer.clear()
                 else:
                     line = data[start:end]
-                lines.append((line[:4096], True) if len(line) > MAX_LINE else (line.rstrip(b"\r\n"), False))
+                lines.append((_head(line), True) if len(line) > MAX_LINE else (line.rstrip(b"\r\n"), False))
             start = end + 1
         return lines
 
