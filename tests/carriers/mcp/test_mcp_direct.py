@@ -228,19 +228,27 @@ async def test_direct_answers_are_the_sdks_bytes(make_ctx: BootFactory, tmp_path
     assert [tool["name"] for tool in tools["result"]["tools"]] == ["todo_write"]
 
 
-async def test_a_call_its_client_cancels_gets_no_answer_and_ends_its_step(make_ctx: BootFactory,
-                                                                          tmp_path: Path) -> None:
-    """``notifications/cancelled`` for a direct call that is still running: no answer to it (as the SDK does), an
-    ``Error: tool call aborted`` result closing its step in the log, and the connection goes on."""
-    ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
+@asynccontextmanager
+async def a_slow_call_running(ctx: Context, direct: Direct) -> AsyncIterator[Pipes]:
+    """A served connection past its handshake whose request 1 is a direct call to a tool that never returns by
+    itself; input ends when the block does."""
     started = hanging_tool(ctx)
-    direct = Counting(ctx)
     async with serving(ctx, direct) as pipes:
         await pipes.ask(initialize("2025-06-18"))
         pipes.send(INITIALIZED)
         pipes.send(call(1, b"{}", name="slow"))
         with anyio.fail_after(ANSWER_TIMEOUT):
             await started.wait()
+        yield pipes
+
+
+async def test_a_call_its_client_cancels_gets_no_answer_and_ends_its_step(make_ctx: BootFactory,
+                                                                          tmp_path: Path) -> None:
+    """``notifications/cancelled`` for a direct call that is still running: no answer to it (as the SDK does), an
+    ``Error: tool call aborted`` result closing its step in the log, and the connection goes on."""
+    ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
+    direct = Counting(ctx)
+    async with a_slow_call_running(ctx, direct) as pipes:
         pipes.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}')
         assert json.loads(await pipes.ask(request(2, "ping"))) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         answer = json.loads(await pipes.ask(call(3, b'{"todos":[]}')))
@@ -258,14 +266,8 @@ async def test_a_call_running_when_input_ends_is_answered_connection_closed(make
     """The client closes stdin while a direct call runs: it gets the SDK's ``Connection closed`` (-32000), its step
     and the connection's turn close in the log."""
     ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
-    started = hanging_tool(ctx)
     direct = Direct(ctx)
-    async with serving(ctx, direct) as pipes:
-        await pipes.ask(initialize("2025-06-18"))
-        pipes.send(INITIALIZED)
-        pipes.send(call(1, b"{}", name="slow"))
-        with anyio.fail_after(ANSWER_TIMEOUT):
-            await started.wait()
+    async with a_slow_call_running(ctx, direct) as pipes:
         assert direct.connections is not None
         session_id = direct.connections.default.session_id
     answer = json.loads(pipes.rest())
