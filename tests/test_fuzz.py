@@ -188,11 +188,7 @@ def test_mcp_stdio_answers_every_request_once_and_leaves_every_turn_closed(tmp_p
     wire = Wire(tmp_path / "sessions", tmp_path / "project")
     reached_the_tool = []
     try:
-        init = wire.ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}}}
-                                   ).encode())
-        assert init["result"]["serverInfo"]["name"] == "dsh-todo"
-        wire.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        wire.handshake("fuzz")
 
         @FUZZ
         @given(line=mcp_lines)

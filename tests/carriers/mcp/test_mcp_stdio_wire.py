@@ -65,6 +65,14 @@ class Wire:
         self.send(line)
         return self.answer()
 
+    def handshake(self, client: str) -> None:
+        """``initialize`` (protocol 2025-06-18) as ``client``, checked, then ``notifications/initialized``."""
+        init = self.ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}}
+                                   ).encode())
+        assert init["result"]["serverInfo"]["name"] == "dsh-todo"
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
     def close(self) -> tuple[int, bytes]:
         """Close stdin (the client leaves); the exit code and whatever stdout still had."""
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -90,11 +98,7 @@ def wire(tmp_path: Path) -> Iterator[Wire]:
     cwd.mkdir()
     server = Wire(tmp_path / "sessions", cwd)
     try:
-        init = server.ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
-                                     ).encode())
-        assert init["result"]["serverInfo"]["name"] == "dsh-todo"
-        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        server.handshake("raw")
         yield server
     finally:
         server.kill()
