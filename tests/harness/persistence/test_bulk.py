@@ -419,3 +419,31 @@ def test_a_proven_line_is_one_loads_accepts_alike(line: bytes, value: Any) -> No
     if proven is not None:
         assert type(value) is dict and value["type"] == "step/end" and value["seq"] == 0 and type(value["seq"]) is int
         assert len(line) < 1024 or line.count(b"[") <= 512
+
+
+_CHARACTERS = ("a", "\n", "é", "€", "😀", "\x7f")
+_BROKEN = (b"\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xed\xa0\x80", b"\xc0\x80", b"\xf4\x90\x80\x80")
+
+
+@pytest.mark.parametrize("slice_size", [4, 5, 6, 8])
+def test_utf8_is_checked_in_slices_exactly(slice_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UTF-8 check decodes in slices (a whole piece's ``str`` cost 64 page faults each); cutting them must not
+    change its answer: valid text with characters of every width across every slice boundary is accepted, and a
+    broken sequence anywhere, even astride a boundary, is refused, as one ``str`` of the whole text decides."""
+    rng = random.Random(slice_size)
+    monkeypatch.setattr(bulk, "UTF8_SLICE", slice_size)
+    answers = set()
+    for case in range(400):
+        text = "".join(rng.choice(_CHARACTERS) for _ in range(rng.randrange(0, 40))).encode()
+        if case % 2:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(_BROKEN) + text[at:]
+        try:
+            str(text, "utf-8")
+            whole = True
+        except UnicodeDecodeError:
+            whole = False
+        assert bulk._utf8(text) is whole, text
+        assert bulk._utf8(memoryview(text)) is whole, text
+        answers.add(whole)
+    assert answers == {True, False}
