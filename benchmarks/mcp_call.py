@@ -10,6 +10,9 @@
 - **MCP call in process**: the SDK's own client against ``build_server`` over in-memory streams (this adds the
   Python SDK client's work, e.g. validating the result against the tool's output schema with ``jsonschema``).
 - ``CallSession.call`` alone: the carrier's turn writing without the SDK, to show which part is the SDK's.
+- **Floors**, timed beside them: appending and fsyncing as many bytes as one stdio call appends (measured on its
+  log during the warm-up), and a line's round trip through a Python process that only echoes it. Their sum is what
+  the stdio call would cost if our code took no time: the part of the ratio the disk and the pipes impose.
 
 Each sample times a run of calls on a warm session (its log already exists, so the one-off creation of the file is
 not counted) and reports µs per call; samples of the kinds are interleaved so machine load hits them alike. The
@@ -101,32 +104,41 @@ def carrier_call(ctx: Context) -> Call:
     return call
 
 
-class StdioServer:
+class Piped:
+    """A child process spoken to in lines over its stdin and stdout."""
+
+    def __init__(self, command: list[str], cwd: Path | None) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, cwd=cwd)
+
+    def round_trip(self, line: bytes) -> bytes:
+        """Write ``line`` and read the line written back."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+        return self.process.stdout.readline()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+class StdioServer(Piped):
     """``dsh-todo mcp`` over stdio, initialized, answering one ``tools/call`` line at a time."""
 
     def __init__(self, root: Path, compression: str) -> None:
         command = Path(sys.executable).with_name("dsh-todo")
-        self.process = subprocess.Popen([str(command), "mcp", "--root", str(root), "--compression", compression],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        cwd=root)
-        self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "bench", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        super().__init__([str(command), "mcp", "--root", str(root), "--compression", compression], root)
+        self.round_trip(self.encode("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "clientInfo": {"name": "bench", "version": "1"}}))
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+                                 + b"\n")
         self.line = self.encode("tools/call", {"name": "todo_write", "arguments": ARGS})
 
     def encode(self, method: str, params: dict[str, Any]) -> bytes:
         return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n"
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> Any:
-        self.send({"jsonrpc": "2.0", "id": 0, "method": method, "params": params})
-        assert self.process.stdout is not None
-        return json.loads(self.process.stdout.readline())
 
     def cpu(self) -> float:
         """The server process's CPU seconds so far (user + system, all threads), or NaN where ``/proc`` is absent."""
@@ -138,16 +150,26 @@ class StdioServer:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     async def call(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(self.line)
-        self.process.stdin.flush()
-        answer = self.process.stdout.readline()
+        answer = self.round_trip(self.line)
         assert b'"isError":false' in answer, answer
 
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
+
+ECHO_CODE = """import sys
+for line in sys.stdin.buffer:
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+"""
+
+
+class Echo(Piped):
+    """A Python process that writes back every line it reads: the least a line transport over pipes can cost."""
+
+    def __init__(self, line: bytes) -> None:
+        super().__init__([sys.executable, "-c", ECHO_CODE], None)
+        self.line = line
+
+    async def call(self) -> None:
+        self.round_trip(self.line)
 
 
 async def run(root: Path, compression: str, calls: int, samples: int) -> None:
@@ -158,6 +180,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     ctx = open_runtime(root / "in-process", compression=compression)
     (root / "stdio").mkdir()
     server = StdioServer(root / "stdio", compression)
+    echo = Echo(server.line)
     try:
         async with Client(build_server(ctx, cwd="/bench")) as client:
             async def mcp_call() -> None:
@@ -169,8 +192,15 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
                                       "MCP tools/call, SDK client in process": mcp_call,
                                       "CallSession.call (carrier, no SDK)": carrier_call(ctx)}
             for call in kinds.values():  # warm up: the log files exist from here on
-                for _ in range(20):
+                await call()
+            logs = {DURABLE: Path(str(ctx.session_persistence.locate("durable"))),
+                    STDIO: next((root / "stdio").rglob("session.jsonl*"))}
+            sizes = {name: log.stat().st_size for name, log in logs.items()}
+            for call in kinds.values():
+                for _ in range(WARM_UP):
                     await call()
+            appended = {name: (log.stat().st_size - sizes[name]) // WARM_UP for name, log in logs.items()}
+            kinds.update(floors(root, appended, echo))
             times: dict[str, list[float]] = {name: [] for name in kinds}
             fsyncs: dict[str, list[float]] = {name: [] for name in kinds}
             cpu: dict[str, list[float]] = {DURABLE: [], CARRIER: []}
@@ -189,6 +219,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
                     cpu[name].append(await cpu_per_call(kinds[name], calls))
     finally:
         server.close()
+        echo.close()
         ctx.dispose()
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians[DURABLE]
@@ -197,6 +228,10 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
         counted = "" if name.endswith("(the server)") else f"{statistics.median(fsyncs[name]):.2f} fsyncs/call, "
         print(f"{name:<42} {value:8.0f} us/call  ({counted}{value / base:.2f}x the durable call; "
               f"min {min(times[name]):.0f}, max {max(times[name]):.0f})")
+    floor = medians[STEP_FSYNC] + medians[ECHO]
+    print(f"floor of the stdio call: {floor:.0f} us = {floor / base:.2f}x the durable call (the fsync of its "
+          f"{appended[STDIO]:,} bytes plus a line's round trip through a Python process that only echoes it; the "
+          f"durable call appends {appended[DURABLE]:,})")
     durable_cpu, carrier_cpu = (statistics.median(cpu[name]) for name in (DURABLE, CARRIER))
     print(f"CPU per call with fsync stubbed out: durable call {durable_cpu:.0f} us, CallSession.call "
           f"{carrier_cpu:.0f} us ({carrier_cpu / durable_cpu:.2f}x)")
@@ -207,7 +242,32 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
           f"the stdio server process {stdio_real:.0f} us ({stdio_real / durable_real:.2f}x)")
 
 
+WARM_UP = 20
+"""Calls of each kind before timing; also what the bytes each appends are measured over."""
+
 DURABLE = "durable call (execute + flush)"
+STEP_FSYNC = "floor: append + fsync of the stdio step's bytes"
+ECHO = "floor: a line echoed by a Python process"
+
+
+def appending(path: Path, size: int) -> Call:
+    """Append ``size`` bytes to ``path`` and fsync them: the disk's part of a call that appends as much."""
+    data = b"x" * max(0, size - 1) + b"\n"
+
+    async def call() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    return call
+
+
+def floors(root: Path, appended: dict[str, int], echo: Echo) -> dict[str, Call]:
+    """The floors timed beside the calls: the stdio step's fsync alone, and a line's round trip alone."""
+    return {STEP_FSYNC: appending(root / "floor-step.log", appended[STDIO]), ECHO: echo.call}
 STDIO = "MCP tools/call over stdio (the server)"
 CARRIER = "CallSession.call (carrier, no SDK)"
 
