@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.turns import Turns, TurnScope, open_turn
+from dsh_todo.harness.session import SessionAppendError, lossless_data
+from dsh_todo.harness.turns import Turns, TurnScope, open_turn, random_uuid
 from tests.conftest import BootFactory
 
 pytestmark = pytest.mark.anyio
@@ -41,3 +44,36 @@ def test_a_scope_closes_with_the_reason_its_block_set(make_ctx: BootFactory) -> 
                      ("step/end", {"turn": 1, "step": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "max-tokens"}})]
     with pytest.raises(RuntimeError, match="no open turn"):
         turns.begin_step()
+
+
+def test_message_ids_are_random_version_4_uuids() -> None:
+    """``tool/result`` message ids are written as ``str(uuid.uuid4())`` writes them: version 4, RFC 4122 variant,
+    lower-case hex in 8-4-4-4-12 groups, and the random bits really vary (each of the 122 takes both values)."""
+    ids = [random_uuid() for _ in range(2000)]
+    parsed = [uuid.UUID(text) for text in ids]
+    assert all(str(u) == text for u, text in zip(parsed, ids, strict=True))
+    assert all(u.version == 4 and u.variant == uuid.RFC_4122 for u in parsed)
+    random = ((1 << 128) - 1) & ~((0xF000 << 64) | (0xC000 << 48))
+    ones = zeros = 0
+    for u in parsed:
+        ones |= u.int
+        zeros |= ~u.int
+    assert ones & random == zeros & random == random
+    assert len(set(ids)) == len(ids)
+
+
+async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_words(make_ctx: BootFactory) -> None:
+    """The ``tool/result`` is built frozen and checks the tool's content itself: a value JSON cannot carry is
+    refused with the very words (and the path) the append gives for the same data as a plain dict."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    content = [{"type": "text", "text": float("nan")}]
+    plain = {"turn": 1, "step": 1, "message": {"source": {}, "content": [{"content": content}]}}
+    with pytest.raises(SessionAppendError) as from_append:
+        session.append("tool/result", plain, surface_op="append")
+    with pytest.raises(SessionAppendError) as from_parts:
+        lossless_data("tool/result", content, "data.message.content[0].content")
+    assert str(from_parts.value) == str(from_append.value) == (
+        'session event "tool/result" data is not lossless JSON: data.message.content[0].content[0].text is nan, '
+        "which JSON cannot carry losslessly")
+    assert session.seq == 0
