@@ -134,23 +134,22 @@ class Session:
         elif surface_op is not None:
             raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
         frozen = data if data.__class__ is FrozenDict else lossless_data(type, data)
-        event = FrozenDict(type=type, seq=len(self._events), time=self._clock(), data=frozen)
+        events = self._events
+        event = FrozenDict(type=type, seq=len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
             dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList(int(s) for s in source_event_seqs)))
         if surface_op is not None:
             dict.__setitem__(event, "surfaceOp", surface_op)
         if ignorable:
             dict.__setitem__(event, "ignorable", True)
-        return self._commit(untracked(event))
-
-    def _commit(self, event: Event) -> Event:
+        untracked(event)
         store = self._store
         self._publishing = True
         try:
             if store is not None:
                 for observer in store.observers:
                     observer(self, event)
-            self._events.append(event)
+            events.append(event)
             if store is not None:
                 for listener in store.listeners:
                     try:
