@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,20 @@ async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_word
         'session event "tool/result" data is not lossless JSON: data.message.content[0].content[0].text is nan, '
         "which JSON cannot carry losslessly")
     assert session.seq == 0
+
+
+async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_ctx: BootFactory) -> None:
+    """The turn writer builds ``tool/call`` frozen as it is made, trusting the call's fields to be the strings
+    their type says; a caller that hands it something else (a list as the arguments) gets a checked, frozen copy,
+    never its own mutable object in the log."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    arguments: Any = ["not", "a", "string"]
+    await Turns.of(ctx, Agent("a", session)).call_alone(ToolCallRequest("c1", "todo_write", arguments),
+                                                        arguments={"todos": []})
+    logged = next(event for event in session.events if event["type"] == "tool/call")["data"]["arguments"]
+    assert logged == ["not", "a", "string"] and logged is not arguments
+    arguments.append("changed")
+    assert logged == ["not", "a", "string"]
+    with pytest.raises(TypeError, match="immutable"):
+        logged.append("x")

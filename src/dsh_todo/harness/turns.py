@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.errors import AbortError
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
+from dsh_todo.harness.frozen import FrozenList, frozen_object, untracked
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import Event, Session, SessionStore, lossless_data
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry, ToolResult, error_result
@@ -56,12 +56,6 @@ _ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborte
 
 PARSE: Final[Any] = object()
 """``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
-
-
-def _fields(**values: Any) -> FrozenDict:
-    """A logged object built here from strings, integers, booleans and frozen values: frozen as it is made, so the
-    append shares it instead of walking a plain dict to copy it (every call writes four such events)."""
-    return untracked(FrozenDict(values))
 
 
 def random_uuid() -> str:
@@ -214,7 +208,7 @@ class Turns:
                 raise RuntimeError(f"turn {self.owned} is still open")
             self._close(completed())
         turn = next_turn_number(self.session)
-        self._mark("turn/start", _fields(turn=turn), OpenTurn(turn, 0, False))
+        self._mark("turn/start", frozen_object(turn=turn), OpenTurn(turn, 0, False))
         self.owned = turn
         return turn
 
@@ -247,7 +241,7 @@ class Turns:
         """Open the next step of the open turn."""
         where = self._inside()
         step = where.step + 1
-        self._mark("step/start", _fields(turn=where.turn, step=step), OpenTurn(where.turn, step, True))
+        self._mark("step/start", frozen_object(turn=where.turn, step=step), OpenTurn(where.turn, step, True))
         return step
 
     def end_step(self) -> None:
@@ -255,7 +249,7 @@ class Turns:
         where = self._inside()
         if not where.step_open:
             raise RuntimeError(f"turn {where.turn} has no open step")
-        self._mark("step/end", _fields(turn=where.turn, step=where.step), OpenTurn(where.turn, where.step, False))
+        self._mark("step/end", frozen_object(turn=where.turn, step=where.step), OpenTurn(where.turn, where.step, False))
 
     # Calls ---------------------------------------------------------------------------------------------------
 
@@ -316,8 +310,11 @@ class Turns:
         if not where.step_open:
             raise RuntimeError(f"turn {where.turn} has no open step for a tool call")
         turn, step = where.turn, where.step
-        seq = self.session.append("tool/call", _fields(turn=turn, step=step, callId=call.id, name=call.name,
-                                                       arguments=call.arguments))["seq"]
+        data: Mapping[str, Any] = frozen_object(turn=turn, step=step, callId=call.id, name=call.name,
+                                                arguments=call.arguments)
+        if not (type(call.id) is str and type(call.name) is str and type(call.arguments) is str):
+            data = dict(data)  # not the strings its type says: the append checks and copies it
+        seq = self.session.append("tool/call", data)["seq"]
         self._pending[seq] = (turn, step, call.id)
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
         try:
@@ -336,12 +333,12 @@ class Turns:
     def _answer(self, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
         """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
         blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
-        content = _fields(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
-        message = _fields(source=_fields(kind="tool", callId=call_id), content=untracked(FrozenList((content,))),
-                          role="user", id=random_uuid())
-        data = (_fields(turn=turn, step=step, message=message) if result.error is None else
-                _fields(turn=turn, step=step, message=message,
-                        error=lossless_data("tool/result", result.error, "data.error")))
+        content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
+        message = frozen_object(source=frozen_object(kind="tool", callId=call_id),
+                                content=untracked(FrozenList((content,))), role="user", id=random_uuid())
+        data = (frozen_object(turn=turn, step=step, message=message) if result.error is None else
+                frozen_object(turn=turn, step=step, message=message,
+                              error=lossless_data("tool/result", result.error, "data.error")))
         return self.session.append("tool/result", data, surface_op="append", source_event_seqs=(call_seq,))
 
     # Durability and lifetime ---------------------------------------------------------------------------------
