@@ -137,7 +137,7 @@ class Session:
         events = self._events
         event = FrozenDict(type=type, seq=len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
-            dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList(int(s) for s in source_event_seqs)))
+            dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList([int(s) for s in source_event_seqs])))
         if surface_op is not None:
             dict.__setitem__(event, "surfaceOp", surface_op)
         if ignorable:
