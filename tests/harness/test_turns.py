@@ -81,17 +81,23 @@ async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_word
 
 
 async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_ctx: BootFactory) -> None:
-    """The turn writer builds ``tool/call`` frozen as it is made, trusting the call's fields to be the strings
-    their type says; a caller that hands it something else (a list as the arguments) gets a checked, frozen copy,
-    never its own mutable object in the log."""
+    """The turn writer builds ``tool/call`` and ``tool/result`` frozen as it makes them, trusting the call's fields
+    to be the strings their type says; a caller that hands it something else (lists as the id and the arguments)
+    gets checked, frozen copies, never its own mutable objects in the log."""
     ctx = make_ctx()
     session = ctx.sessions.create("s")
+    call_id: Any = ["an", "id"]
     arguments: Any = ["not", "a", "string"]
-    await Turns.of(ctx, Agent("a", session)).call_alone(ToolCallRequest("c1", "todo_write", arguments),
+    await Turns.of(ctx, Agent("a", session)).call_alone(ToolCallRequest(call_id, "todo_write", arguments),
                                                         arguments={"todos": []})
-    logged = next(event for event in session.events if event["type"] == "tool/call")["data"]["arguments"]
-    assert logged == ["not", "a", "string"] and logged is not arguments
+    call = next(event for event in session.events if event["type"] == "tool/call")["data"]
+    message = next(event for event in session.events if event["type"] == "tool/result")["data"]["message"]
+    logged = [call["arguments"], call["callId"], message["source"]["callId"], message["content"][0]["toolCallId"]]
+    assert logged == [arguments, call_id, call_id, call_id]
+    assert all(value is not arguments and value is not call_id for value in logged)
     arguments.append("changed")
-    assert logged == ["not", "a", "string"]
-    with pytest.raises(TypeError, match="immutable"):
-        logged.append("x")
+    call_id.append("changed")
+    assert logged == [["not", "a", "string"], ["an", "id"], ["an", "id"], ["an", "id"]]
+    for value in logged:
+        with pytest.raises(TypeError, match="immutable"):
+            value.append("x")

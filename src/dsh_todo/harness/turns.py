@@ -332,6 +332,8 @@ class Turns:
 
     def _answer(self, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
         """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
+        if type(call_id) is not str:  # not the string its type says: checked and frozen, as the append would
+            call_id = lossless_data("tool/result", call_id, "data.message.source.callId")
         blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
         content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
         message = frozen_object(source=frozen_object(kind="tool", callId=call_id),
