@@ -233,22 +233,29 @@ class Turns:
                 del self._pending[call_seq]
                 self._answer(turn, step, call_id, _ABORTED, call_seq)
         if where.step_open:
-            self.end_step()
+            self._end_step(where)
         self._mark("turn/end", {"turn": turn, "reason": reason}, None)
         return True
 
     def begin_step(self) -> int:
         """Open the next step of the open turn."""
-        where = self._inside()
-        step = where.step + 1
-        self._mark("step/start", frozen_object(turn=where.turn, step=step), OpenTurn(where.turn, step, True))
-        return step
+        return self._begin_step(self._inside()).step
 
     def end_step(self) -> None:
         """Close the open step."""
         where = self._inside()
         if not where.step_open:
             raise RuntimeError(f"turn {where.turn} has no open step")
+        self._end_step(where)
+
+    def _begin_step(self, where: OpenTurn) -> OpenTurn:
+        """Open the step after ``where``'s (the position, just read); returns the position after it."""
+        opened = OpenTurn(where.turn, where.step + 1, True)
+        self._mark("step/start", frozen_object(turn=opened.turn, step=opened.step), opened)
+        return opened
+
+    def _end_step(self, where: OpenTurn) -> None:
+        """Close the step open at ``where`` (the position, just read)."""
         self._mark("step/end", frozen_object(turn=where.turn, step=where.step), OpenTurn(where.turn, where.step, False))
 
     # Calls ---------------------------------------------------------------------------------------------------
@@ -277,22 +284,23 @@ class Turns:
         then rejected, so such a call is first tried on a detached copy (:meth:`_refusal`); refused, it is answered
         and nothing is appended. Accepted, it runs for real in the new turn.
         """
-        if self.position() is None:
+        where = self.position()
+        if where is None:
             if next_turn_number(self.session) > 1:  # a closed turn may have left a plan standing
                 refusal = await self._refusal(call, arguments, signal)
                 if refusal is not None:
                     return refusal
             self.begin()
             self.standing = True
-        where = self._inside()
+            where = self._inside()
         own = None
         if not where.step_open:
-            where = own = OpenTurn(where.turn, self.begin_step(), True)
+            where = own = self._begin_step(where)
         try:
             return await self._run(where, call, arguments, signal)
         finally:
             if own is not None and self.position() == own:  # unless the turn was closed around it meanwhile
-                self.end_step()
+                self._end_step(own)
             self.flush()
 
     async def _refusal(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult | None:

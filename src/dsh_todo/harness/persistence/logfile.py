@@ -86,10 +86,12 @@ class JsonlWriter:
             return
         if not self._lock.held:
             raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
-        for index, event in enumerate(events):
-            if event.get("seq") != self.cursor + index:
-                raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
-                                 f"at index {index}, got {event.get('seq')!r}")
+        seqs = [event.get("seq") for event in events]
+        expected = list(range(self.cursor, self.cursor + len(seqs)))
+        if seqs != expected:  # (one comparison in C; the loop below only finds what to say)
+            index = next(i for i, (seq, want) in enumerate(zip(seqs, expected, strict=True)) if seq != want)
+            raise ValueError(f'append seq mismatch for "{self.session_id}": expected {expected[index]} '
+                             f"at index {index}, got {seqs[index]!r}")
         data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
         if self.materialized:
             start = self._append_bytes(data)
