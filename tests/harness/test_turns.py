@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pytest
 
 from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.turns import Turns, TurnScope, open_turn
+from dsh_todo.harness.session import SessionAppendError, lossless_data
+from dsh_todo.harness.turns import Turns, TurnScope, open_turn, random_uuid
 from tests.conftest import BootFactory
 
 pytestmark = pytest.mark.anyio
@@ -41,3 +45,59 @@ def test_a_scope_closes_with_the_reason_its_block_set(make_ctx: BootFactory) -> 
                      ("step/end", {"turn": 1, "step": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "max-tokens"}})]
     with pytest.raises(RuntimeError, match="no open turn"):
         turns.begin_step()
+
+
+def test_message_ids_are_random_version_4_uuids() -> None:
+    """``tool/result`` message ids are written as ``str(uuid.uuid4())`` writes them: version 4, RFC 4122 variant,
+    lower-case hex in 8-4-4-4-12 groups, and the random bits really vary (each of the 122 takes both values)."""
+    ids = [random_uuid() for _ in range(2000)]
+    parsed = [uuid.UUID(text) for text in ids]
+    assert all(str(u) == text for u, text in zip(parsed, ids, strict=True))
+    assert all(u.version == 4 and u.variant == uuid.RFC_4122 for u in parsed)
+    random = ((1 << 128) - 1) & ~((0xF000 << 64) | (0xC000 << 48))
+    ones = zeros = 0
+    for u in parsed:
+        ones |= u.int
+        zeros |= ~u.int
+    assert ones & random == zeros & random == random
+    assert len(set(ids)) == len(ids)
+
+
+async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_words(make_ctx: BootFactory) -> None:
+    """The ``tool/result`` is built frozen and checks the tool's content itself: a value JSON cannot carry is
+    refused with the very words (and the path) the append gives for the same data as a plain dict."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    content = [{"type": "text", "text": float("nan")}]
+    plain = {"turn": 1, "step": 1, "message": {"source": {}, "content": [{"content": content}]}}
+    with pytest.raises(SessionAppendError) as from_append:
+        session.append("tool/result", plain, surface_op="append")
+    with pytest.raises(SessionAppendError) as from_parts:
+        lossless_data("tool/result", content, "data.message.content[0].content")
+    assert str(from_parts.value) == str(from_append.value) == (
+        'session event "tool/result" data is not lossless JSON: data.message.content[0].content[0].text is nan, '
+        "which JSON cannot carry losslessly")
+    assert session.seq == 0
+
+
+async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_ctx: BootFactory) -> None:
+    """The turn writer builds ``tool/call`` and ``tool/result`` frozen as it makes them, trusting the call's fields
+    to be the strings their type says; a caller that hands it something else (lists as the id and the arguments)
+    gets checked, frozen copies, never its own mutable objects in the log."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    call_id: Any = ["an", "id"]
+    arguments: Any = ["not", "a", "string"]
+    await Turns.of(ctx, Agent("a", session)).call_alone(ToolCallRequest(call_id, "todo_write", arguments),
+                                                        arguments={"todos": []})
+    call = next(event for event in session.events if event["type"] == "tool/call")["data"]
+    message = next(event for event in session.events if event["type"] == "tool/result")["data"]["message"]
+    logged = [call["arguments"], call["callId"], message["source"]["callId"], message["content"][0]["toolCallId"]]
+    assert logged == [arguments, call_id, call_id, call_id]
+    assert all(value is not arguments and value is not call_id for value in logged)
+    arguments.append("changed")
+    call_id.append("changed")
+    assert logged == [["not", "a", "string"], ["an", "id"], ["an", "id"], ["an", "id"]]
+    for value in logged:
+        with pytest.raises(TypeError, match="immutable"):
+            value.append("x")

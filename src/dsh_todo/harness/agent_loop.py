@@ -10,7 +10,6 @@ reason: completed, aborted (the signal, or the task running it cancelled), error
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelReques
 from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.harness.session import Event, Session
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
-from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments
+from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments, random_uuid
 
 __all__ = ["DEFAULT_SYSTEM", "AgentLoop", "EventHook", "TurnOutcome", "derive_messages", "parse_arguments"]
 
@@ -109,7 +108,7 @@ class AgentLoop:
                 if step == 1:
                     session.append("user/message", {"content": [{"type": "text", "text": prompt}],
                                                      "source": {"kind": "user"}, "role": "user",
-                                                     "id": str(uuid.uuid4())}, surface_op="append")
+                                                     "id": random_uuid()}, surface_op="append")
                 request = ModelRequest(messages=derive_messages(session.events),
                                        tools=[function_tool(s) for s in self.tools.schemas()], system=self.system)
                 try:
@@ -141,7 +140,7 @@ class AgentLoop:
             "turn": turn, "step": step,
             "message": {"role": "assistant", "content": blocks,
                         "source": {"kind": "model", "provider": self.model.provider, "model": self.model.model},
-                        "id": str(uuid.uuid4())},
+                        "id": random_uuid()},
         }
         if reply.usage is not None:
             data["usage"] = reply.usage

@@ -102,6 +102,15 @@ class FrozenList(list[Any]):
     __hash__ = None  # still unhashable, like every list
 
 
+def frozen_object(**fields: Any) -> FrozenDict:
+    """A frozen JSON object of ``fields`` as they are: for a writer that builds its own data from strings, integers,
+    booleans, ``None`` and frozen containers (the turn writer's events), so the append shares it instead of copying
+    a plain dict. Nothing is checked: anything else (a plain list, a float) must go through :func:`lossless_copy`."""
+    out = FrozenDict(fields)
+    _untrack(out)
+    return out
+
+
 def _describe(path: str) -> str:
     return path or "value"
 

@@ -142,7 +142,8 @@ class ProjectionRegistry:
                 changes = fold.apply(event, report=bool(self._listeners or self._commit_listeners))
         except Exception:
             warn("projections could not fold %s at seq %s", event.get("type"), seq)
-        self._notify(session, event, changes)
+        if changes or self._commit_listeners:  # (nobody to tell: most events of a session without a page open)
+            self._notify(session, event, changes)
 
     def _notify(self, session: Session, event: Event, changes: Sequence[Change]) -> None:
         for commit_listener in list(self._commit_listeners):

@@ -35,6 +35,19 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def lossless_data(type: str, value: Any, path: str = "data") -> Any:
+    """The frozen copy of ``value``, which is (or sits at ``path`` in) the data of a ``type`` event; raises
+    :class:`SessionAppendError` naming the first place JSON cannot carry losslessly.
+
+    An append takes frozen data as already checked, so a writer that builds its data frozen (``tool/result``
+    around a tool's content) checks the foreign parts here, with the words the append would use.
+    """
+    try:
+        return lossless_copy(value, path)
+    except NotLosslessJSON as exc:
+        raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
+
+
 
 
 class EventLog(Sequence[Event]):
@@ -120,27 +133,23 @@ class Session:
                 raise SessionAppendError(f'session event "{type}" is surface-eligible and must carry surfaceOp')
         elif surface_op is not None:
             raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
-        try:
-            frozen = lossless_copy(data, "data")
-        except NotLosslessJSON as exc:
-            raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
-        event = FrozenDict(type=type, seq=len(self._events), time=self._clock(), data=frozen)
+        frozen = data if data.__class__ is FrozenDict else lossless_data(type, data)
+        events = self._events
+        event = FrozenDict(type=type, seq=len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
-            dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList(int(s) for s in source_event_seqs)))
+            dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList([int(s) for s in source_event_seqs])))
         if surface_op is not None:
             dict.__setitem__(event, "surfaceOp", surface_op)
         if ignorable:
             dict.__setitem__(event, "ignorable", True)
-        return self._commit(untracked(event))
-
-    def _commit(self, event: Event) -> Event:
+        untracked(event)
         store = self._store
         self._publishing = True
         try:
             if store is not None:
                 for observer in store.observers:
                     observer(self, event)
-            self._events.append(event)
+            events.append(event)
             if store is not None:
                 for listener in store.listeners:
                     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,72 @@ def test_log_appears_only_with_the_first_batch(tmp_path: Path, compression: Any)
     assert sorted(os.listdir(writer.path.parent)) == sorted(["session.lock", writer.path.name])
     writer.close()
     assert sorted(os.listdir(writer.path.parent)) == [writer.path.name]
+
+
+def open_descriptors_of(path: Path) -> list[int]:
+    """This process's descriptors open on ``path``."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{name}") == str(path):
+                found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_writer_opens_its_log_once_and_closes_it_before_the_lock_goes(tmp_path: Path, compression: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro: every batch opened the log, read its size and closed it again (three system calls and a path walk
+    per durable call, more than the write). A writer now opens it once, on the first append after the one that
+    created it, and closes it when it releases the lock, so a closed writer leaves no descriptor behind."""
+    store = JsonlBackend(tmp_path / "root", compression)
+    events = some_events()
+    writer = store.create({"id": "s", "createdAt": 1})
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    for event in events:
+        writer.append([event])
+    assert opened.count(str(writer.path)) == 1
+    assert len(open_descriptors_of(writer.path)) == 1
+    writer.close()
+    assert open_descriptors_of(writer.path) == []
+    assert dumps(store.read("s").events) == dumps(events)
+
+
+def test_a_failed_append_is_cut_back_and_retried_on_a_fresh_descriptor(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An fsync that fails (a full disk, an I/O error) leaves the log as it was before the batch, closes the
+    descriptor it failed on, and the same batch appended again lands once."""
+    store = JsonlBackend(tmp_path / "root", "none")
+    events = some_events()
+    writer = store.create({"id": "s", "createdAt": 1})
+    writer.append(events[:1])
+    writer.append(events[1:2])
+    size = writer.path.stat().st_size
+    real_fsync = os.fsync
+    failures = []
+
+    def failing_fsync(fd: int) -> None:
+        if not failures:
+            failures.append(fd)
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        writer.append(events[2:4])
+    assert writer.path.stat().st_size == size
+    assert open_descriptors_of(writer.path) == []
+    writer.append(events[2:4])
+    writer.append(events[4:])
+    writer.close()
+    assert dumps(store.read("s").events) == dumps(events)
 
 
 def test_create_refuses_an_existing_log_anywhere(tmp_path: Path) -> None:

@@ -237,7 +237,8 @@ that thinks for minutes between calls, short enough that a log held by a dead cl
 
 
 def max_sessions() -> int:
-    """How many HTTP MCP sessions may be open at once: each holds a file descriptor (its log's lock) and some
+    """How many HTTP MCP sessions may be open at once: each holds two file descriptors (its log's lock and, once it
+    has written, its log, kept open for appending: decision 0017), a third for its client's connection, and some
     memory, so the bound follows the fd limit. Past it a new client gets the SDK's 503 ``Too many open sessions``
     and the server keeps serving the others, instead of dying of ``EMFILE``."""
     try:
@@ -248,7 +249,7 @@ def max_sessions() -> int:
         return 256
     if soft == resource.RLIM_INFINITY:
         return 10_000
-    return max(16, min(10_000, (soft - 128) // 2))
+    return max(16, min(10_000, (soft - 128) // 3))
 
 
 async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765, cwd: str | None = None,

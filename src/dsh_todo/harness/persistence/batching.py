@@ -231,9 +231,9 @@ class WriteBehind:
                 self._write(queue, background=True)
 
     def _write(self, queue: SessionQueue, *, background: bool) -> None:
-        """Write what is queued: when flushing, everything as one batch (someone waits for it: one fsync, whatever
-        cuts were asked for); when timed, the due part as batches each ending at a cut if one falls inside (a batch
-        up to a cut leaves the rest to its own window unless it holds a cut)."""
+        """Write what is queued: when flushing, everything queued by then as one batch (someone waits for it: one
+        fsync, whatever cuts were asked for); when timed, the due part as batches each ending at a cut if one falls
+        inside (a batch up to a cut leaves the rest to its own window unless it holds a cut)."""
         with queue.io_lock:
             while True:
                 with self._cond:
@@ -260,7 +260,7 @@ class WriteBehind:
                                             f'"{queue.writer.session_id}": {exc}') from exc
                 queue.error = None
                 self._notify(queue)
-                if background and not more:
+                if not (background and more):  # a flush took everything queued when it was called: done
                     return
 
     def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:

@@ -133,7 +133,7 @@ def pack_chunk_runs(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, An
     run_key: tuple[Any, ...] | None = None
     last_seq = last_time = 0
     for event in events:
-        key = _run_key(event)
+        key = _run_key(event) if event.get("type") == "assistant/chunk" else None  # (most events: no call)
         if key is not None:
             seq, time = event["seq"], event["time"]
             if key == run_key and seq == last_seq + 1 and -MAX_SAFE_INTEGER <= time - last_time <= MAX_SAFE_INTEGER:

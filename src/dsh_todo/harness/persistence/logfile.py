@@ -3,8 +3,11 @@
 A log never exists half-made: the header and the first batch are written to a temporary file, fsynced, and
 published with ``link()``, which fails if the log already exists (``rename()`` would silently replace another
 writer's log). Every later batch is appended and fsynced before the call returns; if the write or the fsync fails,
-the file is cut back to its previous size so a retry cannot duplicate seqs. Repair truncates a torn tail and appends
-the recovered events and synthetic closers as one more batch (one more zstd frame), as DSH does.
+the file is cut back to its previous size so a retry cannot duplicate seqs. The writer keeps the log open for
+appending while it holds the lock (opening it per batch cost more than the write: decision 0017) and closes it
+before it lets the lock go, or after a failed append, so a retry starts from a fresh descriptor. Repair truncates a
+torn tail and appends the recovered events and synthetic closers as one more batch (one more zstd frame), as DSH
+does.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ class JsonlWriter:
     ``last_batch`` says where the most recent durable batch landed (``None`` until this writer wrote one).
     """
 
+    _fd: int | None = None
+    """The log, open for appending since the first append (``None``: not open; :meth:`close` closes it)."""
+
     def __init__(self, *, meta: Meta, path: Path, lock: WriterLock, compression: Compression, pack_chunks: bool,
                  cursor: int, materialized: bool) -> None:
         self.meta = meta
@@ -80,10 +86,12 @@ class JsonlWriter:
             return
         if not self._lock.held:
             raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
-        for index, event in enumerate(events):
-            if event.get("seq") != self.cursor + index:
-                raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
-                                 f"at index {index}, got {event.get('seq')!r}")
+        seqs = [event.get("seq") for event in events]
+        expected = list(range(self.cursor, self.cursor + len(seqs)))
+        if seqs != expected:  # (one comparison in C; the loop below only finds what to say)
+            index = next(i for i, (seq, want) in enumerate(zip(seqs, expected, strict=True)) if seq != want)
+            raise ValueError(f'append seq mismatch for "{self.session_id}": expected {expected[index]} '
+                             f"at index {index}, got {seqs[index]!r}")
         data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
         if self.materialized:
             start = self._append_bytes(data)
@@ -122,7 +130,13 @@ class JsonlWriter:
             self._landed(self._append_bytes(data), data, len(events))
 
     def close(self) -> None:
-        """Release the lock. A session that never wrote leaves no session directory behind."""
+        """Close the log and release the lock. A session that never wrote leaves no session directory behind."""
+        try:
+            self._close_log()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         if not self._lock.held:
             return
         self._lock.release()
@@ -131,8 +145,10 @@ class JsonlWriter:
                 self.path.parent.rmdir()
 
     def _append_bytes(self, data: bytes) -> int:
-        """Append and fsync ``data``; returns the offset it starts at."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed."""
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
             before = os.fstat(fd).st_size
             try:
@@ -142,9 +158,15 @@ class JsonlWriter:
                 os.ftruncate(fd, before)
                 os.fsync(fd)
                 raise
-        finally:
-            os.close(fd)
+        except BaseException:
+            self._close_log()
+            raise
         return before
+
+    def _close_log(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():
