@@ -246,6 +246,8 @@ WARM_UP = 20
 """Calls of each kind before timing; also what the bytes each appends are measured over."""
 
 DURABLE = "durable call (execute + flush)"
+STDIO = "MCP tools/call over stdio (the server)"
+CARRIER = "CallSession.call (carrier, no SDK)"
 STEP_FSYNC = "floor: append + fsync of the stdio step's bytes"
 ECHO = "floor: a line echoed by a Python process"
 
@@ -268,8 +270,6 @@ def appending(path: Path, size: int) -> Call:
 def floors(root: Path, appended: dict[str, int], echo: Echo) -> dict[str, Call]:
     """The floors timed beside the calls: the stdio step's fsync alone, and a line's round trip alone."""
     return {STEP_FSYNC: appending(root / "floor-step.log", appended[STDIO]), ECHO: echo.call}
-STDIO = "MCP tools/call over stdio (the server)"
-CARRIER = "CallSession.call (carrier, no SDK)"
 
 
 async def cpu_per_call(call: Call, calls: int) -> float:

@@ -154,7 +154,8 @@ def _utf8(text: bytes | memoryview) -> bool:
     """Whether ``text`` is UTF-8, decoded in slices of at most :data:`UTF8_SLICE` bytes.
 
     One ``str`` of a whole 256 KiB piece is an allocation above glibc's mmap threshold, whose size varies from piece
-    to piece: each came from fresh pages and cost 64 page faults, about 130 ms of a 1M-event read (decision 0016).
+    to piece: each came from fresh pages and cost 64 page faults, 90-120 ms of a 1M-event read (decision 0015,
+    *Amended*).
     A slice ends before a byte that starts a character (one that is not ``10xxxxxx``), so no character is cut and
     a malformed one stays malformed within its slice.
     """
