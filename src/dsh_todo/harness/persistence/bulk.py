@@ -155,9 +155,8 @@ def _utf8(text: bytes | memoryview) -> bool:
 
     One ``str`` of a whole 256 KiB piece is an allocation above glibc's mmap threshold, whose size varies from piece
     to piece: each came from fresh pages and cost 64 page faults, 90-120 ms of a 1M-event read (decision 0015,
-    *Amended*).
-    A slice ends before a byte that starts a character (one that is not ``10xxxxxx``), so no character is cut and
-    a malformed one stays malformed within its slice.
+    *Amended*). A slice ends before a byte that starts a character (one that is not ``10xxxxxx``), so no character
+    is cut and a malformed one stays malformed within its slice.
     """
     view = memoryview(text)
     size = len(view)
