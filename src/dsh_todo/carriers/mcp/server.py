@@ -238,7 +238,7 @@ that thinks for minutes between calls, short enough that a log held by a dead cl
 
 def max_sessions() -> int:
     """How many HTTP MCP sessions may be open at once: each holds two file descriptors (its log's lock and, once it
-    has written, its log, kept open for appending: decision 0017), a third for its client's connection, and some
+    has written, its log, kept open for appending: decision 0016), a third for its client's connection, and some
     memory, so the bound follows the fd limit. Past it a new client gets the SDK's 503 ``Too many open sessions``
     and the server keeps serving the others, instead of dying of ``EMFILE``."""
     try:

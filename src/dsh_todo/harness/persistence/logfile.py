@@ -4,7 +4,7 @@ A log never exists half-made: the header and the first batch are written to a te
 published with ``link()``, which fails if the log already exists (``rename()`` would silently replace another
 writer's log). Every later batch is appended and fsynced before the call returns; if the write or the fsync fails,
 the file is cut back to its previous size so a retry cannot duplicate seqs. The writer keeps the log open for
-appending while it holds the lock (opening it per batch cost more than the write: decision 0017) and closes it
+appending while it holds the lock (opening it per batch cost more than the write: decision 0016) and closes it
 before it lets the lock go, or after a failed append, so a retry starts from a fresh descriptor. Repair truncates a
 torn tail and appends the recovered events and synthetic closers as one more batch (one more zstd frame), as DSH
 does.
