@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from dsh_todo.harness import Session
 from dsh_todo.harness.persistence import SessionLockedError
 from dsh_todo.runtime import open_runtime
 
@@ -38,3 +40,36 @@ def test_closing_a_session_flushes_and_unlocks_it(tmp_path: Path) -> None:
     finally:
         writer.dispose()
         reader.dispose()
+
+
+def _refuse(session_id: str) -> Callable[[Session], None]:
+    def hook(session: Session) -> None:
+        if session.id == session_id:
+            raise RuntimeError(f'"{session_id}" refused by a later hook')
+    return hook
+
+
+@pytest.mark.parametrize("flushed_first", [False, True])
+def test_a_session_refused_after_persistence_took_its_lock_lets_it_go(tmp_path: Path, flushed_first: bool) -> None:
+    """A later ``on_open`` hook refusing a session that persistence already attached (its lock taken, its queue
+    open): it never went live, so no close hook runs for it; the next flush lets its lock go (whatever was flushed
+    before it), and another runtime can then open it."""
+    first = open_runtime(tmp_path)
+    second = open_runtime(tmp_path)
+    try:
+        other = first.sessions.create("other", cwd="/p")
+        if flushed_first:
+            other.append("turn/start", {"turn": 1})
+            first.session_persistence.flush()
+        first.sessions.on_open(_refuse("refused"))
+        with pytest.raises(RuntimeError, match="refused by a later hook"):
+            first.sessions.create("refused", cwd="/p")
+        assert first.sessions.get("refused") is None
+        other.append("turn/start" if not flushed_first else "turn/end",
+                     {"turn": 1} if not flushed_first else {"turn": 1, "reason": {"kind": "completed"}})
+        first.session_persistence.flush("other")
+        second.sessions.create("refused", cwd="/p").append("turn/start", {"turn": 1})
+        second.session_persistence.flush()
+    finally:
+        first.dispose()
+        second.dispose()

@@ -11,6 +11,7 @@ to this class (:func:`install`).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -43,6 +44,13 @@ class PersistenceService:
         self._backend = backend
         self._writes = WriteBehind(batch_delay_ms)
         self._live: dict[str, Session] = {}
+        self._unsettled: weakref.WeakSet[Session] = weakref.WeakSet()
+        """Sessions attached since the last flush: one of them a later ``on_open`` hook refused (it never went live,
+        so no close hook runs for it) still holds its lock and queue until a flush lets it go. Once a flush has seen
+        a session live, its close hook releases it: a flush looks at these only, never at every live session (an
+        HTTP server may hold thousands). Held weakly: a process that never flushes keeps no session alive here. (A
+        hook that flushes while a session is being opened settles it early: were a later hook to refuse it, its lock
+        would be let go only when the plugin is disposed.)"""
         self._resuming: set[str] = set()
         self._closed = False
 
@@ -113,10 +121,14 @@ class PersistenceService:
     # -- writing --------------------------------------------------------------------------------------------
 
     def flush(self, session_id: str | None = None) -> None:
-        """Make everything queued durable now; also lets go of sessions that were closed in the meantime."""
+        """Make everything queued durable now; also lets go of sessions refused after they were attached."""
         self._writes.flush(session_id)
-        for closed in [sid for sid, session in self._live.items() if session.closed]:
-            self.release(closed)
+        if self._unsettled:
+            unsettled = list(self._unsettled)
+            self._unsettled.clear()
+            for session in unsettled:
+                if session.closed and self._live.get(session.id) is session:
+                    self.release(session.id)
 
     def flush_soon(self, session_id: str, through: int) -> None:
         """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
@@ -146,7 +158,7 @@ class PersistenceService:
         """Start persisting a session that just became live (``sessions.on_open``)."""
         if self._closed:
             return
-        if session.id in self._resuming:  # our own load: its writer is already queued
+        if session.id in self._resuming:  # our own load: its writer is already queued (load lets it go if refused)
             self._live[session.id] = session
             return
         session.header.setdefault("createdAt", session.events[0]["time"] if session.events else now_ms())
@@ -160,6 +172,7 @@ class PersistenceService:
             writer.close()
             raise
         self._live[session.id] = session
+        self._unsettled.add(session)
         self._writes.announce(session.id)
         for event in session.events[writer.cursor:]:
             self._writes.enqueue(queue, event)
