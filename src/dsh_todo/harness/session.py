@@ -48,8 +48,6 @@ def lossless_data(type: str, value: Any, path: str = "data") -> Any:
         raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
 
 
-
-
 class EventLog(Sequence[Event]):
     """A read-only view of a session's events: callers can index and iterate but never change the log."""
 
