@@ -357,3 +357,25 @@ def test_a_session_held_after_the_runtime_is_disposed_can_still_be_read() -> Non
     session.append("turn/start", {"turn": 1})
     ctx.dispose()
     assert [event["type"] for event in session.events] == ["turn/start"]
+
+
+@pytest.mark.parametrize("persisted", [False, True])
+def test_a_session_of_a_disposed_runtime_refuses_appends(persisted: bool, tmp_path: Path) -> None:
+    """Repro: ``open_runtime(root)``, a session, ``ctx.dispose()``, then ``session.append(...)``: the append returned
+    an event as if it were logged, though persistence was gone and nothing would ever write it (lost without a
+    word). A disposed runtime's sessions are closed: the append is refused with the closed session's error, the log
+    on disk keeps what was flushed, and the session can still be read."""
+    ctx = open_runtime(tmp_path if persisted else None)
+    session = ctx.sessions.create("s1", cwd="/w")
+    session.append("turn/start", {"turn": 1})
+    log = ctx.session_persistence.locate("s1") if persisted else None
+    ctx.dispose()
+    assert session.closed
+    with pytest.raises(SessionAppendError) as refused:
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert str(refused.value) == 'session "s1" is closed'
+    assert [event["type"] for event in session.events] == ["turn/start"]
+    if log is not None:
+        from dsh_todo.logview import read_session
+
+        assert [event["type"] for event in read_session(log).events] == ["turn/start"]

@@ -72,3 +72,46 @@ def test_a_session_refused_after_persistence_took_its_lock_lets_it_go(tmp_path: 
     finally:
         first.dispose()
         second.dispose()
+
+
+def test_a_refused_session_that_cannot_be_written_does_not_fail_another_sessions_flush(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Repro: a hook appends to a session, a later hook refuses it, and its log cannot be written; the next
+    ``flush("other")`` let the refused session go and raised ``SessionWriteError: could not write 1 events of session
+    "refused"`` to the caller who flushed ``other``, whose events were durable (an MCP call would have been answered
+    as failed). Nobody was ever told the refused session's events were kept: the failure is logged, ``other``'s flush
+    succeeds, and the refused session's lock is still let go."""
+    first = open_runtime(tmp_path)
+    second = open_runtime(tmp_path)
+    try:
+        other = first.sessions.create("other", cwd="/p")
+        other.append("turn/start", {"turn": 1})
+        first.session_persistence.flush()
+
+        def start(session: Session) -> None:
+            if session.id == "refused":
+                session.append("turn/start", {"turn": 1})
+                writes = first.session_persistence._writes.get("refused")  # the log it cannot write
+                assert writes is not None
+
+                def broken(batch: object) -> None:
+                    raise OSError(28, "No space left on device")
+
+                writes.writer.append = broken  # type: ignore[method-assign]
+
+        first.sessions.on_open(start)
+        first.sessions.on_open(_refuse("refused"))
+        with pytest.raises(RuntimeError, match="refused by a later hook"):
+            first.sessions.create("refused", cwd="/p")
+        other.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        with caplog.at_level("WARNING", logger="dsh_todo.persistence"):
+            first.session_persistence.flush("other")
+        assert [r.getMessage() for r in caplog.records] == [
+            'could not write what a refused session "refused" logged before it was refused: could not write 1 '
+            'events of session "refused": [Errno 28] No space left on device']
+        stored = second.session_persistence.read("other")
+        assert [e["type"] for e in stored.events] == ["turn/start", "turn/end"]
+        second.sessions.create("refused", cwd="/p")  # its lock was let go all the same
+    finally:
+        first.dispose()
+        second.dispose()

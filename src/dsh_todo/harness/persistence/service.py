@@ -121,14 +121,21 @@ class PersistenceService:
     # -- writing --------------------------------------------------------------------------------------------
 
     def flush(self, session_id: str | None = None) -> None:
-        """Make everything queued durable now; also lets go of sessions refused after they were attached."""
+        """Make everything queued durable now; also lets go of sessions refused after they were attached.
+
+        A refused session that cannot be written is logged, not raised: nobody was told its events were kept, and
+        the caller asked about another session (or all of them), whose writes did succeed."""
         self._writes.flush(session_id)
         if self._unsettled:
             unsettled = list(self._unsettled)
             self._unsettled.clear()
             for session in unsettled:
                 if session.closed and self._live.get(session.id) is session:
-                    self.release(session.id)
+                    try:
+                        self.release(session.id)
+                    except Exception as exc:
+                        log.warning('could not write what a refused session "%s" logged before it was refused: %s',
+                                    session.id, exc)
 
     def flush_soon(self, session_id: str, through: int) -> None:
         """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
