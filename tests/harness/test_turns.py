@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import SessionAppendError, lossless_data
-from dsh_todo.harness.turns import Turns, TurnScope, open_turn, random_uuid
+from dsh_todo.harness.turns import Turns, TurnScope, open_turn
 from tests.conftest import BootFactory
 
 pytestmark = pytest.mark.anyio
@@ -45,22 +44,6 @@ def test_a_scope_closes_with_the_reason_its_block_set(make_ctx: BootFactory) -> 
                      ("step/end", {"turn": 1, "step": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "max-tokens"}})]
     with pytest.raises(RuntimeError, match="no open turn"):
         turns.begin_step()
-
-
-def test_message_ids_are_random_version_4_uuids() -> None:
-    """``tool/result`` message ids are written as ``str(uuid.uuid4())`` writes them: version 4, RFC 4122 variant,
-    lower-case hex in 8-4-4-4-12 groups, and the random bits really vary (each of the 122 takes both values)."""
-    ids = [random_uuid() for _ in range(2000)]
-    parsed = [uuid.UUID(text) for text in ids]
-    assert all(str(u) == text for u, text in zip(parsed, ids, strict=True))
-    assert all(u.version == 4 and u.variant == uuid.RFC_4122 for u in parsed)
-    random = ((1 << 128) - 1) & ~((0xF000 << 64) | (0xC000 << 48))
-    ones = zeros = 0
-    for u in parsed:
-        ones |= u.int
-        zeros |= ~u.int
-    assert ones & random == zeros & random == random
-    assert len(set(ids)) == len(ids)
 
 
 async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_words(make_ctx: BootFactory) -> None:

@@ -46,6 +46,7 @@ from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
 from dsh_todo.harness.turns import Turns, TurnScope, open_turn, parse_arguments, turn_end_reason
+from dsh_todo.ids import random_uuid
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.description import TOOL_NAME
@@ -203,7 +204,7 @@ def bind_todo(ctx: Context | None = None, *, session: Session | str | None = Non
 
 
 def _open_session(ctx: Context, session_id: str | None, cwd: str | None) -> Session:
-    session_id = session_id or str(uuid.uuid4())
+    session_id = session_id or random_uuid()
     live = ctx.sessions.get(session_id)
     if live is not None:
         return live

@@ -19,13 +19,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     import asyncio
-    import uuid
 
     from dsh_todo.carriers.terminal import PlanPrinter, safe
     from dsh_todo.harness import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
     from dsh_todo.harness.llm import ModelError, make_model
     from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
+    from dsh_todo.ids import random_uuid
     from dsh_todo.runtime import open_storage
 
     storage = storage_of(args)
@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         mounted = ", ".join(ctx.tools.names()) or "none"
         print(f"tools mounted: {mounted} (allowParallelInProgress: {str(not args.single_active).lower()})",
               file=sys.stderr)
-        session_id = args.session or str(uuid.uuid4())
+        session_id = args.session or random_uuid()
         try:
             try:
                 session = ctx.session_persistence.load(session_id)

@@ -19,7 +19,8 @@ from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelReques
 from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.harness.session import Event, Session
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
-from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments, random_uuid
+from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments
+from dsh_todo.ids import random_uuid
 
 __all__ = ["DEFAULT_SYSTEM", "AgentLoop", "EventHook", "TurnOutcome", "derive_messages", "parse_arguments"]
 

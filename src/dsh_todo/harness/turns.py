@@ -29,7 +29,6 @@ flushed before its result is handed back, and every closed turn is flushed; :met
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
@@ -40,6 +39,7 @@ from dsh_todo.harness.frozen import FrozenList, frozen_object, untracked
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import Event, Session, SessionStore, lossless_data
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry, ToolResult, error_result
+from dsh_todo.ids import random_uuid
 from dsh_todo.jsonutil import loads
 
 if TYPE_CHECKING:
@@ -56,16 +56,6 @@ _ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborte
 
 PARSE: Final[Any] = object()
 """``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
-
-
-def random_uuid() -> str:
-    """A random (version 4) UUID in its text form, as ``str(uuid.uuid4())`` writes it, at half the cost: 122 random
-    bits, the version nibble ``4``, the variant nibble's two high bits ``10``."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
-
-
-_VARIANT: Final = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 def parse_arguments(raw: str) -> Any:

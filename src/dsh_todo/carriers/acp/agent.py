@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import uuid
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -49,6 +48,7 @@ from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
 from dsh_todo.harness.tools.registry import AbortSignal
+from dsh_todo.ids import random_uuid
 
 log = logging.getLogger("dsh_todo.acp")
 
@@ -131,7 +131,7 @@ class TodoAgent:
 
     async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None,
                           **kwargs: Any) -> NewSessionResponse:
-        session_id = str(uuid.uuid4())
+        session_id = random_uuid()
         session = self.ctx.sessions.create(session_id, cwd=cwd)
         self._adopt(session, UpdateFeed(self.ctx.tools))
         return NewSessionResponse(session_id=session_id)

@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from typing import Any, Final
 
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolResult, error_result
 from dsh_todo.harness.turns import Turns
+from dsh_todo.ids import random_uuid
 
 log = logging.getLogger("dsh_todo.mcp")
 
@@ -75,7 +75,7 @@ class CallSession:
     def __init__(self, ctx: Context, *, cwd: str | None = None, session_id: str | None = None) -> None:
         self.ctx = ctx
         self.cwd = cwd if cwd is not None else os.getcwd()
-        self.session_id = session_id or str(uuid.uuid4())
+        self.session_id = session_id or random_uuid()
         self._turns: Turns | None = None
         self._lock = asyncio.Lock()
         self._closed = False

@@ -13,11 +13,11 @@ control characters, sequence numbers are plain integers, and a body is bounded i
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.errors import InputError
+from dsh_todo.ids import random_uuid
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -65,7 +65,7 @@ def error_response(rpc_id: str | None, code: str, message: str, details: Mapping
 
 def push_frame(frame: Mapping[str, Any]) -> bytes:
     """One SSE message carrying ``frame`` in the ``server-request`` envelope, ending with the blank line."""
-    envelope = {"type": "server-request", "rpcId": str(uuid.uuid4()), "method": frame["type"], "payload": frame}
+    envelope = {"type": "server-request", "rpcId": random_uuid(), "method": frame["type"], "payload": frame}
     return b"data: " + dumps_bytes(envelope) + b"\n\n"
 
 
