@@ -10,6 +10,8 @@
 - **MCP call in process**: the SDK's own client against ``build_server`` over in-memory streams (this adds the
   Python SDK client's work, e.g. validating the result against the tool's output schema with ``jsonschema``).
 - ``CallSession.call`` alone: the carrier's turn writing without the SDK, to show which part is the SDK's.
+- **The stdio transport alone**: the same server whose direct ``tools/call`` answers every call after the first with
+  the first one's answer (``CACHED_CODE``): reading, parsing, dispatching and writing a call, without the carrier.
 - **Floors**, timed beside them: appending and fsyncing as many bytes as one stdio call appends (measured on its
   log during the warm-up), and a line's round trip through a Python process that only echoes it. Their sum is what
   the stdio call would cost if our code took no time: the part of the ratio the disk and the pipes impose.
@@ -124,12 +126,28 @@ class Piped:
         self.process.wait(timeout=30)
 
 
-class StdioServer(Piped):
-    """``dsh-todo mcp`` over stdio, initialized, answering one ``tools/call`` line at a time."""
+CACHED_CODE = """import sys
+from dsh_todo.carriers.mcp.direct import Direct
+from dsh_todo.cli import main
+call, answers = Direct._call, []
+async def cached(self, request_id, name, arguments):
+    if not answers:
+        answers.append(await call(self, request_id, name, arguments))
+    return answers[0]
+Direct._call = cached
+sys.exit(main(sys.argv[1:]))
+"""
+"""``dsh-todo mcp`` whose direct ``tools/call`` runs the carrier once and then answers every call with that first
+answer: the same process, handshake and transport (read, parse, dispatch, write) without the carrier's work."""
 
-    def __init__(self, root: Path, compression: str) -> None:
-        command = Path(sys.executable).with_name("dsh-todo")
-        super().__init__([str(command), "mcp", "--root", str(root), "--compression", compression], root)
+
+class StdioServer(Piped):
+    """``dsh-todo mcp`` over stdio, initialized, answering one ``tools/call`` line at a time (with ``cached``, every
+    call after the first is answered with the first one's answer: :data:`CACHED_CODE`)."""
+
+    def __init__(self, root: Path, compression: str, *, cached: bool = False) -> None:
+        command = [sys.executable, "-c", CACHED_CODE] if cached else [str(Path(sys.executable).with_name("dsh-todo"))]
+        super().__init__([*command, "mcp", "--root", str(root), "--compression", compression], root)
         self.round_trip(self.encode("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                                    "clientInfo": {"name": "bench", "version": "1"}}))
         assert self.process.stdin is not None
@@ -179,7 +197,9 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
 
     ctx = open_runtime(root / "in-process", compression=compression)
     (root / "stdio").mkdir()
+    (root / "transport").mkdir()
     server = StdioServer(root / "stdio", compression)
+    transport = StdioServer(root / "transport", compression, cached=True)
     echo = Echo(server.line)
     try:
         async with Client(build_server(ctx, cwd="/bench")) as client:
@@ -201,6 +221,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
                     await call()
             appended = {name: (log.stat().st_size - sizes[name]) // WARM_UP for name, log in logs.items()}
             kinds.update(floors(root, appended, echo))
+            kinds[TRANSPORT] = transport.call
             times: dict[str, list[float]] = {name: [] for name in kinds}
             fsyncs: dict[str, list[float]] = {name: [] for name in kinds}
             cpu: dict[str, list[float]] = {DURABLE: [], CARRIER: []}
@@ -219,15 +240,19 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
                     cpu[name].append(await cpu_per_call(kinds[name], calls))
     finally:
         server.close()
+        transport.close()
         echo.close()
         ctx.dispose()
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians[DURABLE]
     print(f"\n== compression {compression!r}: {samples} samples x {calls} calls, medians (wall) ==")
     for name, value in medians.items():
-        counted = "" if name.endswith("(the server)") else f"{statistics.median(fsyncs[name]):.2f} fsyncs/call, "
+        counted = "" if name in (STDIO, TRANSPORT) else f"{statistics.median(fsyncs[name]):.2f} fsyncs/call, "
         print(f"{name:<42} {value:8.0f} us/call  ({counted}{value / base:.2f}x the durable call; "
               f"min {min(times[name]):.0f}, max {max(times[name]):.0f})")
+    print(f"the stdio server's transport alone costs {medians[TRANSPORT] - medians[ECHO]:.0f} us a call more than the "
+          f"Python echo; the stdio call costs {medians[STDIO] - medians[CARRIER]:.0f} us more than the carrier in "
+          f"process")
     floor = medians[STEP_FSYNC] + medians[ECHO]
     print(f"floor of the stdio call: {floor:.0f} us = {floor / base:.2f}x the durable call (the fsync of its "
           f"{appended[STDIO]:,} bytes plus a line's round trip through a Python process that only echoes it; the "
@@ -250,6 +275,7 @@ STDIO = "MCP tools/call over stdio (the server)"
 CARRIER = "CallSession.call (carrier, no SDK)"
 STEP_FSYNC = "floor: append + fsync of the stdio step's bytes"
 ECHO = "floor: a line echoed by a Python process"
+TRANSPORT = "stdio server, answer cached (transport alone)"
 
 
 def appending(path: Path, size: int) -> Call:
