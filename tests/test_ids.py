@@ -1,10 +1,11 @@
-"""The one random UUID maker."""
+"""The one maker of random UUIDs and of tool call ids."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
-from dsh_todo.ids import random_uuid
+from dsh_todo.ids import random_call_id, random_uuid
 
 
 def test_random_uuids_are_version_4_as_uuid4_writes_them() -> None:
@@ -22,3 +23,11 @@ def test_random_uuids_are_version_4_as_uuid4_writes_them() -> None:
         zeros |= ~u.int
     assert ones & random == zeros & random == random
     assert len(set(ids)) == len(ids)
+
+
+def test_random_call_ids_are_the_prefix_and_96_random_bits() -> None:
+    ids = [random_call_id() for _ in range(2000)]
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", text) for text in ids)
+    assert len(set(ids)) == len(ids)
+    assert {text[5 + i] for text in ids for i in range(24)} == set("0123456789abcdef")  # no fixed digit anywhere
+    assert re.fullmatch(r"call_mcp_[0-9a-f]{24}", random_call_id("call_mcp_"))

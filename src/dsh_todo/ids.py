@@ -1,4 +1,5 @@
-"""Random identifiers: the one way the project makes a UUID (session ids, message ids, web request ids).
+"""Random identifiers: the one way the project makes a UUID (session ids, message ids, web request ids) and a tool
+call id for a call that came without one.
 
 A leaf module (the standard library only), so the harness, the carriers, the adapters and the commands share it
 without depending on one another, and without importing :mod:`uuid` on the way.
@@ -18,3 +19,8 @@ def random_uuid() -> str:
 
 
 _VARIANT: Final = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def random_call_id(prefix: str = "call_") -> str:
+    """A tool call id for a call its caller did not name: ``prefix`` and 24 random hex digits (96 bits)."""
+    return prefix + os.urandom(12).hex()

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import uuid
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,7 +45,7 @@ from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
 from dsh_todo.harness.turns import Turns, TurnScope, open_turn, parse_arguments, turn_end_reason
-from dsh_todo.ids import random_uuid
+from dsh_todo.ids import random_call_id, random_uuid
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import open_runtime
 from dsh_todo.tool_todo.description import TOOL_NAME
@@ -148,7 +147,7 @@ class TodoBinding:
     async def _call(self, raw: str, arguments: Any, call_id: str | None) -> ToolResult:
         if self._closed:
             raise RuntimeError(f'the todo binding of session "{self.session.id}" is closed')
-        call = ToolCallRequest(call_id or f"call_{uuid.uuid4().hex[:24]}", TOOL_NAME, raw)
+        call = ToolCallRequest(call_id or random_call_id(), TOOL_NAME, raw)
         async with self._lock:
             return await self.turns.call_alone(call, arguments=arguments)
 

@@ -27,7 +27,7 @@ from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolResult, error_result
 from dsh_todo.harness.turns import Turns
-from dsh_todo.ids import random_uuid
+from dsh_todo.ids import random_call_id, random_uuid
 
 log = logging.getLogger("dsh_todo.mcp")
 
@@ -97,7 +97,7 @@ class CallSession:
         if self._closed:
             raise RuntimeError(f'MCP session "{self.session_id}" is closed')
         async with self._lock:
-            call = ToolCallRequest("call_mcp_" + os.urandom(12).hex(), name, raw_argument_text(arguments))
+            call = ToolCallRequest(random_call_id("call_mcp_"), name, raw_argument_text(arguments))
             try:
                 return await self._open().call_alone(call, arguments={} if arguments is ABSENT else arguments)
             except Exception as exc:  # the harness failed (not the tool: the registry answers those itself)
