@@ -261,3 +261,32 @@ def test_every_request_is_answered_exactly_once(wire: Wire) -> None:
     assert rest == b""
     assert sorted((a["id"] is None, a["id"]) for a in answers) == [
         (False, 1), (False, 2), (False, 3), (False, 4), (False, 5), (True, None)]
+
+
+def test_an_object_that_is_neither_request_notification_nor_response_is_answered(wire: Wire) -> None:
+    """Repro: ``{}`` and ``{"foo":"boo"}`` (JSON-RPC's own example of an invalid request) got no answer at all: no
+    ``method`` (so not a notification) and no ``result`` or ``error`` (so not a response). JSON-RPC answers an
+    invalid request with ``-32600`` and a null id."""
+    for line in (b"{}", b'{"foo":"boo"}', b'{"jsonrpc":"2.0"}'):
+        assert wire.ask(line) == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}}, line
+    # What could be a response (the server sends no requests, so nobody waits on it) is still not answered.
+    wire.send(b'{"jsonrpc":"2.0","result":{}}')
+    assert wire.ask(b'{"jsonrpc":"2.0","id":9,"method":"ping"}') == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+def test_requests_for_the_sdk_written_just_before_input_ends_are_answered(wire: Wire) -> None:
+    """Repro: a client writes requests the SDK serves (an unknown method, a listing with a cursor, a call with
+    ``_meta``) and closes stdin at once, as ``printf … | dsh-todo mcp`` does: the last of them was never answered.
+    The transport closed the SDK's input as soon as stdin ended, and the SDK cancelled the handler it had just
+    started before it ran. Each gets its answer, or the SDK's ``Connection closed``; none is left waiting."""
+    requests = [b'{"jsonrpc":"2.0","id":5,"method":"no/such/method"}',
+                b'{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"cursor":"x"}}',
+                b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"todo_write","arguments":'
+                b'{"todos":[]},"_meta":{"progressToken":1}}}']
+    for line in requests:
+        wire.send(line)
+    code, rest = wire.close()
+    assert code == 0
+    answers = [json.loads(line) for line in rest.splitlines()]
+    assert sorted(answer["id"] for answer in answers) == [5, 6, 7]

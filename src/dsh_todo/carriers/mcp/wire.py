@@ -8,7 +8,8 @@ lines itself and answers whatever it cannot hand on:
 
 - not UTF-8, not JSON → ``-32700`` ``Parse error: …``, ``id: null``;
 - JSON that is not a JSON-RPC message → ``-32600`` ``Invalid Request``, under the request's ``id`` when it has a
-  usable one (an invalid notification is dropped: JSON-RPC never answers notifications);
+  usable one; an object with no ``method``, ``result`` or ``error`` (``{}``) is one too, under a null id (an invalid
+  notification is dropped: JSON-RPC never answers notifications; so is what could be a response);
 - nesting deeper than :data:`MAX_DEPTH` or a line longer than :data:`MAX_LINE` → ``-32600`` under the request's id
   when it can be found (a bounded transport: neither the stack nor memory grows with what a client sends);
 - blank lines are skipped.
@@ -29,7 +30,9 @@ once the SDK has accepted the handshake; whatever it declines is validated and h
 direct answer never overtakes the SDK's, a request is offered only while no request handed to the SDK waits for its
 answer. A ``notifications/cancelled`` naming a direct call in flight cancels it (its step ends ``Error: tool call
 aborted`` in the log, and the request gets no answer, as the SDK does); a call still running when input ends is
-cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. Reading
+cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. A request
+handed to the SDK just before input ended, whose handler the SDK cancelled before it ran, gets the same answer once
+the SDK has stopped: every request is answered. Reading
 never waits for a direct call (a tool that awaits would otherwise keep its cancellation unread): beyond
 :data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way (docs/decisions/0013).
 """
@@ -318,7 +321,7 @@ def _message(value: dict[str, Any], request_id: Any) -> SessionMessage | None:
         # a request whose id is no id (a list, null, a number no float holds) reads as a notification: refuse it
     if "id" in value and "method" in value:
         return error_answer(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
-    if "id" in value and not ("result" in value or "error" in value):  # neither request nor response: whose id?
+    if "method" not in value and not ("result" in value or "error" in value):  # no request, notification or response
         return error_answer(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
     return None  # a notification or a response that does not validate: nobody waits for an answer
 
@@ -442,7 +445,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     write_lock = asyncio.Lock()  # one answer line at a time, in the order they were ready
     broken = False
-    waiting: dict[Any, int] = {}  # requests handed to the SDK and not yet answered, by correlation id
+    waiting: dict[Any, list[Any]] = {}  # requests handed to the SDK and not yet answered: their ids, by correlation id
     in_flight: dict[Any, asyncio.Task[None]] = {}  # direct answers not yet computed, by correlation id
     silenced: set[asyncio.Task[None]] = set()  # direct calls their client cancelled: never answered
     slots = asyncio.Semaphore(DIRECT_LIMIT)
@@ -460,9 +463,15 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
 
     def settle(request_id: Any) -> None:
         key = coerce_request_id(request_id)
-        count = waiting.pop(key, 0) - 1
-        if count > 0:
-            waiting[key] = count
+        ids = waiting.get(key)
+        if not ids:
+            return
+        if request_id in ids:
+            ids.remove(request_id)
+        else:  # the same correlation id written otherwise ("7" for 7): the SDK answers them in turn
+            ids.pop(0)
+        if not ids:
+            del waiting[key]
 
     def cancel(params: Mapping[str, Any] | None) -> None:
         """``notifications/cancelled``: the named request is answered by nobody (JSON-RPC's cancellation)."""
@@ -518,8 +527,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
             await emit(encode(item))
             return
         if isinstance(inner, types.JSONRPCRequest):
-            key = coerce_request_id(inner.id)
-            waiting[key] = waiting.get(key, 0) + 1
+            waiting.setdefault(coerce_request_id(inner.id), []).append(inner.id)
         elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
             cancel(inner.params)
         await read_send.send(item)
@@ -610,6 +618,13 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
             if fd is not None:
                 group.start_soon(pump, fd)
             yield read_recv, write_send
+        # The SDK has stopped, and every answer it wrote has been through write_all. A request it took just before
+        # input ended can still be unanswered: its handler was cancelled before it ever ran. It gets the answer the
+        # SDK gives a request that input's end cut off.
+        for ids in list(waiting.values()):
+            for request_id in ids:
+                await emit(encode(error_answer(request_id, types.CONNECTION_CLOSED, CONNECTION_CLOSED)))
+        waiting.clear()
     finally:
         if fd is not None:
             with contextlib.suppress(OSError):
