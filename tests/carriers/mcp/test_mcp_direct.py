@@ -28,10 +28,10 @@ pytest.importorskip("mcp")
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from dsh_todo.carriers.mcp import wire
+from dsh_todo.carriers.jsonrpc import Lines, read_line
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.server import build_server
-from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Lines, Request, read_line, stdio_transport
+from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Request, stdio_transport
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import composition as persisted
@@ -282,16 +282,14 @@ async def test_a_call_running_when_input_ends_is_answered_connection_closed(make
 @example(data=b"\0" * 42, cuts=[])  # an over-long last line: the loop's reader kept 42 bytes
 def test_lines_split_a_stream_as_read_line_reads_a_file(anyio_backend: str, data: bytes, cuts: list[int]) -> None:
     """The loop's reader (:class:`Lines`, fed whatever a pipe delivers) and the thread's (:func:`read_line` on a
-    file) see the same lines, cut at the same :data:`MAX_LINE`, however the bytes arrive."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(wire, "MAX_LINE", 40)
-        source = io.BytesIO(data)
-        want = []
-        while (item := read_line(source)) is not None:
-            want.append(item)
-        lines, got, start = Lines(), [], 0
-        for size in [*cuts, len(data)]:
-            got += lines.feed(data[start:start + size])
-            start += size
-        got += lines.end()
+    file) see the same lines, cut at the same limit, however the bytes arrive."""
+    source = io.BytesIO(data)
+    want = []
+    while (item := read_line(source, 40)) is not None:
+        want.append(item)
+    lines, got, start = Lines(40), [], 0
+    for size in [*cuts, len(data)]:
+        got += lines.feed(data[start:start + size])
+        start += size
+    got += lines.end()
     assert got == want

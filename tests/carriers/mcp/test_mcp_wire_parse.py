@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from dsh_todo.carriers.mcp.wire import _float, _int, _no_constant, decode, parse
+from dsh_todo.carriers.jsonrpc import _float, _int, _no_constant, parse
+from dsh_todo.carriers.mcp.wire import decode
 
 CASES = ["", " ", "{}", " {\"a\": [1, 2.5, -0, 1e400, -1e400, 1e-400]} ", "\ufeff{}", "\ufeff", "{} x", "[1,]",
          "NaN", "[Infinity]", "-Infinity", "\"\\ud800\"", "{\"a\":1,\"a\":2}", "9" * 5000, "[" * 50 + "]" * 50,

@@ -4,21 +4,12 @@ The SDK's own stdio transport parses each line with pydantic, which refuses thre
 then drops the line without a word, so the client waits forever: text that is not JSON (JSON-RPC wants ``-32700
 Parse error`` with ``id: null``), lone surrogate escapes such as ``"\\ud800"`` (valid JSON text, and what JavaScript's
 ``JSON.stringify`` writes for half a surrogate pair) and values nested 200 levels or more. This transport reads the
-lines itself and answers whatever it cannot hand on:
-
-- not UTF-8, not JSON → ``-32700`` ``Parse error: …``, ``id: null``;
-- JSON that is not a JSON-RPC message → ``-32600`` ``Invalid Request``, under the request's ``id`` when it has a
-  usable one; an object with no ``method``, ``result`` or ``error`` (``{}``) is one too, under a null id (an invalid
-  notification is dropped: JSON-RPC never answers notifications; so is what could be a response);
-- nesting deeper than :data:`MAX_DEPTH` or a line longer than :data:`MAX_LINE` → ``-32600`` under the request's id
-  when it can be found (a bounded transport: neither the stack nor memory grows with what a client sends);
-- blank lines are skipped.
-
-Numbers are parsed so that the registry, not the transport, judges them, and the log keeps them as the client wrote
-them: a number no float can hold (``1e400``, an integer of thousands of digits) or JavaScript's ``-0`` becomes a
-:class:`RawNumber`, which the registry's lossless check refuses with ``Error: tool execution arguments must be
-losslessly JSON-serializable`` (the reference's answer, conformance category ``lossless``) and which
-:func:`raw_json` writes back verbatim into ``tool/call``. Other integers stay exact Python ints.
+lines itself, with the rules of :mod:`dsh_todo.carriers.jsonrpc` (lines of at most :data:`MAX_LINE` bytes, nesting of
+at most :data:`MAX_DEPTH`, numbers kept as the client wrote them), and answers whatever it cannot hand on; a JSON
+object it can is validated by the SDK's models, and refused by the same rules when they fail it. A number no float
+can hold becomes a :class:`~dsh_todo.carriers.jsonrpc.RawNumber`, which the registry's lossless check refuses with
+``Error: tool execution arguments must be losslessly JSON-serializable`` (the reference's answer, conformance
+category ``lossless``) and which :func:`raw_json` writes back verbatim into ``tool/call``.
 
 Answers are written with :func:`dsh_todo.jsonutil.dumps_bytes`, which escapes lone surrogates the way
 ``JSON.stringify`` does, so a string the client sent comes back intact. A client that stops reading (``EPIPE``) costs
@@ -32,20 +23,18 @@ answer. A ``notifications/cancelled`` naming a direct call in flight cancels it 
 aborted`` in the log, and the request gets no answer, as the SDK does); a call still running when input ends is
 cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. A request
 handed to the SDK just before input ended, whose handler the SDK cancelled before it ran, gets the same answer once
-the SDK has stopped: every request is answered. Reading
-never waits for a direct call (a tool that awaits would otherwise keep its cancellation unread): beyond
-:data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way (docs/decisions/0013).
+the SDK has stopped: every request is answered. Reading never waits for a direct call (a tool that awaits would
+otherwise keep its cancellation unread): beyond :data:`DIRECT_LIMIT` direct answers in progress, requests go the
+SDK's way (docs/decisions/0013).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import os
-import re
 import select
 import stat
 import sys
@@ -63,75 +52,16 @@ from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from dsh_todo.jsonutil import MAX_VALUE_DEPTH, dumps, dumps_bytes, nests_deeper
+from dsh_todo.carriers import jsonrpc
+from dsh_todo.carriers.jsonrpc import RawNumber
+from dsh_todo.jsonutil import dumps, dumps_bytes
 
 log = logging.getLogger("dsh_todo.mcp")
 
 MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line read, in bytes (the SDK's default HTTP body limit): longer lines are skipped and refused."""
 
-MAX_DEPTH: Final = MAX_VALUE_DEPTH
-"""Deepest nesting a message may have (objects and arrays). Deeper is refused before anything walks it."""
-
-TOO_DEEP: Final = f"Invalid Request: JSON nested deeper than {MAX_DEPTH} levels"
-
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-
-
-class RawNumber:
-    """A JSON number no Python float can carry losslessly, kept as the client's text.
-
-    Not a ``float`` (nor an ``int``), so the registry's lossless check refuses it, as the reference refuses the
-    ``Infinity`` or ``-0`` that JavaScript makes of it; :func:`raw_json` writes :attr:`text` back unchanged.
-    """
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return f"RawNumber({self.text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RawNumber) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-
-def _float(text: str) -> Any:
-    value = float(text)
-    return RawNumber(text) if math.isinf(value) else value
-
-
-def _int(text: str) -> Any:
-    if text == "-0":
-        return RawNumber(text)
-    try:
-        return int(text)
-    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits): no float holds it either
-        return RawNumber(text)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER: Final = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_no_constant)
-"""Made once: ``json.loads`` with hooks builds a decoder and its scanner for every line, which cost more than the
-parse itself (10.3 against 4.5 µs for the benchmark's call)."""
-
-
-def parse(text: str) -> Any:
-    """One line of JSON text, numbers kept exact (:class:`RawNumber`); ``ValueError`` if it is not JSON,
-    ``RecursionError`` if it nests beyond what the parser can follow. Exactly ``json.loads`` with the hooks,
-    its refusal of a byte order mark included."""
-    if text.startswith("\ufeff"):
-        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    return _DECODER.decode(text)
-
+MAX_DEPTH: Final = jsonrpc.MAX_DEPTH
 
 def raw_json(value: Any) -> str:
     """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
@@ -194,46 +124,6 @@ class _Literal:
         self.text = text
 
 
-# -- finding a request's id without parsing it whole -------------------------------------------------------------
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s"{}\[\],:]+')
-
-
-def scan_id(text: str) -> Any:
-    """The top-level ``"id"`` of a message too deep or too long to parse, or ``None``: a token scan that only follows
-    the nesting depth, so it neither recurses nor needs the message to be complete."""
-    depth = 0
-    expect_key = False
-    after_id = 0  # 1: saw the top-level "id" key, 2: saw its colon
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if after_id == 2:
-            if depth == 1 and token not in "{[":
-                with contextlib.suppress(ValueError):
-                    found = json.loads(token)
-                    return found if _usable_id(found) else None
-            return None
-        if token in "{[":
-            depth += 1
-            expect_key = token == "{" and depth == 1
-        elif token in "}]":
-            depth -= 1
-        elif token == ",":
-            expect_key = depth == 1
-        elif token == ":":
-            after_id = 2 if after_id == 1 else 0
-            expect_key = False
-        elif depth == 1 and expect_key and token == '"id"':
-            after_id = 1
-        elif depth == 1:
-            expect_key = False
-    return None
-
-
-def _usable_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 # -- one line in, a message or an answer out ---------------------------------------------------------------------
 
 
@@ -262,7 +152,7 @@ class Request:
     @classmethod
     def of(cls, value: dict[str, Any]) -> Request | None:
         method, request_id, params = value.get("method"), value.get("id"), value.get("params")
-        if (method not in DIRECT_METHODS or value.get("jsonrpc") != "2.0" or not _usable_id(request_id)
+        if (method not in DIRECT_METHODS or value.get("jsonrpc") != "2.0" or not jsonrpc.usable_id(request_id)
                 or not value.keys() <= REQUEST_KEYS or not (params is None or isinstance(params, dict))
                 or ("params" in value and params is None)):
             return None
@@ -270,7 +160,7 @@ class Request:
 
     def message(self) -> SessionMessage | None:
         """The request as :func:`decode` hands it to the SDK (or the answer refusing it)."""
-        return _message(self.value, self.id)
+        return _message(self.value)
 
 
 class Shortcut(Protocol):
@@ -280,36 +170,20 @@ class Shortcut(Protocol):
         """The answer line to ``request``, to be awaited, or ``None`` to leave it to the SDK."""
 
 
-def decode(line: bytes, *, direct: bool = False) -> SessionMessage | Request | None:
-    """A line from the client: the message to serve, an answer to write back (a :class:`types.JSONRPCError`), or
-    ``None`` for a line that needs neither (blank, an invalid notification or response). With ``direct``, a request
-    of the plain shape comes back as a :class:`Request` (not yet validated by the SDK's models)."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return error_answer(None, PARSE_ERROR, f"Parse error: not UTF-8 (byte {exc.start})")
-    if not text.strip():
-        return None
-    try:
-        value = parse(text)
-    except RecursionError:
-        return error_answer(scan_id(text), INVALID_REQUEST, TOO_DEEP)
-    except json.JSONDecodeError as exc:
-        return error_answer(None, PARSE_ERROR, f"Parse error: {exc.msg} at column {exc.colno}")
-    except ValueError as exc:
-        return error_answer(None, PARSE_ERROR, f"Parse error: {exc}")
-    request_id = value.get("id") if isinstance(value, dict) and _usable_id(value.get("id")) else None
-    if text.count("{") + text.count("[") > MAX_DEPTH and nests_deeper(value, MAX_DEPTH):
-        # (fewer opening brackets than the limit, anywhere in the text, cannot nest deeper: no walk needed)
-        return error_answer(request_id, INVALID_REQUEST, TOO_DEEP)
-    if not isinstance(value, dict):
-        return error_answer(None, INVALID_REQUEST, "Invalid Request: a message is a JSON object")
+def decode(line: bytes, *, cut: bool = False, direct: bool = False) -> SessionMessage | Request | None:
+    """A line from the client (``cut``: it was longer than :data:`MAX_LINE` and this is its head): the message to
+    serve, an answer to write back (a :class:`types.JSONRPCError`), or ``None`` for a line that needs neither (blank,
+    an invalid notification or response). With ``direct``, a request of the plain shape comes back as a
+    :class:`Request` (not yet validated by the SDK's models). The line rules are :func:`jsonrpc.check`'s."""
+    value = jsonrpc.check(line, cut=cut, max_line=MAX_LINE)
+    if value is None or isinstance(value, jsonrpc.Refusal):
+        return None if value is None else error_answer(*value)
     if direct and (request := Request.of(value)) is not None:
         return request
-    return _message(value, request_id)
+    return _message(value)
 
 
-def _message(value: dict[str, Any], request_id: Any) -> SessionMessage | None:
+def _message(value: dict[str, Any]) -> SessionMessage | None:
     """A JSON object as the SDK's message, or the answer refusing it, or ``None`` (see :func:`decode`)."""
     try:
         message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
@@ -319,92 +193,13 @@ def _message(value: dict[str, Any], request_id: Any) -> SessionMessage | None:
         if not (isinstance(message, types.JSONRPCNotification) and "id" in value):
             return SessionMessage(message)
         # a request whose id is no id (a list, null, a number no float holds) reads as a notification: refuse it
-    if "id" in value and "method" in value:
-        return error_answer(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request")
-    if "method" not in value and not ("result" in value or "error" in value):  # no request, notification or response
-        return error_answer(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
-    return None  # a notification or a response that does not validate: nobody waits for an answer
+    refused = jsonrpc.refusal(value)
+    return None if refused is None else error_answer(*refused)
 
 
 def encode(message: SessionMessage) -> bytes:
     """One answer line, lone surrogates escaped as ``JSON.stringify`` escapes them."""
     return dumps_bytes(message.message.model_dump(by_alias=True, exclude_unset=True, mode="json")) + b"\n"
-
-
-def read_line(source: BinaryIO) -> tuple[bytes, bool] | None:
-    """The next line (without its newline) and whether it was cut at :data:`MAX_LINE` (the rest is skipped);
-    ``None`` at the end of input."""
-    line = source.readline(MAX_LINE + 1)
-    if not line:
-        return None
-    if line.endswith(b"\n") or len(line) <= MAX_LINE:
-        return line.rstrip(b"\r\n"), False
-    while True:  # too long: skip to the end of the line without keeping it
-        rest = source.readline(MAX_LINE)
-        if not rest or rest.endswith(b"\n"):
-            return _head(line), True
-
-
-HEAD: Final = 4096
-"""Bytes kept of a line longer than :data:`MAX_LINE`: enough to find its id for the refusal."""
-
-
-def _head(line: bytes) -> bytes:
-    """What is kept of an over-long line: its first :data:`HEAD` bytes, never more than :func:`read_line` has read of
-    it (``MAX_LINE + 1`` bytes), so both readers keep the same head whatever the two bounds are."""
-    return line[:min(HEAD, MAX_LINE + 1)]
-
-
-class Lines:
-    """Splits what a pipe delivers into lines as :func:`read_line` reads them from a file: ``(line, cut)``, the line
-    without its newline (trailing ``\\r`` too), ``cut`` when it was longer than :data:`MAX_LINE` bytes (then only its
-    first :data:`HEAD` bytes are kept, to find its id, and the rest is skipped). Holds at most one line's worth."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._head: bytes | None = None
-        """The start of a line longer than :data:`MAX_LINE` whose rest is being skipped."""
-
-    def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
-        lines: list[tuple[bytes, bool]] = []
-        start = 0
-        while start < len(data):
-            end = data.find(b"\n", start)
-            if self._head is not None:
-                if end < 0:
-                    break
-                lines.append((self._head, True))
-                self._head = None
-            elif end < 0:
-                self._buffer += data[start:]
-                if len(self._buffer) > MAX_LINE:
-                    self._head = _head(bytes(self._buffer))
-                    self._buffer.clear()
-                break
-            else:
-                if self._buffer:
-                    self._buffer += data[start:end]
-                    line = bytes(self._buffer)
-                    self._buffer.clear()
-                else:
-                    line = data[start:end]
-                lines.append((_head(line), True) if len(line) > MAX_LINE else (line.rstrip(b"\r\n"), False))
-            start = end + 1
-        return lines
-
-    def end(self) -> list[tuple[bytes, bool]]:
-        """The last line, when the input ended without a newline."""
-        if self._head is not None:
-            return [(self._head, True)]
-        return [(bytes(self._buffer).rstrip(b"\r\n"), False)] if self._buffer else []
-
-
-def take_line(line: bytes, cut: bool, *, direct: bool) -> SessionMessage | Request | None:
-    """What one line read from the client asks for (see :func:`decode`)."""
-    if cut:
-        return error_answer(scan_id(line.decode("utf-8", "replace")), INVALID_REQUEST,
-                            f"Invalid Request: a message longer than {MAX_LINE} bytes")
-    return decode(line, direct=direct)
 
 
 # -- the transport -----------------------------------------------------------------------------------------------
@@ -542,8 +337,9 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
 
     def read_all() -> None:
         try:
-            while (item := read_line(source)) is not None:
-                message = take_line(*item, direct=direct is not None)
+            while (item := jsonrpc.read_line(source, MAX_LINE)) is not None:
+                line, cut = item
+                message = decode(line, cut=cut, direct=direct is not None)
                 if message is not None:  # parsed here, off the event loop; handed over one at a time
                     asyncio.run_coroutine_threadsafe(deliver(message), loop).result()
         except (OSError, ValueError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -556,7 +352,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
         """Read stdin on the loop and hand over its lines in order. The descriptor stays registered while the pump
         keeps up (registering it anew for every line cost more than the read), and is let go while two chunks wait
         (a slow hand-over, e.g. to the SDK during ``initialize``): at most two chunks and a line are held."""
-        lines = Lines()
+        lines = jsonrpc.Lines(MAX_LINE)
         chunks: deque[bytes] = deque()
         wake: asyncio.Future[None] | None = None
         reading = False
@@ -587,7 +383,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                     continue
                 data = chunks.popleft()
                 for line, cut in lines.feed(data) if data else lines.end():
-                    message = take_line(line, cut, direct=direct is not None)
+                    message = decode(line, cut=cut, direct=direct is not None)
                     if message is not None:
                         await deliver(message)
                 if not data:
