@@ -425,3 +425,77 @@ def test_requests_from_a_file_answered_into_a_file(tmp_path: Path) -> None:
     [line] = answers.read_text().splitlines()
     answer = json.loads(line)
     assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "dsh-todo"
+
+
+BAD_LINES = [  # (line, the answer it gets: None for none)
+    (b"{not json", {"id": None, "error": {"code": -32700,
+                                          "message": "Parse error: Expecting property name enclosed in double quotes "
+                                                     "at column 2"}}),
+    (b"\xff\xfe not utf-8", {"id": None, "error": {"code": -32700, "message": "Parse error: not UTF-8 (byte 0)"}}),
+    (b"[1, 2]", {"id": None, "error": {"code": -32600, "message": "Invalid Request: a message is a JSON object"}}),
+    (b'"hello"', {"id": None, "error": {"code": -32600, "message": "Invalid Request: a message is a JSON object"}}),
+    (b"{}", {"id": None, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}}),
+    (b'{"jsonrpc":"2.0","id":7,"method":5}',
+     {"id": 7, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request"}}),
+    (b'{"jsonrpc":"2.0","id":8,"method":"session/new","params":"cwd"}',
+     {"id": 8, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request"}}),
+    (b'{"jsonrpc":"2.0","id":9,"method":"session/new","params":' + b"[" * 600 + b"]" * 600 + b"}",
+     {"id": 9, "error": {"code": -32600, "message": "Invalid Request: JSON nested deeper than 512 levels"}}),
+    (b'{"jsonrpc":"2.0","method":5}', None),  # an invalid notification: JSON-RPC never answers one
+    (b"   ", None),
+]
+
+
+def test_bad_lines_are_answered_and_the_agent_stays_up(tmp_path: Path) -> None:
+    """Repro: ``dsh-todo acp`` logged a Python traceback for a line that is not JSON and answered nothing; a JSON
+    array (a JSON-RPC batch) ended the agent (``dsh-todo: error: 'list' object has no attribute 'get'``, exit 1);
+    ``{}`` got no answer. Each bad line gets JSON-RPC's answer (or none, for a notification), nothing reaches stderr
+    but the banner, and the agent serves the next request."""
+    lines = [dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}).encode(),
+             *(line for line, _answer in BAD_LINES),
+             dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                    "params": {"cwd": str(tmp_path), "mcpServers": []}}).encode()]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b"\n".join(lines) + b"\n")
+    with requests.open("rb") as stdin:
+        result = run_acp(tmp_path, stdin, subprocess.PIPE)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode().splitlines()[1:] == []  # the banner only: no traceback
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    results = {answer["id"]: answer["result"] for answer in answers if "result" in answer}
+    assert results[1]["agentInfo"]["name"] == "dsh-todo" and "sessionId" in results[2]
+    assert [{key: answer[key] for key in ("id", "error")} for answer in answers if "error" in answer] == [
+        want for _line, want in BAD_LINES if want is not None]  # in the order of the lines
+    assert len(answers) == 2 + len([want for _line, want in BAD_LINES if want is not None])
+
+
+class Written:
+    """A stand-in for stdout's writer: keeps what the transport writes."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        self.lines += [json.loads(line) for line in data.splitlines()]
+
+    async def drain(self) -> None:
+        pass
+
+
+async def test_a_line_longer_than_the_limit_is_refused_as_it_arrives_under_its_id() -> None:
+    """A request longer than the limit is refused under its id, found by a scan of its head (the only part of it the
+    transport keeps: :class:`~dsh_todo.carriers.jsonrpc.Lines`), and the next line is read as usual."""
+    from dsh_todo.carriers.acp.lines import LineTransport
+
+    reader = asyncio.StreamReader()
+    written = Written()
+    transport = LineTransport(reader, written, max_line=1000)  # type: ignore[arg-type]
+    long = b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"text":"' + b"x" * 5000 + b'"}}\n'
+    reader.feed_data(long)
+    reader.feed_data(b'{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}\n')
+    reader.feed_eof()
+    assert (await transport.receive()) == {"jsonrpc": "2.0", "id": 3, "method": "session/new",
+                                           "params": {"cwd": "/p", "mcpServers": []}}
+    assert written.lines == [{"jsonrpc": "2.0", "id": "big", "error": {
+        "code": -32600, "message": "Invalid Request: a message longer than 1000 bytes"}}]
+    assert await transport.receive() is None

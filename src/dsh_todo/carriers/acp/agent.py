@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES, run_agent
+from acp.core import run_agent
 from acp.exceptions import RequestError
 from acp.interfaces import Agent as AcpAgent
 from acp.interfaces import Client
@@ -205,13 +205,14 @@ class TodoAgent:
 
 async def serve_stdio(ctx: Context, model: Model) -> None:
     """Serve one ACP client over stdin/stdout until stdin ends, whatever they are (pipes, ttys, files, /dev/null:
-    :mod:`dsh_todo.carriers.acp.stdio`)."""
+    :mod:`dsh_todo.carriers.acp.stdio`), every line read by :class:`~dsh_todo.carriers.acp.lines.LineTransport`."""
+    from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
     from dsh_todo.carriers.acp.stdio import stdio_streams
 
-    reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
-    # TodoAgent implements the methods it supports; the SDK's router answers "method not found" for the rest. The
-    # SDK names the streams from the client's side: its input is what we write.
-    await run_agent(cast(AcpAgent, TodoAgent(ctx, model)), input_stream=writer, output_stream=reader)
+    reader, writer = await stdio_streams(limit=4 * CHUNK)  # read in chunks: the limit only bounds what is buffered
+    # TodoAgent implements the methods it supports; the SDK's router answers "method not found" for the rest. Our
+    # transport reads the lines (dsh_todo.carriers.acp.lines): what is not a JSON-RPC message is answered there.
+    await run_agent(cast(AcpAgent, TodoAgent(ctx, model)), input_stream=LineTransport(reader, writer))
 
 
 def main(*, storage: Storage, script: str | None = None, model: str | None = None,
