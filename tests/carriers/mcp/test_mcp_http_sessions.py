@@ -177,3 +177,36 @@ def test_fds_stay_flat_over_hundreds_of_sequential_clients(tmp_path: Path, cwd: 
         assert process.poll() is None
         assert open_fds(process.pid) <= before + 4, f"{before} fds before, {open_fds(process.pid)} after {CLIENTS}"
         assert after
+
+
+BAD_BODIES = [  # (body, the one-line JSON-RPC answer it gets, with HTTP 400)
+    (b"{bad", {"id": None, "error": {"code": -32700,
+                                     "message": "Parse error: Expecting property name enclosed in double quotes at "
+                                                "column 2"}}),
+    (b"\xff\xfe", {"id": None, "error": {"code": -32700, "message": "Parse error: not UTF-8 (byte 0)"}}),
+    (b"[1, 2]", {"id": None, "error": {"code": -32600, "message": "Invalid Request: a message is a JSON object"}}),
+    (b"{}", {"id": None, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}}),
+    (b'{"jsonrpc":"2.0","id":4,"method":7}',
+     {"id": 4, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request"}}),
+    (b'{"jsonrpc":"2.0","method":7}',
+     {"id": None, "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}}),
+    (b'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":' + b"[" * 600 + b"]" * 600 + b"}",
+     {"id": 5, "error": {"code": -32600, "message": "Invalid Request: JSON nested deeper than 512 levels"}}),
+]
+
+
+def test_a_body_that_is_no_message_gets_a_one_line_json_rpc_error(tmp_path: Path, cwd: Path) -> None:
+    """Repro: ``{}`` or ``[1, 2]`` POSTed to ``/mcp`` got the SDK's pydantic report, 4 to 11 lines with links to
+    pydantic's site (``Validation error: 11 validation errors for union[…]``), and text that is not JSON the JSON
+    parser's own words: neither one line nor stable. Each bad body now gets the stdio server's answer, one line,
+    with HTTP 400; the server goes on serving."""
+    with http_server(tmp_path / "sessions", cwd) as (_process, url), httpx.Client(timeout=20) as http:
+        for body, want in BAD_BODIES:
+            response = http.post(url, content=body, headers=HEADERS)
+            assert response.status_code == 400, body
+            assert response.json() == {"jsonrpc": "2.0", **want}, body
+        initialized = http.post(url, headers=HEADERS, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert initialized.status_code == 200
+        assert http.post(url, content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 400  # the SDK's

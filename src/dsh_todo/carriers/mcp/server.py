@@ -258,10 +258,13 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
 
     The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report. A
     session is released on DELETE and after ``idle_timeout`` seconds without a request (:meth:`Connections.release`).
+    A body that is not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
     """
     import socket
 
     import uvicorn
+
+    from dsh_todo.carriers.mcp.bodies import CheckedBodies
 
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -272,7 +275,7 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
         raise
     server = build_server(ctx, cwd=cwd)
     app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions())
-    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    web = uvicorn.Server(uvicorn.Config(CheckedBodies(app), log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as group:
         group.start_soon(partial(web.serve, sockets=[listener]))
         while not web.started:

@@ -183,8 +183,9 @@ def decode(line: bytes, *, cut: bool = False, direct: bool = False) -> SessionMe
     return _message(value)
 
 
-def _message(value: dict[str, Any]) -> SessionMessage | None:
-    """A JSON object as the SDK's message, or the answer refusing it, or ``None`` (see :func:`decode`)."""
+def validated(value: dict[str, Any]) -> SessionMessage | jsonrpc.Refusal | None:
+    """A JSON object as the SDK's message, or the :class:`~dsh_todo.carriers.jsonrpc.Refusal` it gets when the SDK's
+    models fail it, or ``None`` when nobody waits for an answer (an invalid notification, a response-like object)."""
     try:
         message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except ValidationError:
@@ -193,8 +194,13 @@ def _message(value: dict[str, Any]) -> SessionMessage | None:
         if not (isinstance(message, types.JSONRPCNotification) and "id" in value):
             return SessionMessage(message)
         # a request whose id is no id (a list, null, a number no float holds) reads as a notification: refuse it
-    refused = jsonrpc.refusal(value)
-    return None if refused is None else error_answer(*refused)
+    return jsonrpc.refusal(value)
+
+
+def _message(value: dict[str, Any]) -> SessionMessage | None:
+    """:func:`validated`, a refusal as the answer to write back."""
+    judged = validated(value)
+    return error_answer(*judged) if isinstance(judged, jsonrpc.Refusal) else judged
 
 
 def encode(message: SessionMessage) -> bytes:
