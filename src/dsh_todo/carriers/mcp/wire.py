@@ -62,6 +62,8 @@ MAX_LINE: Final = 4 * 1024 * 1024
 """Longest line read, in bytes (the SDK's default HTTP body limit): longer lines are skipped and refused."""
 
 MAX_DEPTH: Final = jsonrpc.MAX_DEPTH
+"""Deepest nesting a message may have: the shared rule's (:data:`dsh_todo.carriers.jsonrpc.MAX_DEPTH`)."""
+
 
 def raw_json(value: Any) -> str:
     """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
