@@ -146,3 +146,33 @@ def test_multi_line_texts_become_one_line() -> None:
     assert one_line(RuntimeError("connection failed: refused\n\tIs the server running?\n")) == (
         "connection failed: refused Is the server running?")
     assert one_line(RuntimeError("")) == "RuntimeError"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["session.jsonl", "session.jsonl.zstd"])
+def test_a_fifo_where_a_log_belongs_is_refused_not_waited_on(tmp_path: Path, name: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``mkfifo <root>/--p--/s1/session.jsonl``, then ``dsh-todo sessions <root>``, ``plan s1`` or ``events
+    s1``: each hung for ever, opening the pipe for reading and waiting for a writer that never comes (and so would
+    ``dsh-todo web`` listing that root). A log, its checkpoint and its lock are opened only when they are regular
+    files: the session is refused in one line, and the listing goes on to the others."""
+    import os
+
+    from dsh_todo.runtime import open_runtime
+
+    root = tmp_path / "root"
+    ctx = open_runtime(root)
+    try:
+        ctx.sessions.create("good", cwd="/p").append("turn/start", {"turn": 1})
+    finally:
+        ctx.dispose()
+    (root / "--p--" / "s1").mkdir(parents=True)
+    os.mkfifo(root / "--p--" / "s1" / name)
+    assert main(["sessions", str(root)]) == 0
+    out, err = capsys.readouterr()
+    assert f"refused: {root / '--p--' / 's1' / name} is not a regular file" in out, out
+    assert "good" in out and err.count("\n") <= 1, err
+    for command in (["plan", "--root", str(root), "s1"], ["events", "--root", str(root), "s1"]):
+        assert main(command) == 2, command
+        out, err = capsys.readouterr()
+        assert err.splitlines() == [f"dsh-todo {command[0]}: {root / '--p--' / 's1' / name} is not a regular file"]

@@ -37,6 +37,7 @@ from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.reading import CHUNK_SIZE, LineSeek
 from dsh_todo.harness.persistence.reading import first_seq as _first_seq
+from dsh_todo.harness.persistence.regular import open_binary, read_bytes
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, loads
@@ -90,7 +91,7 @@ def checkpoint_path(log_path: Path) -> Path:
 def read_checkpoint(log_path: Path) -> Checkpoint | None:
     """The checkpoint beside ``log_path`` if it is well-formed and names that log; ``None`` otherwise."""
     try:
-        value = loads(checkpoint_path(log_path).read_bytes())
+        value = loads(read_bytes(checkpoint_path(log_path)))
     except (OSError, ValueError):
         return None
     if not isinstance(value, dict) or value.get("version") != FORMAT_VERSION or value.get("log") != log_path.name:
@@ -165,7 +166,7 @@ def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int,
     that event's line on (:class:`~.reading.LineSeek`: the record was durable and clean when the checkpoint was
     written, as the bytes before the offset were, and its checksum is still verified), else in full."""
     try:
-        with open(log_path, "rb") as file:
+        with open_binary(log_path) as file:
             if offset < 1 or (compression == "none" and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
                 return None
             file.seek(offset)

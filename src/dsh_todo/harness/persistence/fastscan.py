@@ -57,6 +57,7 @@ from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionF
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.paths import Compression
 from dsh_todo.harness.persistence.reading import LineSeek
+from dsh_todo.harness.persistence.regular import open_binary
 from dsh_todo.harness.persistence.scan import paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
@@ -282,7 +283,7 @@ def _scan_last_of(path: str | os.PathLike[str], compression: Compression, types:
     whole = offset is None
     lines = _Lines(sorted(wanted), 0 if whole else None)
     try:
-        with open(path, "rb", buffering=0) as file, paused_gc():
+        with open_binary(path, buffering=0) as file, paused_gc():
             if offset is not None:
                 if offset < 1 or offset > os.fstat(file.fileno()).st_size:
                     return None

@@ -48,6 +48,7 @@ from dsh_todo.harness.persistence.paths import (
     session_segment,
 )
 from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log, scan_tail
+from dsh_todo.harness.persistence.regular import NotRegularFileError, open_binary, read_bytes
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
@@ -154,7 +155,11 @@ class JsonlBackend:
                         continue
                     if log is None:
                         continue
-                    meta = self._read_header_only(log)
+                    try:
+                        meta = self._read_header_only(log)
+                    except NotRegularFileError as problem:  # a FIFO or a device where the log belongs
+                        found.append(StoredSession(decode_segment(entry.name), None, None, str(log), log, problem))
+                        continue
                     cwd = meta.get("cwd") if meta is not None else None
                     found.append(StoredSession(decode_segment(entry.name), cwd if isinstance(cwd, str) else None,
                                                meta, str(log), log))
@@ -453,7 +458,7 @@ class JsonlBackend:
 
     def _read_header_only(self, path: Path) -> Meta | None:
         """The header of a log without reading the rest: the first line, or the first zstd frame."""
-        with path.open("rb") as file:
+        with open_binary(path) as file:
             if compression_of(path) == "none":
                 first = file.readline(max_line() + 1)
                 if not first.endswith(b"\n"):
@@ -503,7 +508,7 @@ def _duplicate(session_id: str) -> CorruptSessionLogError:
 def writer_alive(lock: Path) -> bool:
     """Whether the lock file at ``lock`` names a running process (the holder writes its pid there)."""
     try:
-        pid = int(lock.read_text(encoding="ascii").strip() or "0")
+        pid = int(read_bytes(lock).decode("ascii").strip() or "0")
     except (OSError, ValueError):
         return False
     if pid <= 0:

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from dsh_todo.harness.persistence.errors import SessionLockedError
+from dsh_todo.harness.persistence.regular import open_fd
 
 
 def _holder_pid(fd: int) -> int | None:
@@ -47,7 +48,7 @@ class WriterLock:
     def acquire(cls, path: Path, session_id: str) -> WriterLock:
         """Take the lock at ``path`` (creating the file) or raise :class:`SessionLockedError` naming the holder."""
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = open_fd(path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -74,7 +75,7 @@ class WriterLock:
         """Raise :class:`SessionLockedError` (as :meth:`acquire` would) if a writer holds the lock at ``path``;
         leave it untouched otherwise."""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_fd(path)
         except FileNotFoundError:
             return
         try:

@@ -24,6 +24,7 @@ from dsh_todo.harness.persistence.errors import SessionExistsError
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.regular import open_fd
 
 
 def fsync_dir(path: Path) -> None:
@@ -119,7 +120,7 @@ class JsonlWriter:
     def repair(self, truncate_to: int | None, events: Sequence[Mapping[str, Any]]) -> None:
         """Commit a crash repair: cut the torn tail (if any), then append ``events`` as one batch."""
         if truncate_to is not None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            fd = open_fd(self.path, os.O_RDWR)
             try:
                 os.ftruncate(fd, truncate_to)
                 os.fsync(fd)
@@ -148,7 +149,7 @@ class JsonlWriter:
         """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed."""
         fd = self._fd
         if fd is None:
-            fd = self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            fd = self._fd = open_fd(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             before = os.fstat(fd).st_size
             try:

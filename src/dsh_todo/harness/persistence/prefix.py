@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
+from dsh_todo.harness.persistence.regular import open_fd
+
 PIECE: Final = 1 << 20
 """Bytes hashed at a time (memory stays at one piece)."""
 
@@ -61,7 +63,7 @@ def _update(fd: int, digest: Any, start: int, end: int) -> None:
 def prefix_digest(path: Path, offset: int, sealed: bytes) -> str:
     """SHA-256 (hex) of the first ``offset`` bytes of the file at ``path`` (read piece by piece), then ``sealed``."""
     digest = _sha256(offset)
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_fd(path)
     try:
         _update(fd, digest, 0, offset)
     finally:
@@ -76,7 +78,7 @@ def running_digest(path: Path, offset: int, sealed: bytes) -> str:
     outgrows :data:`SMALL`."""
     import hashlib
 
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_fd(path)
     try:
         stat = os.fstat(fd)
         key = (stat.st_dev, stat.st_ino)

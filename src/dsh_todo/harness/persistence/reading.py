@@ -33,6 +33,7 @@ from dsh_todo.harness.persistence.errors import (
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.limits import max_line, too_long
 from dsh_todo.harness.persistence.paths import compression_of
+from dsh_todo.harness.persistence.regular import open_binary
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
 from dsh_todo.harness.persistence.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
@@ -189,7 +190,7 @@ def read_stable(path: Path) -> bytes:
     limit: int | None = None
     while True:
         before = _identity(path)
-        with path.open("rb") as file:
+        with open_binary(path) as file:
             data = file.read() if limit is None else file.read(limit)
         if _settled(before, _identity(path), limit):
             return data
@@ -238,7 +239,7 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
 def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
               bulk: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         limit = max_line()
         header = file.readline(limit + 1)
         if not header.endswith(b"\n"):
@@ -339,7 +340,7 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
 def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
                bulk: bool = False) -> Scanned:
     """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         frames = _frames(_Bounded(file, end))
         first = next(frames, None)
         if first is None:
@@ -388,7 +389,7 @@ def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = No
     zstd = compression_of(path) == "zstd"
     try:
         before = _identity(path)
-        with path.open("rb") as file, paused_gc():
+        with open_binary(path) as file, paused_gc():
             if offset < 1 or (not zstd and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
                 return None
             file.seek(offset)
@@ -517,7 +518,7 @@ def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list
 
 def _records_back_raw(path: Path, offset: int) -> Iterator[bytes]:
     """Whole lines before ``offset`` (a line start), last ones first, about a MiB at a time."""
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         end = offset
         carry = b""
         while end > 0:
@@ -533,7 +534,7 @@ def _frames_back(path: Path, offset: int) -> Iterator[bytes]:
     """The plaintext of the complete frames before ``offset`` (a frame start), last first, the header frame left
     out. Frame starts can only be found from the front, so the compressed prefix is walked once (structure only)."""
     starts: list[int] = []
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         for at, frame, _ in _frames(_Bounded(file, offset)):
             if frame is None:
                 raise CorruptSessionLogError("the prefix ends inside a frame")

@@ -34,6 +34,7 @@ from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.contract import Callback, Event, hand_over
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.paths import compression_of
+from dsh_todo.harness.persistence.regular import open_binary
 from dsh_todo.harness.persistence.scan import LogScanner
 from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
 
@@ -57,7 +58,7 @@ def _identity(path: Path) -> Identity:
 
 def read_from(path: Path, offset: int) -> bytes:
     """The bytes of ``path`` from ``offset`` to its end (the one place a tail touches the file's contents)."""
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         file.seek(offset)
         return file.read()
 

@@ -1,0 +1,57 @@
+"""Opening what a session directory holds without trusting what it is.
+
+A session root is a directory anyone with write access can put anything in. ``open()`` on a FIFO waits for the other
+end: for reading until a writer comes, for writing until a reader does; so a FIFO named ``session.jsonl`` made
+``dsh-todo sessions``, ``plan``, ``events`` (and ``dsh-todo web`` listing that root) hang for ever. Every log,
+checkpoint and lock file is opened here instead: without blocking, then checked to be a regular file before
+anything is read or written, in one open (no window between a check and the open). Anything else is refused with
+:class:`NotRegularFileError`, a refused log (it is also an ``OSError``, for the callers that treat an unreadable
+checkpoint or lock as absent).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO
+
+from dsh_todo.harness.errors import CorruptSessionLogError
+
+
+class NotRegularFileError(CorruptSessionLogError, OSError):
+    """What should be a log, a checkpoint or a lock is a FIFO, a device, a socket or a directory."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path} is not a regular file")
+
+
+def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """``os.open(path, flags)`` (close-on-exec, blocking once open) of a regular file, or
+    :class:`NotRegularFileError` without waiting on anything else."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO no one reads, opened for writing
+            raise NotRegularFileError(path) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_binary(path: str | os.PathLike[str], *, buffering: int = -1) -> BinaryIO:
+    """A regular file opened for reading in binary mode, as ``open(path, "rb", buffering=…)``."""
+    file: BinaryIO = os.fdopen(open_fd(path), "rb", buffering=buffering)
+    return file
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, as ``Path.read_bytes``."""
+    with open_binary(path) as file:
+        return file.read()
