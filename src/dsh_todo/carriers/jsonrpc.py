@@ -148,17 +148,14 @@ def usable_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def too_long(max_line: int) -> str:
-    return f"Invalid Request: a message longer than {max_line} bytes"
-
-
 def check(line: bytes, *, cut: bool = False, max_line: int,
           parse: Callable[[str], Any] = parse) -> dict[str, Any] | Refusal | None:
     """One line from the client (without its newline; ``cut``: it was longer than ``max_line`` bytes and this is its
     head): the JSON object to hand on, the :class:`Refusal` to answer, or ``None`` for a blank line. ``parse`` reads
     the text (:func:`parse` by default: numbers kept exact; ``json.loads`` where nothing is logged verbatim)."""
     if cut:
-        return Refusal(scan_id(line.decode("utf-8", "replace")), INVALID_REQUEST, too_long(max_line))
+        return Refusal(scan_id(line.decode("utf-8", "replace")), INVALID_REQUEST,
+                       f"Invalid Request: a message longer than {max_line} bytes")
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
