@@ -228,6 +228,48 @@ class Hub:
         store = self.source.ctx.get("sessions")
         return [] if store is None else list(store.list())
 
+    async def stream_many(self, subscribers: Sequence[Subscriber],
+                          after_seqs: Sequence[int | None]) -> AsyncIterator[bytes]:
+        """The bytes of one connection that watches several sessions (the board): one subscriber per session, all
+        sharing one queue, each subscribed as a single-session connection is. One that cannot be followed ends
+        alone; one that falls behind ends the connection (its page reconnects with what it has), as does the hub."""
+
+        def on_drop(subscriber: Subscriber) -> None:
+            if subscriber.dropped:
+                for other in subscribers:
+                    other.close()
+
+        try:
+            yield CONNECTED
+            for subscriber, after_seq in zip(subscribers, after_seqs, strict=True):
+                await self.subscribe(subscriber, after_seq)
+                unsubscribe = subscriber.on_close
+                if unsubscribe is not None:
+                    def closed(subscriber: Subscriber = subscriber, unsubscribe: Any = unsubscribe) -> None:
+                        unsubscribe()
+                        on_drop(subscriber)
+
+                    subscriber.on_close = closed
+            queue = subscribers[0].queue
+            while True:
+                data = await queue.get()
+                if data is None:
+                    if self._closed or any(s.dropped for s in subscribers) or all(s.closed for s in subscribers):
+                        return
+                    continue
+                batch = [data]
+                while not queue.empty() and len(batch) < DRAIN_MAX:
+                    more = queue.get_nowait()
+                    if more is not None:
+                        batch.append(more)
+                    elif self._closed or any(s.dropped for s in subscribers):
+                        yield b"".join(batch)
+                        return
+                yield b"".join(batch)
+        finally:
+            for subscriber in subscribers:
+                self.unsubscribe(subscriber)
+
     async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:
         """The bytes of one mux connection: ``: connected``, then frames until the hub or the client ends it."""
         try:

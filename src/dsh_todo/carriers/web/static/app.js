@@ -5,6 +5,8 @@
 import { detectLocale, locale, setLocale, t } from './i18n.js';
 import { el } from './dom.js';
 import { ProjectionStore } from './store.js';
+import { Board } from './board.js';
+import { listRow, rowModel } from './sessions.js';
 import { PlanStrip } from './strip.js';
 import { ToolRow } from './toolrow.js';
 
@@ -67,6 +69,10 @@ class App {
     this.list = $('session-list');
     this.connection = $('conn');
     this.strip = new PlanStrip(this.dock, t);
+    this.board = new Board($('board'), t, {
+      hrefFor: (id) => this.urlFor(id),
+      onOpen: (id) => this.open(id, { push: true }),
+    });
     this.view = null;
     this.source = null;
     this.generation = 0;
@@ -90,6 +96,13 @@ class App {
     window.addEventListener('popstate', () => {
       this.open(new URLSearchParams(window.location.search).get('session'), { push: false });
     });
+    for (const link of [$('brand'), $('nav-board')]) {
+      link.addEventListener('click', (event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        this.open(null, { push: true });
+      });
+    }
     this.relabelStatic();
     this.refreshList();
     window.setInterval(() => {
@@ -113,6 +126,8 @@ class App {
       return;
     }
     this.renderList();
+    this.board.setRows(this.sessions);
+    document.body.dataset.listed = String(this.sessions.length);
   }
 
   renderList() {
@@ -121,20 +136,16 @@ class App {
       this.list.replaceChildren(el('li', { class: 'empty' }, t('ui.noSessions')));
       return;
     }
-    this.list.replaceChildren(...this.sessions.map((row) => {
-      const id = String(row.sessionId);
-      const link = el('a', {
-        href: this.urlFor(id),
-        'data-session-id': id,
-        'aria-current': id === current ? 'page' : null,
-        onclick: (event) => {
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-          event.preventDefault();
-          this.open(id, { push: true });
-        },
-      }, el('span', { class: 'session-id' }, id), row.live ? el('span', { class: 'badge' }, t('ui.live')) : null);
-      return el('li', null, link);
-    }));
+    const models = this.sessions.map(rowModel).sort((a, b) => (b.at ?? 0) - (a.at ?? 0));
+    this.list.replaceChildren(...models.map((model) => listRow(model, t, {
+      current: model.id === current,
+      href: this.urlFor(model.id),
+      onOpen: (event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        this.open(model.id, { push: true });
+      },
+    })));
   }
 
   // -- opening a session ---------------------------------------------------------------------------------------
@@ -149,13 +160,17 @@ class App {
     if (sessionId === null || sessionId === undefined || sessionId === '') {
       this.view = null;
       document.body.removeAttribute('data-session');
+      document.body.dataset.view = 'board';
       $('session-name').textContent = '';
       document.title = 'dsh-todo';
-      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
+      this.conversation.replaceChildren();
       this.renderList();
+      this.board.start();
       document.body.dataset.history = 'loaded';
       return;
     }
+    this.board.stop();
+    document.body.dataset.view = 'session';
     const view = new SessionView(sessionId);
     this.view = view;
     document.body.dataset.session = sessionId;
@@ -374,9 +389,27 @@ class App {
           container.append(el('hr', { class: 'turn-sep', 'data-turn': String(data.turn ?? '') }));
         }
         break;
+      case 'turn/end':
+        container.append(this.turnMarker(data));
+        break;
       default:
         break;
     }
+  }
+
+  // Where a turn ends, how it ended (SPEC §5.2's reason kinds; an unknown kind is shown as written).
+  turnMarker(data) {
+    const reason = data.reason && typeof data.reason === 'object' ? data.reason : {};
+    const kind = typeof reason.kind === 'string' ? reason.kind : 'unknown';
+    const known = ['completed', 'interrupted', 'aborted', 'error'].includes(kind);
+    const turn = Number.isInteger(data.turn) ? data.turn : '?';
+    const label = t(known ? `turn.end.${kind}` : 'turn.end.other', { turn, kind });
+    let detail = '';
+    if (kind === 'aborted' && reason.reason && typeof reason.reason.kind === 'string') detail = reason.reason.kind;
+    if (kind === 'error' && reason.error && typeof reason.error.message === 'string') detail = reason.error.message;
+    return el('div', { class: 'turn-end', 'data-testid': 'turn-end', 'data-kind': kind, role: 'note' },
+      el('span', { class: 'turn-end-label' }, label),
+      detail !== '' ? el('span', { class: 'turn-end-detail', title: detail }, detail) : null);
   }
 
   message(role, body, seq) {
@@ -405,11 +438,10 @@ class App {
     this.relabelStatic();
     this.renderList();
     this.setConnection(document.body.dataset.stream || 'idle');
+    this.board.relabel();
     if (this.view) {
       this.renderConversation();
       this.strip.render(this.view.store.get('todos'));
-    } else {
-      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
     }
   }
 }
