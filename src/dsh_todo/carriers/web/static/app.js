@@ -12,6 +12,8 @@ import { ToolRow } from './toolrow.js';
 
 const PAGE_MESSAGES = 200;
 const LIST_REFRESH_MS = 5000;
+const LIST_LOAD_SHARE = 5; // the list is read again after at least this many times what the last reading took
+const LIST_ROWS = 100; // rows of the sidebar list in the DOM at a time
 const RECONNECT_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
@@ -104,10 +106,8 @@ class App {
       });
     }
     this.relabelStatic();
-    this.refreshList();
-    window.setInterval(() => {
-      if (document.visibilityState === 'visible') this.refreshList();
-    }, LIST_REFRESH_MS);
+    this.listRows = LIST_ROWS;
+    this.pollList();
     this.open(params.get('session'), { push: false });
   }
 
@@ -117,6 +117,16 @@ class App {
   }
 
   // -- session list --------------------------------------------------------------------------------------------
+
+  // Read the list now, and again after LIST_REFRESH_MS, or longer when a reading is slow (a root of thousands of
+  // logs): an open page never keeps the server busier than 1/LIST_LOAD_SHARE of the time. Live sessions need no
+  // reading: their frames arrive as they happen.
+  async pollList() {
+    const started = performance.now();
+    if (document.visibilityState === 'visible') await this.refreshList();
+    const took = performance.now() - started;
+    window.setTimeout(() => this.pollList(), Math.max(LIST_REFRESH_MS, LIST_LOAD_SHARE * took));
+  }
 
   async refreshList() {
     try {
@@ -136,8 +146,15 @@ class App {
       this.list.replaceChildren(el('li', { class: 'empty' }, t('ui.noSessions')));
       return;
     }
+    if (!this.view) { // the board shows them; the list is for a session's page
+      this.list.replaceChildren();
+      return;
+    }
     const models = this.sessions.map(rowModel).sort((a, b) => (b.at ?? 0) - (a.at ?? 0));
-    this.list.replaceChildren(...models.map((model) => listRow(model, t, {
+    const shown = models.slice(0, this.listRows);
+    const open = models.find((model) => model.id === current);
+    if (open && !shown.includes(open)) shown.push(open);
+    const items = shown.map((model) => listRow(model, t, {
       current: model.id === current,
       href: this.urlFor(model.id),
       onOpen: (event) => {
@@ -145,7 +162,14 @@ class App {
         event.preventDefault();
         this.open(model.id, { push: true });
       },
-    })));
+    }));
+    if (models.length > shown.length) {
+      items.push(el('li', { class: 'list-more' }, el('button', {
+        type: 'button', class: 'board-more', 'data-testid': 'list-more',
+        onclick: () => { this.listRows += LIST_ROWS; this.renderList(); },
+      }, t('board.more', { count: models.length - shown.length }))));
+    }
+    this.list.replaceChildren(...items);
   }
 
   // -- opening a session ---------------------------------------------------------------------------------------
