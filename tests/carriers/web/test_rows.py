@@ -7,6 +7,7 @@ state, and the page's "● Live" was its own connection's state, shown on sessio
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -122,3 +123,16 @@ def test_rows_are_sorted_by_last_activity(web: Web) -> None:
     _status, body = web.post("/api/session.list", {"type": "client-request", "rpcId": "l", "method": "session.list",
                                                   "payload": {}})
     assert [row["sessionId"] for row in body["result"]["value"]["sessions"]] == ["old", "new"]
+
+
+def test_a_stale_lock_file_naming_a_running_process_is_not_live(web: Web) -> None:
+    """Repro: a writer killed mid-turn leaves ``session.lock`` naming its pid; once that pid belongs to another
+    process (here: this test's own, which holds no lock on the file), the backend said a writer was alive, the row
+    said ``live`` and the reader would not close the interrupted turn. The kernel's lock is what counts."""
+    writer = web.other_process()
+    one_turn(writer, "crashed", None)
+    lock = web.root / "--home-dev-shop--" / "crashed" / "session.lock"
+    lock.write_text(f"{os.getpid()}\n")  # what a killed writer leaves, its pid now reused
+    row = rows_of(web)["crashed"]
+    assert row["state"] == "interrupted"
+    assert row["recovered"].startswith("recovered in memory")
