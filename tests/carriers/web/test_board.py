@@ -195,3 +195,17 @@ def test_each_turn_shows_how_it_ended(web: Web, new_page: Any) -> None:
     zh = new_page("zh-CN")
     zh.goto(web.url("/?session=turns"))
     expect(zh.get_by_test_id("turn-end").first.locator(".turn-end-label")).to_have_text("第 1 轮已完成")
+
+
+def test_a_turn_its_writer_left_open_shows_as_interrupted_where_the_log_stops(web: Web, new_page: Any) -> None:
+    """The log has no turn/end (the writer was killed); the reader closes the turn in memory, and so does the page."""
+    writer = web.other_process()
+    agent(writer, "crashed", "Rebuild the index", PLAN, None)
+    page = new_page("en-US")
+    page.goto(web.url("/?session=crashed"))
+    marker = page.get_by_test_id("turn-end")
+    expect(marker).to_have_count(1)
+    expect(marker).to_have_attribute("data-kind", "interrupted")
+    expect(marker.locator(".turn-end-label")).to_have_text("Turn 1 interrupted")
+    assert marker.get_attribute("title").startswith("recovered in memory")
+    assert page.evaluate("() => document.querySelector('.conversation').lastElementChild.dataset.testid") == "turn-end"

@@ -136,6 +136,7 @@ class App {
       return;
     }
     this.renderList();
+    this.markRecoveredEnd();
     this.board.setRows(this.sessions);
     document.body.dataset.listed = String(this.sessions.length);
   }
@@ -329,6 +330,7 @@ class App {
       return;
     }
     const stick = this.nearBottom();
+    for (const node of this.conversation.querySelectorAll('[data-recovered]')) node.remove();
     this.appendEvent(view, event, this.conversation);
     if (stick) this.scrollToBottom();
   }
@@ -354,6 +356,7 @@ class App {
     }
     const seqs = [...view.events.keys()].sort((a, b) => a - b);
     for (const seq of seqs) this.appendEvent(view, view.events.get(seq), container);
+    this.markRecoveredEnd();
     if (keepBottomOffset !== undefined) {
       container.scrollTop = container.scrollHeight - keepBottomOffset;
     } else {
@@ -419,6 +422,29 @@ class App {
       default:
         break;
     }
+  }
+
+  // A stored turn left open by a writer that is gone has no turn/end in the log: the reader closes it in memory
+  // (its verdict says so, and the row's state is `interrupted`), and the page shows that end where the log stops.
+  markRecoveredEnd() {
+    const view = this.view;
+    for (const node of this.conversation.querySelectorAll('[data-recovered]')) node.remove();
+    if (!view) return;
+    const row = this.sessions.find((item) => String(item.sessionId) === view.sessionId);
+    if (!row || row.state !== 'interrupted') return;
+    let open = null;
+    for (const seq of [...view.events.keys()].sort((a, b) => a - b)) {
+      const event = view.events.get(seq);
+      if (event.type === 'turn/start') open = event.data && Number.isInteger(event.data.turn) ? event.data.turn : '?';
+      else if (event.type === 'turn/end') open = null;
+    }
+    if (open === null) return;
+    const marker = this.turnMarker({ turn: open, reason: { kind: 'interrupted' } });
+    marker.setAttribute('data-recovered', '');
+    marker.setAttribute('title', typeof row.recovered === 'string' ? row.recovered : '');
+    const stick = this.nearBottom();
+    this.conversation.append(marker);
+    if (stick) this.scrollToBottom();
   }
 
   // Where a turn ends, how it ended (SPEC §5.2's reason kinds; an unknown kind is shown as written).
