@@ -35,7 +35,10 @@ NO_PAGE_OVERFLOW = """() => ({page: document.documentElement.scrollWidth <= docu
 
 
 def whole(page: Any, selector: str, expected: int | None = None) -> list[dict[str, Any]]:
-    """Every element matching ``selector`` holds its text on one line, unclipped."""
+    """Every element matching ``selector`` holds its text on one line, unclipped (once ``expected`` are there: the
+    list arrives on its own request)."""
+    if expected is not None:
+        expect(page.locator(selector)).to_have_count(expected)
     boxes: list[dict[str, Any]] = page.evaluate(FITS, selector)
     if expected is not None:
         assert len(boxes) == expected, boxes
