@@ -110,6 +110,7 @@ def test_a_session_page_fits_any_width_and_its_counts_stay_whole(web: Web, new_p
         whole(page, "[data-testid=session-list] [data-testid=row-state]", 1)
         whole(page, "[data-testid=session-list] [data-testid=plan-count]", 1)
         whole(page, "[data-testid=tool-suffix]", 1)
+        whole(page, "[data-testid=tool-summary] .tool-count", 1)  # "1/4 completed · " whole, the task clipped
         whole(page, ".turn-end-label", 1)
         no_overflow(page)
         page.get_by_test_id("todo-toggle").click()

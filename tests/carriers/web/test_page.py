@@ -293,14 +293,18 @@ def test_the_ellipsis_clips_the_summary_never_the_suffix(web: Web, new_page: Any
     suffix = page.get_by_test_id("tool-suffix")
     expect(suffix).to_have_text("+2")
     geometry = page.evaluate("""() => {
-      const s = document.querySelector('[data-testid=tool-summary]');
+      const s = document.querySelector('[data-testid=tool-summary] .tool-rest');
+      const c = document.querySelector('[data-testid=tool-summary] .tool-count');
       const x = document.querySelector('[data-testid=tool-suffix]');
       const head = document.querySelector('[data-testid=tool-head]');
       const sx = x.getBoundingClientRect(), hx = head.getBoundingClientRect();
       return {clipped: s.scrollWidth > s.clientWidth, suffixWhole: x.scrollWidth <= x.clientWidth + 1,
+              countWhole: c.scrollWidth <= c.clientWidth + 1,
               inside: sx.right <= hx.right + 0.5 && sx.left >= hx.left, width: sx.width};
     }""")
-    assert geometry == {"clipped": True, "suffixWhole": True, "inside": True, "width": geometry["width"]}
+    # The task takes the ellipsis; the count before it and the +N after it stay whole.
+    assert geometry == {"clipped": True, "suffixWhole": True, "countWhole": True, "inside": True,
+                        "width": geometry["width"]}
     assert geometry["width"] > 5
     expect(summary).to_have_text("0/3 completed · " + long_task.strip())
 

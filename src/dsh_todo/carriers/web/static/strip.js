@@ -56,9 +56,13 @@ export class PlanStrip {
     this.title.textContent = t('todo.title');
     // Each count is one unbreakable segment: a narrow strip wraps between them, never inside one, and never
     // clips one ("1 in progres…" hid what was pending). The text reads as SPEC §9.1's label.
+    // The dot stays with the count before it, so a wrapped line starts with a count.
     const segments = progressLabel(todos, t).split(STRIP_SEPARATOR);
+    const [before, dot, after] = [...STRIP_SEPARATOR]; // en space, middle dot, en space
     this.progress.replaceChildren(...segments.flatMap((segment, index) => [
-      index > 0 ? STRIP_SEPARATOR : null, el('span', { class: 'todo-seg' }, segment)]).filter((part) => part !== null));
+      index > 0 ? after : null,
+      el('span', { class: 'todo-seg' }, index < segments.length - 1 ? segment + before + dot : segment),
+    ]).filter((part) => part !== null));
     this.button.setAttribute('aria-expanded', String(this.expanded));
     this.chevronSlot.replaceChildren(chevronIcon(!this.expanded));
     if (!this.expanded) {
