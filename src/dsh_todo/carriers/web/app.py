@@ -2,11 +2,13 @@
 
 Routes (all behind :class:`~dsh_todo.carriers.web.security.Guard`):
 
-- ``GET /`` — the page (``/?session=<id>`` opens that session);
+- ``GET /`` — the page: the board of every session (``/?session=<id>`` opens that session);
 - ``GET /static/…`` — its script, styles and labels (plain files, no build step);
 - ``POST /api/session.history`` — a history page in the ``client-request`` / ``server-response`` envelopes;
-- ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root);
-- ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`).
+- ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root), each
+  with its title, last write, state and plan (:mod:`.rows`);
+- ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`), for one session, several (``sessionId`` repeated:
+  the board), or every live one.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ A connection may name one session (``?sessionId=…``) and the last seq it alrea
 ``Last-Event-ID: n`` header): the hub then replays what came after ``n`` before going live, so a page that read its
 history first and subscribed second misses nothing.
 
+A connection may also name several sessions (``?sessionId=a&sessionId=b…``, each with its ``afterSeq`` in the same
+order): :meth:`Hub.stream_many` subscribes each as above, all feeding one queue, so the board needs one connection.
+
 A slow reader never delays another and never holds more than a page: each connection has its own queue, and one
 that falls :data:`~dsh_todo.carriers.web.frames.QUEUE_LIMIT` frames behind is dropped (its frames let go at once).
 Its page reconnects with the last seq it has; a replay is at most

@@ -77,6 +77,9 @@ export class Board {
   fillProjects() {
     const projects = [...new Set([...this.models.values()].map((model) => model.cwd).filter((cwd) => cwd !== ''))].sort();
     if (this.filters.project !== '' && !projects.includes(this.filters.project)) projects.push(this.filters.project);
+    const key = [this.t('board.allProjects'), ...projects].join('\n');
+    if (key === this.projectsKey) return; // unchanged: an open menu stays open across list readings
+    this.projectsKey = key;
     this.projectSelect.replaceChildren(el('option', { value: '' }, this.t('board.allProjects')),
       ...projects.map((cwd) => el('option', { value: cwd, title: cwd }, cwd)));
     this.projectSelect.value = this.filters.project;
