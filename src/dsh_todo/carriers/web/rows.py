@@ -16,7 +16,8 @@ on top of it:
   and the history tail page carry).
 
 A stored session's summary (:func:`~dsh_todo.logview.summary.summarize`) costs a pass over its log, so it is kept per
-session and read again only when the listing reports another last seq for it; the state is asked every time.
+session and read again only when the listing reports another last seq for it (a live session's, when its seq
+moved); the state is asked every time.
 """
 
 from __future__ import annotations
@@ -72,10 +73,18 @@ class RowFacts:
     def live_row(self, row: dict[str, Any], session: Session, backend: LogBackend | None) -> None:
         """A session live in this process: its events are at hand. It is live while a writer holds its lock (this
         process, unless it released it), or, without persistence, while it is open here."""
-        events: Sequence[Event] = session.events[:]
-        fold = SummaryFold()
-        fold.see(events)
-        summary = fold.summary()
+        key = ("", session.seq)
+        with self._lock:
+            cached = self._summaries.get(session.id)
+        if cached is not None and cached[0] == key:
+            summary = cached[1]
+        else:
+            events: Sequence[Event] = session.events[:]
+            fold = SummaryFold()
+            fold.see(events)
+            summary = fold.summary()
+            with self._lock:
+                self._summaries[session.id] = (key, summary)
         live = True if backend is None else _writer_alive(backend, session.id)
         row.update(facts(summary))
         row["state"] = state_of(live, summary)
