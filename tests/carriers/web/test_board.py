@@ -90,6 +90,11 @@ def test_session_rows_carry_title_project_time_plan_and_state(web: Web, new_page
     expect(row("uuid-aborted").get_by_test_id("row-state")).to_have_text("aborted")
     expect(row("a-copy").get_by_test_id("row-state")).to_have_text("refused")
     expect(row("a-copy").get_by_test_id("row-reason")).to_contain_text("is not where its header puts it")
+    page.get_by_test_id("nav-board").click()
+    expect(card(page, "a-copy")).to_have_attribute("data-state", "refused")
+    expect(card(page, "a-copy").get_by_test_id("card-reason")).to_contain_text("is not where its header puts it")
+    expect(card(page, "uuid-live").get_by_test_id("row-state")).to_have_text("live")
+    page.goto(web.url("/?session=uuid-ended"))
     # The connection indicator says what it is, and never reads as a session's state.
     expect(page.get_by_test_id("connection")).to_have_text("Connected")
 
