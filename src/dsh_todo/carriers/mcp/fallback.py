@@ -8,9 +8,9 @@ and opens its gate exactly as it would have. Each message is validated by the SD
 the refusal :func:`dsh_todo.carriers.jsonrpc.refusal` gives it, under its id, or no answer where nobody waits.
 
 The requests handed to the SDK are counted until their answers pass the writer (by correlation id, as the SDK's
-dispatcher matches them), so that the transport offers nothing to the direct path while one waits, and so that a
-request the SDK took just before input ended, whose handler it cancelled before it ran, still gets ``-32000
-Connection closed`` once the SDK has stopped: every request is answered.
+dispatcher matches them), so that the transport offers nothing to the direct path while one waits, so that at the end
+of input the SDK is given time to answer them before it is stopped, and so that a request it took but never started
+still gets ``-32000 Connection closed`` once it has stopped: every request is answered.
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ from pydantic import ValidationError
 from dsh_todo.carriers import jsonrpc
 from dsh_todo.carriers.mcp.direct import REPLAYED_ID, Direct
 from dsh_todo.carriers.mcp.server import build_server
-from dsh_todo.carriers.mcp.wire import CONNECTION_CLOSED, CONNECTION_CLOSED_CODE, Emit, correlation, error_line
+from dsh_todo.carriers.mcp.wire import (
+    CONNECTION_CLOSED,
+    CONNECTION_CLOSED_CODE,
+    DRAIN_SECONDS,
+    Emit,
+    correlation,
+    error_line,
+)
 from dsh_todo.jsonutil import dumps_bytes
 
 
@@ -59,6 +66,8 @@ class SdkHalf:
         self.waiting: dict[Any, list[Any]] = {}
         """Requests handed to the SDK and not yet answered: their ids as written, by correlation id."""
         self.stopped = anyio.Event()
+        self._settled = anyio.Event()
+        """Set (and replaced) whenever a waiting request is answered."""
 
     @classmethod
     async def start(cls, direct: Direct, emit: Emit, group: anyio.abc.TaskGroup) -> SdkHalf:
@@ -94,6 +103,8 @@ class SdkHalf:
             ids.pop(0)
         if not ids:
             del self.waiting[key]
+        self._settled.set()
+        self._settled = anyio.Event()
 
     async def deliver(self, value: dict[str, Any]) -> None:
         judged = validated(value)
@@ -122,8 +133,12 @@ class SdkHalf:
                 await self.emit(encode(message))
 
     async def close(self) -> None:
-        """Input ended: the SDK stops (cancelling its handlers, which answer ``Connection closed``); a request it took
-        but never started gets the same answer here."""
+        """Input ended: what the SDK is serving gets :data:`~.wire.DRAIN_SECONDS` to be answered; then the SDK stops
+        (cancelling its handlers, which answer ``Connection closed``), and a request it took but never started gets
+        the same answer here."""
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self.waiting:
+                await self._settled.wait()
         self.read_send.close()
         await self.stopped.wait()
         for ids in list(self.waiting.values()):

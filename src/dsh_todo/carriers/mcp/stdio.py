@@ -51,29 +51,51 @@ async def serve_stdio(connections: Connections, *, version: str, structured: boo
 
         return await SdkHalf.start(direct, emit, group)
 
-    serve = partial(serve_lines, direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd)
     if stop is None:
         stop = anyio.Event()
-        with _signals_set(stop):
-            await serve(stop=stop)
-    else:
-        await serve(stop=stop)
+        STOPPING.serve(stop)
+    await serve_lines(direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd, stop=stop)
 
 
-class _signals_set:
-    """While entered, :data:`STOP_SIGNALS` set ``stop`` on the running loop instead of raising or killing."""
+class Stopping:
+    """:data:`STOP_SIGNALS` for the whole life of the command: while a connection is served they set its ``stop``
+    (on its loop); before (the boot) they are remembered, so serving ends at once; after (closing the session,
+    flushing) they change nothing.
 
-    def __init__(self, stop: anyio.Event) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.stop = stop
+    Python-level handlers (``signal.signal``), not the loop's: the loop's are removed when it closes, which puts the
+    default back (SIGTERM and SIGHUP kill, SIGINT raises ``KeyboardInterrupt``) while the session is still being
+    closed, and Claude Code's SIGTERM comes 100 ms after its SIGINT."""
 
-    def __enter__(self) -> None:
+    def __init__(self) -> None:
+        self.requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: anyio.Event | None = None
+
+    def install(self) -> None:
         for number in STOP_SIGNALS:
-            self.loop.add_signal_handler(number, self.stop.set)
+            signal.signal(number, self._handle)
 
-    def __exit__(self, *_exc: object) -> None:
+    def ignore(self) -> None:
+        """The command is done: later signals are ignored, also while the interpreter shuts down (which puts the
+        default handlers back, so a SIGTERM 100 ms after a SIGINT would kill a process that has already exited 0)."""
         for number in STOP_SIGNALS:
-            self.loop.remove_signal_handler(number)
+            signal.signal(number, signal.SIG_IGN)
+
+    def serve(self, stop: anyio.Event) -> None:
+        """``stop`` is the running connection's: set it on the next signal (or now, if one came already)."""
+        self._loop, self._stop = asyncio.get_running_loop(), stop
+        if self.requested:
+            stop.set()
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        self.requested = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+
+
+STOPPING: Final = Stopping()
+"""The command's one :class:`Stopping` (signal handlers are per process)."""
 
 
 def server_version() -> str:
@@ -88,6 +110,8 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     (stdio) or the server is stopped (HTTP)."""
     from dsh_todo.runtime import open_storage
 
+    if not http:
+        STOPPING.install()
     ctx = open_storage(storage, allow_parallel=allow_parallel)
     print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
           f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
@@ -116,6 +140,8 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     finally:
         connections.close()
         ctx.dispose()
+        if not http:
+            STOPPING.ignore()
     return 0
 
 
