@@ -193,6 +193,7 @@ class Echo(Piped):
 async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     from mcp.client import Client
 
+    from dsh_todo.carriers.mcp.calls import Connections
     from dsh_todo.carriers.mcp.server import build_server
 
     ctx = open_runtime(root / "in-process", compression=compression)
@@ -202,7 +203,8 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     transport = StdioServer(root / "transport", compression, cached=True)
     echo = Echo(server.line)
     try:
-        async with Client(build_server(ctx, cwd="/bench")) as client:
+        in_process = build_server(Connections(ctx, cwd="/bench"), version="0", own=True)
+        async with Client(in_process) as client:
             async def mcp_call() -> None:
                 result = await client.call_tool("todo_write", ARGS)
                 assert not result.is_error
