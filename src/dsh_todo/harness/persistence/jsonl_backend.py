@@ -175,30 +175,37 @@ class JsonlBackend:
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
     def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
-             plan_only: bool = False) -> Scanned:
+             plan_only: bool = False, unique: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
         not where its header says, or its id stored twice under this root; both are checked on the header alone,
-        before the rest is read (a misplaced copy of a million events is refused at once)."""
+        before the rest is read (a misplaced copy of a million events is refused at once).
+
+        ``unique`` says the caller has just counted every id under the root (a listing does) and found this one
+        once, so it is not looked for again in every project directory: a listing costs one pass over the root,
+        not one per session."""
         meta = self._placed(path, None)
-        if meta is not None:
+        if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
         found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only)
         self._check_identity(path, found.meta, None)
-        self.find(str(found.meta["id"]))
+        if not unique:
+            self.find(str(found.meta["id"]))
         return found
 
-    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None]) -> Scanned | None:
+    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None], *,
+                          unique: bool = False) -> Scanned | None:
         """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
         checkpoint proves the bytes before its offset unchanged (:mod:`.prefix`); ``None`` whenever anything is off
         (no digest, another digest, a tail a full pass must judge): then :meth:`scan` the whole log. Refused like
-        :meth:`scan` when the log is not where its header says, or its id is stored twice.
+        :meth:`scan` when the log is not where its header says, or its id is stored twice (``unique``: as there).
 
         ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
         the observer of the tail's events (``None``: the rows are of no use, give up)."""
         meta = self._placed(path, None)
         if meta is None:
             return None
-        self.find(str(meta["id"]))
+        if not unique:
+            self.find(str(meta["id"]))
         found = usable_checkpoint(self, path)
         if found is None or found[1].proof is None:
             return None
