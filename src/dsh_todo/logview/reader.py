@@ -34,7 +34,7 @@ from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend, writer_aliv
 from dsh_todo.harness.persistence.paths import LOCK_NAME, decode_segment
 from dsh_todo.harness.persistence.reading import Observer, open_turn_before
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.logview.files import find_log, root_of
+from dsh_todo.logview.files import find_log, names_a_log, not_a_log, root_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PlanFold
 
@@ -118,19 +118,20 @@ class _Read(NamedTuple):
 def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
             backend: Backend | None = None) -> _Target:
     """Where ``source`` is read from (raises :class:`Refusal` when it names nothing): with a ``backend`` it is a
-    session id; without one, a path when one exists there, else a session id under ``root``."""
+    session id; without one, a path when it is a session log or session folder (:func:`~.files.names_a_log`),
+    else a session id under ``root``."""
     text = os.fspath(source)
     if backend is not None and not isinstance(backend, JsonlBackend):
         return _Target(backend, text, None)
-    if backend is None and os.path.exists(text):
+    if backend is None and names_a_log(text):
         log = find_log(text)
         return _Target(JsonlBackend(root_of(log)), None, Path(os.path.abspath(log)))
     files = backend if backend is not None else JsonlBackend(root) if root is not None else None
     if files is None:
-        raise Refusal("not-found", f"{text} does not exist")
+        raise Refusal("not-found", not_a_log(text))
     found = files.find(text)
     if found is None:
-        raise Refusal("not-found", f"{text} does not exist, and no session of that id is stored under {files.root}")
+        raise Refusal("not-found", f"{not_a_log(text)}, and no session of that id is stored under {files.root}")
     return _Target(files, text, found)
 
 
