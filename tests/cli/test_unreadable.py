@@ -149,7 +149,8 @@ def test_an_unreadable_entry_costs_the_other_sessions_nothing(tmp_path: Path, ro
 
 
 def web_list(root: Path, work: Path) -> list[dict[str, Any]]:
-    """``session.list`` from ``dsh-todo web --root ROOT`` (a subprocess, loopback, a free port)."""
+    """``session.list`` from ``dsh-todo web --root ROOT`` (a subprocess, loopback, a free port), after checking that
+    a healthy session's history page reads."""
     process = subprocess.Popen(bounded([sys.executable, "-m", "dsh_todo.cli", "web", "--root", str(root), "--port",
                                         "0"]), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -162,6 +163,13 @@ def web_list(root: Path, work: Path) -> list[dict[str, Any]]:
         with urllib.request.urlopen(request, timeout=30) as response:
             assert response.status == 200
             rows: list[dict[str, Any]] = json.loads(response.read())["result"]["value"]["sessions"]
+        body = json.dumps({"type": "client-request", "rpcId": "h", "method": "session.history",
+                           "payload": {"sessionId": A_ID}})
+        request = urllib.request.Request(url + "api/session.history", data=body.encode(),
+                                         headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:  # a healthy session's page reads too
+            assert response.status == 200
+            assert json.loads(response.read())["result"]["ok"] is True
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)
         return rows
