@@ -17,7 +17,7 @@ def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
     it; else as a path when it is a session log or session folder; else as a session id where sessions live
     (``$DSH_TODO_DATABASE_URL``, ``$DSH_TODO_ROOT``, the default root). So a file or folder in the working
     directory that bears a session's name never shadows it."""
-    from dsh_todo.logview import names_a_log
+    from dsh_todo.logview.files import names_a_log
 
     if not names_a_log(source):
         return backend_of(args)

@@ -7,7 +7,7 @@ verdict and :mod:`.plan` the standing plan.
 """
 
 from dsh_todo.logview.database import open_database
-from dsh_todo.logview.files import find_log, names_a_log
+from dsh_todo.logview.files import find_log
 from dsh_todo.logview.health import Health, Refusal
 from dsh_todo.logview.plan import PLAN_EVENT_TYPES
 from dsh_todo.logview.reader import Backend, PlanView, SessionView, list_sessions, read_plan, read_session, resolve
@@ -21,7 +21,6 @@ __all__ = [
     "SessionView",
     "find_log",
     "list_sessions",
-    "names_a_log",
     "open_database",
     "read_plan",
     "read_session",
