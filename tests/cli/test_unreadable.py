@@ -88,9 +88,12 @@ SCRIPT = [{"tool_calls": [{"name": "todo_write", "arguments": json.dumps(
 def root(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "root"
     yield root
-    for path in [root, *root.rglob("*")] if root.exists() else []:  # let pytest remove the tree
-        if not path.is_symlink():
-            path.chmod(0o700)
+    if root.exists():  # open every folder again, before it is entered, so pytest can remove the tree
+        root.chmod(0o700)
+        for parent, folders, _ in os.walk(root):
+            for name in folders:
+                if not Path(parent, name).is_symlink():
+                    Path(parent, name).chmod(0o700)
 
 
 def test_an_unreadable_entry_costs_the_other_sessions_nothing(tmp_path: Path, root: Path) -> None:
