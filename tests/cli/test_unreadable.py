@@ -131,8 +131,9 @@ def test_an_unreadable_entry_costs_the_other_sessions_nothing(tmp_path: Path, ro
         code, out, err = dsh(*command, "--root", str(root), A_ID, cwd=work)
         assert (code, err) == (0, ""), command
         assert out.strip(), command
-    code, out, err = dsh("plan", "--root", str(root), "locked-away", cwd=work)
-    assert (code, out, err) == (2, "", f"dsh-todo plan: cannot read {breakers['session-000']}: {EACCES}\n")
+    for source in (["--root", str(root), "locked-away"], [str(breakers["session-000"])]):  # by id, by path
+        code, out, err = dsh("plan", *source, cwd=work)
+        assert (code, out, err) == (2, "", f"dsh-todo plan: cannot read {breakers['session-000']}: {EACCES}\n")
 
     for session in ("brand-new", B_ID):  # a new session, and one resumed: both written beside the breakers
         code, out, err = dsh("run", "--root", str(root), "--script", str(script), "--session", session, "go",
