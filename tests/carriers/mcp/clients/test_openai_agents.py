@@ -1,0 +1,82 @@
+"""openai-agents' ``MCPServerStdio`` driving ``dsh-todo mcp``, in one ``Runner.run`` with the SDK's own scripted
+``Model`` (``agents.testing.ScriptedModel``).
+
+How the SDK starts and ends the server (openai-agents 0.24, MCP SDK 2.3): ``async with MCPServerStdio(...)``
+spawns it through the MCP SDK's ``stdio_client`` (a new session, so its own process group) and runs the handshake;
+each model turn lists the tools again (``cache_tools_list=False``). Leaving the block closes the server's stdin,
+polls for its exit for up to 2 s, then sends SIGTERM to its process group and SIGKILL 2 s later.
+
+What the SDK does to our tool on its way to the model: the ``FunctionTool`` it hands ``Model.get_response`` carries
+our name, description and input schema unchanged (``convert_schemas_to_strict`` is off by default; it would only add
+``properties`` to a schema without one). A call's result reaches the model as the text blocks of ``content``
+(``use_structured_content=False`` by default), one block as one ``input_text`` item; an ``isError`` result is passed
+on the same way, with no wording of the SDK's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("agents")
+pytest.importorskip("mcp")
+
+from agents import Agent, FunctionTool, RunConfig, Runner
+from agents.mcp import MCPServerStdio
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from tests.carriers.mcp.clients.common import (
+    ACCEPTED,
+    DEADLINE,
+    FINAL_TEXT,
+    REFUSED,
+    TEXT_OF,
+    native_tool,
+    server_command,
+    stored_run,
+    watch_server,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def outputs_read_by_the_model(model: ScriptedModel) -> dict[str, Any]:
+    """The ``function_call_output`` items of the last request, by call id: what the model read back."""
+    last = model.last_call
+    assert last is not None and isinstance(last.input, list)
+    return {item["call_id"]: item["output"] for item in last.input
+            if isinstance(item, dict) and item.get("type") == "function_call_output"}
+
+
+async def test_an_agent_run_through_mcp_server_stdio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, cwd = tmp_path / "sessions", tmp_path / "project"
+    cwd.mkdir()
+    command, args = server_command(root)
+    model = ScriptedModel([[function_call("todo_write", ACCEPTED, call_id="a")],
+                           [function_call("todo_write", REFUSED, call_id="r")],
+                           [assistant_message(FINAL_TEXT)]])
+    with watch_server(monkeypatch) as watch, anyio.fail_after(DEADLINE):
+        async with MCPServerStdio({"command": command, "args": args, "cwd": str(cwd)}, name="dsh-todo",
+                                  client_session_timeout_seconds=DEADLINE) as server:
+            agent = Agent(name="planner", instructions="Plan.", model=model, mcp_servers=[server])
+            result = await Runner.run(agent, "Fix the bug", run_config=RunConfig(tracing_disabled=True))
+    model.assert_complete()
+    assert result.final_output == FINAL_TEXT
+    # What the SDK handed its model on every request: our tool, unchanged.
+    ours = native_tool()
+    assert len(model.calls) == 3
+    for call in model.calls:
+        [tool] = call.tools
+        assert isinstance(tool, FunctionTool)
+        assert (tool.name, tool.description, tool.params_json_schema) == (
+            ours["name"], ours["description"], ours["parameters"])
+        assert tool.strict_json_schema is False
+    # What the model read back: our exact texts, success and refusal alike, and nothing else.
+    assert outputs_read_by_the_model(model) == {
+        "a": [{"type": "input_text", "text": TEXT_OF[ACCEPTED]}],
+        "r": [{"type": "input_text", "text": TEXT_OF[REFUSED]}],
+    }
+    stored_run(root, watch)

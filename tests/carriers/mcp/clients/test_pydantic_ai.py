@@ -1,0 +1,93 @@
+"""pydantic-ai's MCP client driving ``dsh-todo mcp``, in one ``Agent.run`` with pydantic-ai's own ``FunctionModel``.
+
+pydantic-ai 2 removed ``MCPServerStdio``: its MCP client is ``MCPToolset``, built on the FastMCP client (the
+``mcp`` extra, ``fastmcp-slim``), with a stdio server given as FastMCP's ``StdioTransport``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("fastmcp")
+pytest.importorskip("pydantic_ai")
+
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from dsh_todo.jsonutil import dumps
+from tests.carriers.mcp.clients.common import (
+    ACCEPTED,
+    DEADLINE,
+    FINAL_TEXT,
+    REFUSED,
+    TEXT_OF,
+    native_tool,
+    server_command,
+    stored_run,
+    watch_server,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+class Script:
+    """The ``FunctionModel`` function: one call per response, then the final text; keeps every request's tools and
+    the tool results (returns and retry prompts) the messages carried."""
+
+    def __init__(self) -> None:
+        self.steps = [("a", ACCEPTED), ("r", REFUSED)]
+        self.infos: list[AgentInfo] = []
+        self.results: dict[str, Any] = {}
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.infos.append(info)
+        for message in messages:
+            for part in getattr(message, "parts", []):
+                if isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id:
+                    self.results[part.tool_call_id] = part
+        if self.steps:
+            call_id, raw = self.steps.pop(0)
+            return ModelResponse(parts=[ToolCallPart("todo_write", raw, tool_call_id=call_id)])
+        return ModelResponse(parts=[TextPart(FINAL_TEXT)])
+
+
+@pytest.mark.parametrize("keep_alive", [True, False], ids=["kept-alive-then-closed", "not-kept-alive"])
+async def test_an_agent_run_through_mcp_toolset_over_stdio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           keep_alive: bool) -> None:
+    root, cwd = tmp_path / "sessions", tmp_path / "project"
+    cwd.mkdir()
+    command, args = server_command(root)
+    script = Script()
+    with watch_server(monkeypatch) as watch, anyio.fail_after(DEADLINE):
+        transport = StdioTransport(command, args, cwd=str(cwd), keep_alive=keep_alive)
+        agent = Agent(FunctionModel(script), toolsets=[MCPToolset(transport, id="dsh-todo")])
+        async with agent:
+            result = await agent.run("Fix the bug")
+        if keep_alive:
+            assert watch.process.returncode is None  # FastMCP's default: the server outlives the agent's context
+            await transport.close()
+    assert result.output == FINAL_TEXT
+    # What pydantic-ai showed its model on every request: our tool, unchanged.
+    ours = native_tool()
+    assert len(script.infos) == 3
+    for info in script.infos:
+        [tool] = info.function_tools
+        assert (tool.name, tool.description, tool.parameters_json_schema) == (
+            ours["name"], ours["description"], ours["parameters"])
+    # What the model read back: our exact texts. The refusal comes back as a retry of the call (pydantic-ai's
+    # default ``tool_error_behavior="retry"``), holding our text; a provider renders it as ``{"error": TEXT}``.
+    accepted, refused = script.results["a"], script.results["r"]
+    assert isinstance(accepted, ToolReturnPart) and accepted.outcome == "success"
+    assert accepted.content == TEXT_OF[ACCEPTED]
+    assert accepted.model_response_str() == TEXT_OF[ACCEPTED]
+    assert isinstance(refused, ToolReturnPart) and refused.outcome == "retried"
+    assert refused.content == TEXT_OF[REFUSED]
+    assert refused.model_response_str() == dumps({"error": TEXT_OF[REFUSED]})
+    stored_run(root, watch)
