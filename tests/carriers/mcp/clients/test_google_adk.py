@@ -1,5 +1,19 @@
 """google-adk's ``McpToolset`` (a ``StdioConnectionParams``) driving ``dsh-todo mcp``, in one ``Runner.run_async``
 with a scripted ``BaseLlm``.
+
+How ADK starts and ends the server (google-adk 2.13 with its ``mcp`` extra, on the MCP SDK 2.3): the toolset
+connects when the run first lists its tools, spawning the server through the MCP SDK's ``stdio_client`` (its own
+process group) and running the 2025 ``initialize`` handshake within ``StdioConnectionParams.timeout`` (5 s by
+default). ``Runner.close()`` (or ``McpToolset.close()``) ends it: the MCP SDK closes its stdin and polls up to 2 s
+before SIGTERM to the group (SIGKILL 2 s later). Seen here: no signal; the server exits on the end of its stdin.
+
+What ADK does on the way to its model, all of it its own doing: our description, and every ``description`` inside
+our input schema, is fenced as untrusted server text (``<<<BEGIN_UNTRUSTED_TOOL_DESCRIPTION>>>\n…\n<<<END_…>>>``)
+and the system instruction gains a paragraph saying so; the schema is otherwise ours, sent as
+``parameters_json_schema`` (equal as values; over the handshake our server sends the root keys as ``properties,
+required, type``), and an ``outputSchema`` would be sent as ``response_json_schema``. The model reads each call's
+whole MCP result as one JSON object: ``content`` (our text), ``isError``, ``meta`` (our session id) and, when the
+server sends it, ``structuredContent``. An ``isError`` result is returned the same way, not raised.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
 """openai-agents' ``MCPServerStdio`` driving ``dsh-todo mcp``, in one ``Runner.run`` with the SDK's own scripted
 ``Model`` (``agents.testing.ScriptedModel``).
 
-How the SDK starts and ends the server (openai-agents 0.24, MCP SDK 2.3): ``async with MCPServerStdio(...)``
-spawns it through the MCP SDK's ``stdio_client`` (a new session, so its own process group) and runs the handshake;
-each model turn lists the tools again (``cache_tools_list=False``). Leaving the block closes the server's stdin,
-polls for its exit for up to 2 s, then sends SIGTERM to its process group and SIGKILL 2 s later.
+How the SDK starts and ends the server (openai-agents 0.24 on the MCP SDK 2.3): entering ``MCPServerStdio`` spawns
+it through the MCP SDK's ``stdio_client`` (a new session, so a process group of its own) and runs the 2025
+``initialize`` handshake, bounded by ``client_session_timeout_seconds`` (5 s by default, so a slow start fails the
+connection). Leaving it closes the server's stdin and polls for its exit for up to 2 s; only then would it send
+SIGTERM to the group, and SIGKILL 2 s later. Seen here: no signal; the server exits on the end of its stdin.
 
-What the SDK does to our tool on its way to the model: the ``FunctionTool`` it hands ``Model.get_response`` carries
-our name, description and input schema unchanged (``convert_schemas_to_strict`` is off by default; it would only add
-``properties`` to a schema without one). A call's result reaches the model as the text blocks of ``content``
-(``use_structured_content=False`` by default), one block as one ``input_text`` item; an ``isError`` result is passed
-on the same way, with no wording of the SDK's.
+What the SDK does to our tool and results on their way to its model: the ``FunctionTool`` handed to
+``Model.get_response`` has our name, description and input schema (equal as values; over the handshake our server
+sends the schema's root keys as ``properties, required, type``), ``strict_json_schema`` off
+(``convert_schemas_to_strict=False`` by default). A result reaches the model as the text blocks of ``content``
+(``use_structured_content=False`` by default, so ``structuredContent`` is ignored either way), one block as one
+``input_text`` item; an ``isError`` result the same way, with no wording of the SDK's around it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,23 @@
 """pydantic-ai's MCP client driving ``dsh-todo mcp``, in one ``Agent.run`` with pydantic-ai's own ``FunctionModel``.
 
-pydantic-ai 2 removed ``MCPServerStdio``: its MCP client is ``MCPToolset``, built on the FastMCP client (the
-``mcp`` extra, ``fastmcp-slim``), with a stdio server given as FastMCP's ``StdioTransport``.
+pydantic-ai 2 removed ``MCPServerStdio`` (importing it raises ``ImportError`` naming its replacement): its MCP
+client is ``MCPToolset`` on the FastMCP client (the ``mcp`` extra, ``fastmcp-slim``), a stdio server given as
+FastMCP's ``StdioTransport``.
+
+How it starts and ends the server (pydantic-ai 2.68, fastmcp-slim 4.2, MCP SDK 2.3): entering the agent (or its
+first run) starts a background task that spawns the server through the MCP SDK's ``stdio_client`` (its own process
+group) and runs the 2025 ``initialize`` handshake. With FastMCP's default ``keep_alive=True`` the server outlives
+the agent's context: it ends at ``transport.close()``, or when the event loop ends (``asyncio.run`` cancels the
+task); with ``keep_alive=False`` it ends as the agent's context exits. Either way the MCP SDK closes its stdin and
+polls up to 2 s before SIGTERM to the group (SIGKILL 2 s later). Seen here: no signal; the server exits on the end
+of its stdin.
+
+What pydantic-ai does on the way to its model: the ``ToolDefinition`` in ``AgentInfo.function_tools`` has our name,
+description and input schema (equal as values; over the handshake our server sends the schema's root keys as
+``properties, required, type``). A successful result becomes ``structuredContent`` when the server sends one (every
+content block being text): the model would read the JSON value, not our line. An ``isError`` result raises
+``ModelRetry`` (``tool_error_behavior="retry"``): the model gets a retried ``ToolReturnPart`` whose content is our
+text, rendered for a provider as ``{"error": "<our text>"}``.
 """
 
 from __future__ import annotations
