@@ -31,8 +31,8 @@ from dsh_todo.logview import SessionView, list_sessions, read_session
 from dsh_todo.testing import memory_context
 from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, TEXT
 
-__all__ = ["ACCEPTED", "CANONICAL", "FINAL_TEXT", "REFUSED", "TEXT_OF", "ServerWatch", "native_tool", "server_command",
-           "stored_run", "watch_server"]
+__all__ = ["ACCEPTED", "CANONICAL", "DEADLINE", "FINAL_TEXT", "REFUSED", "TEXT_OF", "ServerWatch", "arguments",
+           "assert_exited", "native_tool", "server_command", "stored_run", "stored_session", "watch_server"]
 
 ACCEPTED = RAW["c1"]
 """The accepted call's arguments, as the model writes them (compact JSON, untrimmed contents)."""
@@ -142,8 +142,18 @@ def stored_run(root: Path, watch: ServerWatch) -> SessionView:
     one session, read by dsh_todo's own reader with the verdict ``ok`` (no recovery: its turn ended ``completed``)
     and the accepted list standing; its writer lock is released. Returns the session as the reader shows it."""
     process = watch.process
-    assert process.returncode == 0, f"the server exited {process.returncode}; {watch}"
-    assert not group_alive(process.pid), "a process of the server's group is still running"
+    assert_exited(process.returncode, process.pid, str(watch))
+    return stored_session(root)
+
+
+def assert_exited(returncode: int | None, pid: int, why: str = "") -> None:
+    """The server exited 0 and no process of its group is left."""
+    assert returncode == 0, f"the server exited {returncode}; {why}"
+    assert not group_alive(pid), "a process of the server's group is still running"
+
+
+def stored_session(root: Path) -> SessionView:
+    """The one session under ``root``, as :func:`stored_run` requires it."""
     [listed] = list_sessions(JsonlBackend(root))
     assert listed.session_id is not None
     view = read_session(listed.session_id, root=root)

@@ -22,6 +22,8 @@ text, rendered for a provider as ``{"error": "<our text>"}``.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +39,18 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from dsh_todo.jsonutil import dumps
+from dsh_todo.jsonutil import dumps, loads
 from tests.carriers.mcp.clients.common import (
     ACCEPTED,
     DEADLINE,
     FINAL_TEXT,
     REFUSED,
     TEXT_OF,
+    assert_exited,
     native_tool,
     server_command,
     stored_run,
+    stored_session,
     watch_server,
 )
 
@@ -107,3 +111,52 @@ async def test_an_agent_run_through_mcp_toolset_over_stdio(tmp_path: Path, monke
     assert refused.content == TEXT_OF[REFUSED]
     assert refused.model_response_str() == dumps({"error": TEXT_OF[REFUSED]})
     stored_run(root, watch)
+
+
+PROGRAM = """
+import asyncio, json, sys
+import anyio
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.mcp import MCPToolset
+
+command, root, accepted, refused = sys.argv[1:]
+calls = [ToolCallPart("todo_write", refused, tool_call_id="r"), ToolCallPart("todo_write", accepted, tool_call_id="a")]
+spawned = []
+real_open = anyio.open_process
+
+async def open_process(*args, **kwargs):
+    spawned.append(await real_open(*args, **kwargs))
+    return spawned[-1]
+
+anyio.open_process = open_process
+
+def model(messages, info):
+    return ModelResponse(parts=[calls.pop()] if calls else [TextPart("done")])
+
+async def main():
+    agent = Agent(FunctionModel(model), toolsets=[MCPToolset(StdioTransport(command, ["mcp", "--root", root]))])
+    async with agent:
+        print((await agent.run("Fix the bug")).output, file=sys.stderr)
+
+asyncio.run(main())
+print(json.dumps([[process.pid, process.returncode] for process in spawned]))
+"""
+"""A user's program: one agent run in ``asyncio.run``, the transport left open (FastMCP's default keep-alive); it
+prints the pid and exit code of each server it spawned."""
+
+
+@pytest.mark.slow
+def test_a_program_that_never_closes_the_transport(tmp_path: Path) -> None:
+    """The server outlives the agent's context (keep-alive) and is ended when ``asyncio.run`` cancels the
+    transport's task at the program's end: the MCP SDK's shutdown still closes its stdin and waits for it."""
+    root = tmp_path / "sessions"
+    command, _args = server_command(root)
+    done = subprocess.run([sys.executable, "-c", PROGRAM, command, str(root), ACCEPTED, REFUSED], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr
+    [[pid, returncode]] = loads(done.stdout)
+    assert_exited(returncode, pid, done.stderr)
+    stored_session(root)
