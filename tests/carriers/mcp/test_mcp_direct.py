@@ -8,6 +8,7 @@ only the direct path has to get right by itself: a client's cancellation, the en
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -122,7 +123,7 @@ async def serving(ctx: Context, kind: type[Direct] = Counting, *, structured: bo
 
     async def serve() -> None:
         try:
-            await serve_stdio(connections, version="0", stop=anyio.Event(), stdin=stdin, stdout_fd=pipes.server_out,
+            await serve_stdio(connections, version="0", stop=asyncio.Event(), stdin=stdin, stdout_fd=pipes.server_out,
                               direct=pipes.direct)
         finally:
             connections.close()

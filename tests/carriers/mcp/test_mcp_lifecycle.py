@@ -114,7 +114,8 @@ def test_pipelined_calls_then_the_end_of_input_are_answered_with_their_results(t
     wire = Wire(tmp_path / "sessions", cwd)
     try:
         wire.handshake("pipelining")
-        second = b'{"todos":[{"content":"write the plan","status":"completed"},{"content":"ship","status":"in_progress"}]}'
+        second = (b'{"todos":[{"content":"write the plan","status":"completed"},'
+                  b'{"content":"ship","status":"in_progress"}]}')
         assert wire.process.stdin is not None
         wire.process.stdin.write(call_line(1) + b"\n" + call_line(2, second) + b"\n")
         wire.process.stdin.flush()

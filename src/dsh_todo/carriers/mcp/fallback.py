@@ -15,6 +15,8 @@ still gets ``-32000 Connection closed`` once it has stopped: every request is an
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import anyio
@@ -66,24 +68,24 @@ class SdkHalf:
         self.waiting: dict[Any, list[Any]] = {}
         """Requests handed to the SDK and not yet answered: their ids as written, by correlation id."""
         self.stopped = anyio.Event()
+        self._task: asyncio.Task[None] | None = None
         self._settled = anyio.Event()
         """Set (and replaced) whenever a waiting request is answered."""
 
     @classmethod
-    async def start(cls, direct: Direct, emit: Emit, group: anyio.abc.TaskGroup) -> SdkHalf:
-        """The SDK half, running in ``group``, told the handshake the direct path answered."""
+    async def start(cls, direct: Direct, emit: Emit) -> SdkHalf:
+        """The SDK half, running in a task of its own, told the handshake the direct path answered."""
         half = cls(direct, emit)
         server = build_server(direct.connections, version=direct.server_version, structured=direct.structured)
-        await group.start(half._serve, server)
+        half._task = asyncio.get_running_loop().create_task(half._serve(server))
         for message in direct.replay():
             await half.deliver(message)
         return half
 
-    async def _serve(self, server: Any, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def _serve(self, server: Any) -> None:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._write_all)
-                task_status.started()
                 async with self.write_send:
                     await server.run(self.read_recv, self.write_send, server.create_initialization_options())
         finally:
@@ -120,7 +122,8 @@ class SdkHalf:
             request_id = (inner.params or {}).get("requestId")
             if jsonrpc.usable_id(request_id):
                 self._settle(request_id)  # the SDK answers no request its client cancelled
-        await self.read_send.send(judged)
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the SDK has stopped:
+            await self.read_send.send(judged)  # close() answers what it was handed
 
     async def _write_all(self) -> None:
         async with self.write_recv:

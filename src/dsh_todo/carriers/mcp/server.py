@@ -73,12 +73,15 @@ def sdk_connection(ctx: ServerRequestContext[Connections, Any]) -> Connection:
     private name this carrier reads; :func:`check_sdk` makes a server refuse to start when it is gone."""
     connection = getattr(ctx.session, "_connection", None)
     if not isinstance(connection, Connection):
-        raise RuntimeError(_SDK_CHANGED)
+        raise RuntimeError(_sdk_changed())
     return connection
 
 
-_SDK_CHANGED: Final = ("the installed mcp SDK no longer keeps a request's connection where dsh-todo reads it "
-                       "(ServerSession._connection); dsh-todo supports mcp>=2.3,<2.4")
+def _sdk_changed() -> str:
+    from importlib import metadata
+
+    return (f"the installed mcp SDK ({metadata.version('mcp')}) no longer keeps a request's connection where "
+            "dsh-todo reads it (ServerSession._connection); dsh-todo supports mcp>=2.3,<2.4")
 
 
 def check_sdk() -> None:
@@ -89,9 +92,9 @@ def check_sdk() -> None:
     try:
         ServerSession.__init__(probe, None, connection)  # type: ignore[arg-type]
     except Exception as exc:
-        raise RuntimeError(_SDK_CHANGED) from exc
+        raise RuntimeError(_sdk_changed()) from exc
     if getattr(probe, "_connection", None) is not connection:
-        raise RuntimeError(_SDK_CHANGED)
+        raise RuntimeError(_sdk_changed())
 
 
 def _http_session(request: ServerRequestContext[Connections, Any]) -> tuple[str | None, Connection | None]:

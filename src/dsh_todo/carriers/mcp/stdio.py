@@ -21,8 +21,6 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO, Final
 
-import anyio
-
 from dsh_todo.carriers.mcp.calls import CallSession, Connections
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
@@ -37,7 +35,7 @@ STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def serve_stdio(connections: Connections, *, version: str, structured: bool = False,
-                      stop: anyio.Event | None = None, stdin: BinaryIO | None = None, stdout_fd: int | None = None,
+                      stop: asyncio.Event | None = None, stdin: BinaryIO | None = None, stdout_fd: int | None = None,
                       direct: Direct | None = None) -> None:
     """Serve one client on stdin/stdout (or ``stdin`` and ``stdout_fd``) until its input ends or ``stop`` is set (by
     default: one of :data:`STOP_SIGNALS`); every request is answered. Closing ``connections`` (the turn ``completed``,
@@ -46,13 +44,13 @@ async def serve_stdio(connections: Connections, *, version: str, structured: boo
     if direct is None:
         direct = Direct(connections, server_version=version, structured=structured)
 
-    async def start_fallback(emit: Emit, group: anyio.abc.TaskGroup) -> Fallback:
+    async def start_fallback(emit: Emit) -> Fallback:
         from dsh_todo.carriers.mcp.fallback import SdkHalf
 
-        return await SdkHalf.start(direct, emit, group)
+        return await SdkHalf.start(direct, emit)
 
     if stop is None:
-        stop = anyio.Event()
+        stop = asyncio.Event()
         STOPPING.serve(stop)
     await serve_lines(direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd, stop=stop)
 
@@ -69,7 +67,7 @@ class Stopping:
     def __init__(self) -> None:
         self.requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: anyio.Event | None = None
+        self._stop: asyncio.Event | None = None
 
     def install(self) -> None:
         for number in STOP_SIGNALS:
@@ -81,7 +79,7 @@ class Stopping:
         for number in STOP_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
 
-    def serve(self, stop: anyio.Event) -> None:
+    def serve(self, stop: asyncio.Event) -> None:
         """``stop`` is the running connection's: set it on the next signal (or now, if one came already)."""
         self._loop, self._stop = asyncio.get_running_loop(), stop
         if self.requested:
@@ -122,14 +120,16 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     version = server_version()
     try:
         if http:
+            # uvicorn stops on SIGINT and SIGTERM; SIGHUP (a closed terminal) stops it the same way
+            import anyio
+
             from dsh_todo.carriers.mcp.server import DEFAULT_IDLE_TIMEOUT, serve_http
 
-            # uvicorn stops on SIGINT and SIGTERM; SIGHUP (a closed terminal) stops it the same way
             signal.signal(signal.SIGHUP, lambda *_: signal.raise_signal(signal.SIGTERM))
             anyio.run(partial(serve_http, connections, version=version, structured=structured, host=host,
                               port=port, idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout))
         else:
-            anyio.run(partial(serve_stdio, connections, version=version, structured=structured))
+            asyncio.run(serve_stdio(connections, version=version, structured=structured))
     except KeyboardInterrupt:
         pass
     except OSError as exc:

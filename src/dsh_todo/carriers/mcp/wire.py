@@ -41,8 +41,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, BinaryIO, Final, Protocol
 
-import anyio
-
 from dsh_todo.carriers import jsonrpc
 from dsh_todo.jsonutil import dumps_bytes
 
@@ -137,8 +135,8 @@ class Fallback(Protocol):
         """Input ended: stop the SDK, answer every request it still holds, return once all is written."""
 
 
-StartFallback = Callable[[Emit, anyio.abc.TaskGroup], Awaitable[Fallback]]
-"""Starts the SDK half in the task group, answering through ``emit``."""
+StartFallback = Callable[[Emit], Awaitable[Fallback]]
+"""Starts the SDK half (in a task of its own), answering through ``emit``."""
 
 
 def decode(line: bytes, *, cut: bool = False) -> dict[str, Any] | bytes | None:
@@ -151,14 +149,15 @@ def decode(line: bytes, *, cut: bool = False) -> dict[str, Any] | bytes | None:
 
 
 async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdin: BinaryIO | None = None,
-                      stdout_fd: int | None = None, stop: anyio.Event | None = None) -> None:
+                      stdout_fd: int | None = None, stop: asyncio.Event | None = None) -> None:
     """Serve the client on stdin/stdout until input ends or ``stop`` is set, then answer what is left and return.
 
     While it serves, fd 1 points at stderr (a stray ``print`` cannot corrupt the wire) and answers go to a private
     duplicate of the original stdout. A stdin the event loop can wait on (a pipe, a socket, a terminal) is read on the
     loop; any other (a file) on a daemon thread with plain ``os.read`` (never the buffered ``sys.stdin``, whose lock a
     thread still inside it at interpreter shutdown turns into ``Fatal Python error: _enter_buffered_busy``), so an
-    interrupted server never waits for a read. Either way a line is handed over before the next is read.
+    interrupted server never waits for a read. Either way a line is handed over before the next is read. Plain
+    asyncio, no anyio: this is the path to the first answer, and anyio's import alone is tens of milliseconds.
     """
     loop = asyncio.get_running_loop()
     source = stdin if stdin is not None else sys.stdin.buffer
@@ -177,7 +176,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
     silenced: set[asyncio.Task[None]] = set()  # direct calls their client cancelled: never answered
     slots = asyncio.Semaphore(DIRECT_LIMIT)
     fallback: Fallback | None = None
-    input_over = anyio.Event()
+    input_over = asyncio.Event()
 
     async def emit(data: bytes) -> None:
         nonlocal broken
@@ -186,7 +185,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
                 return  # the client stopped reading: drop answers, keep serving until input ends
             try:
                 if not _write_now(out_fd, data, out_pipe):
-                    await anyio.to_thread.run_sync(_write_fully, out_fd, data)
+                    await loop.run_in_executor(None, _write_fully, out_fd, data)
             except OSError:
                 broken = True
 
@@ -224,7 +223,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
     async def sdk(value: dict[str, Any]) -> None:
         nonlocal fallback
         if fallback is None:
-            fallback = await start_fallback(emit, group)
+            fallback = await start_fallback(emit)
         await fallback.deliver(value)
 
     async def deliver(item: dict[str, Any] | bytes) -> None:
@@ -269,7 +268,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
                 asyncio.run_coroutine_threadsafe(feed(batch), loop).result()
                 if not data:
                     break
-        except (OSError, ValueError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except (OSError, ValueError, RuntimeError):
             pass  # stdin failed, or the server is gone: either way this is the end of input
         finally:
             with contextlib.suppress(RuntimeError):
@@ -312,7 +311,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
                 await feed(lines.feed(data) if data else lines.end())
                 if not data:
                     break
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except OSError:
             pass  # the server is gone: this is the end of input
         finally:
             if reading:
@@ -340,24 +339,24 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
     fd, pollable = _descriptor(source)
     blocking = os.get_blocking(fd) if fd is not None and pollable else True
     try:
-        async with anyio.create_task_group() as group:
-            watcher = loop.create_task(until_stopped())
-            if fd is not None and pollable:
-                if not os.isatty(fd):
-                    os.set_blocking(fd, False)
-                reader = loop.create_task(pump(fd))
-            else:
-                reader = None
-                threading.Thread(target=read_thread, args=(fd,), name="dsh-todo-mcp-stdin", daemon=True).start()
+        watcher = loop.create_task(until_stopped())
+        if fd is not None and pollable:
+            if not os.isatty(fd):
+                os.set_blocking(fd, False)
+            reader = loop.create_task(pump(fd))
+        else:
+            reader = None
+            threading.Thread(target=read_thread, args=(fd,), name="dsh-todo-mcp-stdin", daemon=True).start()
+        try:
             await input_over.wait()
+        finally:
             ended = True
             watcher.cancel()
             if reader is not None:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await reader
-            await drain()
-            group.cancel_scope.cancel()
+        await drain()
     finally:
         if fd is not None and pollable:
             with contextlib.suppress(OSError):
