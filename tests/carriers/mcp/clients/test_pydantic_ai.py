@@ -6,11 +6,11 @@ FastMCP's ``StdioTransport``.
 
 How it starts and ends the server (pydantic-ai 2.68, fastmcp-slim 4.2, MCP SDK 2.3): entering the agent (or its
 first run) starts a background task that spawns the server through the MCP SDK's ``stdio_client`` (its own process
-group) and runs the 2025 ``initialize`` handshake. With FastMCP's default ``keep_alive=True`` the server outlives
-the agent's context: it ends at ``transport.close()``, or when the event loop ends (``asyncio.run`` cancels the
-task); with ``keep_alive=False`` it ends as the agent's context exits. Either way the MCP SDK closes its stdin and
-polls up to 2 s before SIGTERM to the group (SIGKILL 2 s later). Seen here: no signal; the server exits on the end
-of its stdin.
+group) and runs the 2025 ``initialize`` handshake (within ``init_timeout``, 5 s by default). With FastMCP's default
+``keep_alive=True`` the server outlives the agent's context: it ends at ``transport.close()``, or when the event
+loop ends (``asyncio.run`` cancels the task); with ``keep_alive=False`` it ends as the agent's context exits. Either
+way the MCP SDK closes its stdin and polls up to 2 s before SIGTERM to the group (SIGKILL 2 s later). Seen here: no
+signal; the server exits on the end of its stdin.
 
 What pydantic-ai does on the way to its model: the ``ToolDefinition`` in ``AgentInfo.function_tools`` has our name,
 description and input schema (equal as values; over the handshake our server sends the schema's root keys as
@@ -87,7 +87,7 @@ async def test_an_agent_run_through_mcp_toolset_over_stdio(tmp_path: Path, monke
     script = Script()
     with watch_server(monkeypatch) as watch, anyio.fail_after(DEADLINE):
         transport = StdioTransport(command, args, cwd=str(cwd), keep_alive=keep_alive)
-        agent = Agent(FunctionModel(script), toolsets=[MCPToolset(transport, id="dsh-todo")])
+        agent = Agent(FunctionModel(script), toolsets=[MCPToolset(transport, id="dsh-todo", init_timeout=DEADLINE)])
         async with agent:
             result = await agent.run("Fix the bug")
         if keep_alive:
