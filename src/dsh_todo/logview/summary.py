@@ -88,13 +88,16 @@ class SummaryFold:
 
 
 def summarize(backend: Backend, session_id: str, path: Path | None) -> Summary | None:
-    """The summary of one stored session, read through ``backend`` (``None`` when the log cannot be read now)."""
+    """The summary of one stored session a listing found (once) under ``backend``, read through it (``None`` when
+    the log cannot be read now)."""
     fold = SummaryFold()
     try:
         if isinstance(backend, JsonlBackend):
             if path is None:
                 return None
-            backend.scan(path, keep=False, observe=fold.see)
+            # Only a session the listing found once under the root is summarized (a refused row never is), so
+            # the scan need not look for its id in every project directory again.
+            backend.scan(path, keep=False, observe=fold.see, unique=True)
         else:
             fold.see(list(backend.read(session_id).events))
     except (SessionLogError, OSError):
