@@ -293,14 +293,18 @@ def test_the_ellipsis_clips_the_summary_never_the_suffix(web: Web, new_page: Any
     suffix = page.get_by_test_id("tool-suffix")
     expect(suffix).to_have_text("+2")
     geometry = page.evaluate("""() => {
-      const s = document.querySelector('[data-testid=tool-summary]');
+      const s = document.querySelector('[data-testid=tool-summary] .tool-rest');
+      const c = document.querySelector('[data-testid=tool-summary] .tool-count');
       const x = document.querySelector('[data-testid=tool-suffix]');
       const head = document.querySelector('[data-testid=tool-head]');
       const sx = x.getBoundingClientRect(), hx = head.getBoundingClientRect();
       return {clipped: s.scrollWidth > s.clientWidth, suffixWhole: x.scrollWidth <= x.clientWidth + 1,
+              countWhole: c.scrollWidth <= c.clientWidth + 1,
               inside: sx.right <= hx.right + 0.5 && sx.left >= hx.left, width: sx.width};
     }""")
-    assert geometry == {"clipped": True, "suffixWhole": True, "inside": True, "width": geometry["width"]}
+    # The task takes the ellipsis; the count before it and the +N after it stay whole.
+    assert geometry == {"clipped": True, "suffixWhole": True, "countWhole": True, "inside": True,
+                        "width": geometry["width"]}
     assert geometry["width"] > 5
     expect(summary).to_have_text("0/3 completed · " + long_task.strip())
 
@@ -311,18 +315,20 @@ def test_sessions_are_listed_and_opened_from_the_list(web: Web, new_page: Any) -
     run_turn(web.ctx, other, "hello there", [reply("General Kenobi.")])
     page = new_page("en-US")
     page.goto(web.url("/"))
+    expect(page.get_by_test_id("card")).to_have_count(2)  # the board
+    page.locator('[data-testid=card][data-session-id="second"] [data-testid=card-title]').click()
+    expect(page).to_have_url(web.url("/?session=second"))
     links = page.locator("[data-testid=session-list] a")
     expect(links).to_have_count(2)
-    page.locator('[data-session-id="second"]').click()
-    expect(page).to_have_url(web.url("/?session=second"))
     expect(page.locator(".msg-assistant .msg-body")).to_have_text("General Kenobi.")
     expect(page.get_by_test_id("todo-panel")).to_have_count(0)
-    page.locator('[data-session-id="fx-alpha"]').click()
+    page.locator('[data-testid=session-list] [data-session-id="fx-alpha"]').click()
     expect(page.get_by_test_id("todo-panel")).to_be_visible()
     page.go_back()
     expect(page).to_have_url(web.url("/?session=second"))
     expect(page.get_by_test_id("todo-panel")).to_have_count(0)
-    expect(page.locator('[data-session-id="second"]')).to_have_attribute("aria-current", "page")
+    expect(page.locator('[data-testid=session-list] [data-session-id="second"]')).to_have_attribute(
+        "aria-current", "page")
 
 
 def test_a_long_session_loads_earlier_pages_on_demand(web: Web, new_page: Any) -> None:

@@ -45,7 +45,8 @@ def test_a_malformed_standing_plan_fails_the_tail_read_with_internal(web: Web) -
     assert "projections" not in body["result"]["value"]
     rows = session_list(web)[1]["result"]["value"]["sessions"]
     assert rows == [{"sessionId": B_ID, "live": False, "cwd": "/home/dev/projects/storage-migration",
-                     "createdAt": rows[0]["createdAt"], "error": {"code": "internal", "message": reason}}]
+                     "createdAt": rows[0]["createdAt"], "error": {"code": "internal", "message": reason},
+                     "state": "refused"}]
 
 
 def test_broken_json_after_a_good_envelope_is_a_corrupt_log(web: Web) -> None:

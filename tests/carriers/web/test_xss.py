@@ -56,7 +56,8 @@ def hostile_session(web: Web, session_id: str) -> None:
 def assert_nothing_ran(page: Any) -> None:
     assert page.evaluate("() => window.__xss === undefined && window.parent.__xss === undefined")
     injected = page.evaluate("""() => document.querySelectorAll(
-        'img, iframe, object, embed, details, input, math, a[href^="javascript"], [onerror], [onload], [onfocus],'
+        'img, iframe, object, embed, details, input:not([data-testid=board-search]), math, a[href^="javascript"],'
+        + ' [onerror], [onload], [onfocus],'
         + ' [ontoggle], [onbegin], style:not(head style)').length""")
     assert injected == 0
     assert page.evaluate("() => document.scripts.length") == 1  # the page's own module only
@@ -68,11 +69,33 @@ def test_xss_payloads_render_as_text_and_never_execute(web: Web, new_page: Any) 
     dialogs: list[str] = []
     page = new_page("en-US", bypass_csp=True)
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    # A second session whose id, project and tasks are payloads, with no user message (its id is its title).
+    other = web.ctx.sessions.create(PAYLOADS[7], cwd="/srv/" + PAYLOADS[6])
+    other.append("turn/start", {"turn": 1})
+    other.append("todo/write", {"todos": [{"content": PAYLOADS[12], "status": "in_progress"},
+                                          {"content": PAYLOADS[15], "status": "in_progress"}]})
     page.goto(web.url("/"))
-    link = page.locator("[data-testid=session-list] a").first
-    expect(link.locator(".session-id")).to_have_text(hostile_id)
-    link.click()
+
+    # The board: titles, projects and task text are text.
+    title = PAYLOADS[0] + " " + PAYLOADS[3]
+    hostile_card = page.locator("[data-testid=card]").filter(has_text=ACTIVE)
+    expect(hostile_card.get_by_test_id("card-title")).to_have_text(title)
+    expect(hostile_card.get_by_test_id("card-active")).to_have_text(ACTIVE)
+    other_card = page.locator("[data-testid=card]").filter(has_text=PAYLOADS[12])
+    expect(other_card.get_by_test_id("card-title")).to_have_text(PAYLOADS[7])
+    expect(other_card.locator(".project")).to_have_attribute("title", "/srv/" + PAYLOADS[6])
+    assert other_card.locator(".card-task").evaluate_all("nodes => nodes.map(n => n.textContent)") == [
+        PAYLOADS[12], PAYLOADS[15]]
+    page.get_by_test_id("board-search").fill(PAYLOADS[10])  # a task of the hostile plan, searched as text
+    expect(page.get_by_test_id("card")).to_have_count(1)
+    page.get_by_test_id("board-search").fill("")
+    assert_nothing_ran(page)
+
+    hostile_card.get_by_test_id("card-title").click()
     expect(page.locator("body")).to_have_attribute("data-stream", "open")
+    row = page.locator(f'[data-testid=session-list] a[href="{page.url[len(web.url("")) - 1:]}"]')
+    expect(row.get_by_test_id("row-title")).to_have_text(title)
+    expect(row.get_by_test_id("row-active")).to_have_text(ACTIVE)
 
     expect(page.get_by_test_id("session-name")).to_have_text(hostile_id)
     expect(page.locator(".msg-user .msg-body")).to_have_text(PAYLOADS[0] + " " + PAYLOADS[3])

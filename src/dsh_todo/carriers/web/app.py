@@ -2,11 +2,13 @@
 
 Routes (all behind :class:`~dsh_todo.carriers.web.security.Guard`):
 
-- ``GET /`` — the page (``/?session=<id>`` opens that session);
+- ``GET /`` — the page: the board of every session (``/?session=<id>`` opens that session);
 - ``GET /static/…`` — its script, styles and labels (plain files, no build step);
 - ``POST /api/session.history`` — a history page in the ``client-request`` / ``server-response`` envelopes;
-- ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root);
-- ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`).
+- ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root), each
+  with its title, last write, state and plan (:mod:`.rows`);
+- ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`), for one session, several (``sessionId`` repeated:
+  the board), or every live one.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ log = logging.getLogger("dsh_todo.web")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 PING_SECONDS = 15
+MAX_WATCHED = 64
+"""Sessions one mux connection may watch."""
 
 JSON = "application/json"
 
@@ -155,6 +159,9 @@ class WebApp:
         return Response(ok_response(rpc_id, {"sessions": rows}), media_type=JSON)
 
     async def events_mux(self, request: Request) -> Response:
+        raw_ids = request.query_params.getlist("sessionId")
+        if len(raw_ids) > 1:
+            return self._watch_many(raw_ids, request.query_params.getlist("afterSeq"))
         raw_id = request.query_params.get("sessionId")
         session_id = None if raw_id is None else session_id_of(raw_id)
         after_seq = int_param(request.query_params.get("afterSeq"), "afterSeq", minimum=-1)
@@ -168,4 +175,23 @@ class WebApp:
             raise RpcError("unavailable", "the server is starting or stopping", status=503)
         subscriber = Subscriber(session_id)
         stream: Any = hub.stream(subscriber, after_seq)
+        return EventSourceResponse(stream, ping=PING_SECONDS, sep="\n")
+
+    def _watch_many(self, raw_ids: list[str], raw_afters: list[str]) -> Response:
+        """``?sessionId=a&sessionId=b…`` (at most :data:`MAX_WATCHED`), each with its ``afterSeq`` in the same order
+        (all or none): one connection for the board's sessions, since a browser opens only a few per server."""
+        if len(raw_ids) > MAX_WATCHED:
+            raise RpcError("invalid-request", f"a connection watches at most {MAX_WATCHED} sessions")
+        ids = [session_id_of(raw) for raw in raw_ids]
+        if len(set(ids)) != len(ids):
+            raise RpcError("invalid-request", "each sessionId may be named once")
+        if raw_afters and len(raw_afters) != len(ids):
+            raise RpcError("invalid-request", "afterSeq must be given once per sessionId, or not at all")
+        afters = [int_param(raw, "afterSeq", minimum=-1) for raw in raw_afters] or [None] * len(ids)
+        hub = self.hub
+        if hub is None:
+            raise RpcError("unavailable", "the server is starting or stopping", status=503)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        subscribers = [Subscriber(session_id, queue=queue) for session_id in ids]
+        stream: Any = hub.stream_many(subscribers, afters)
         return EventSourceResponse(stream, ping=PING_SECONDS, sep="\n")

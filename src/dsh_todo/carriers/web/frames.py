@@ -119,9 +119,12 @@ class Subscriber:
     Only the event loop's thread touches a subscriber.
     """
 
-    def __init__(self, session_id: str | None, limit: int = QUEUE_LIMIT) -> None:
+    def __init__(self, session_id: str | None, limit: int = QUEUE_LIMIT,
+                 queue: asyncio.Queue[bytes | None] | None = None) -> None:
         self.session_id = session_id
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue() if queue is None else queue
+        """The connection's queue; the subscribers of one connection that watches several sessions share it (and
+        :attr:`limit` then bounds the connection, not each session)."""
         self.limit = limit
         self.closed = False
         self.dropped = False

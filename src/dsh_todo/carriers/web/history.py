@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_todo.carriers.web.protocol import RpcError
+from dsh_todo.carriers.web.rows import RowFacts
 from dsh_todo.harness.agent_loop import parse_arguments
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.persistence import LogBackend
@@ -58,6 +59,7 @@ class HistorySource:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.facts = RowFacts()
 
     @property
     def backend(self) -> LogBackend | None:
@@ -112,6 +114,7 @@ class HistorySource:
                     block = None
                 if block is not None and block["values"]:
                     row["projections"] = block
+                self.facts.live_row(row, session, self.backend)
                 rows[session.id] = row
         backend = self.backend
         if backend is not None:
@@ -133,8 +136,10 @@ class HistorySource:
                     row["error"] = {"code": view.health.code, "message": view.health.reason}
                 elif view.health.state == "recovered":
                     row["recovered"] = view.health.reason
+                self.facts.stored_row(row, view, backend)
                 rows[view.session_id] = row
-        return sorted(rows.values(), key=lambda r: (-int(r.get("createdAt", 0)), r["sessionId"]))
+            self.facts.forget_except(set(rows))
+        return sorted(rows.values(), key=lambda r: (-int(r.get("lastEventAt", r.get("createdAt", 0))), r["sessionId"]))
 
     def projections(self, events: Sequence[Event]) -> dict[str, Any] | None:
         """``{asOfSeq, values}`` for these events, or ``None`` when no projection registry is composed."""

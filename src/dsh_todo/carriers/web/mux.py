@@ -12,6 +12,9 @@ A connection may name one session (``?sessionId=…``) and the last seq it alrea
 ``Last-Event-ID: n`` header): the hub then replays what came after ``n`` before going live, so a page that read its
 history first and subscribed second misses nothing.
 
+A connection may also name several sessions (``?sessionId=a&sessionId=b…``, each with its ``afterSeq`` in the same
+order): :meth:`Hub.stream_many` subscribes each as above, all feeding one queue, so the board needs one connection.
+
 A slow reader never delays another and never holds more than a page: each connection has its own queue, and one
 that falls :data:`~dsh_todo.carriers.web.frames.QUEUE_LIMIT` frames behind is dropped (its frames let go at once).
 Its page reconnects with the last seq it has; a replay is at most
@@ -227,6 +230,48 @@ class Hub:
     def _live_sessions(self) -> list[Session]:
         store = self.source.ctx.get("sessions")
         return [] if store is None else list(store.list())
+
+    async def stream_many(self, subscribers: Sequence[Subscriber],
+                          after_seqs: Sequence[int | None]) -> AsyncIterator[bytes]:
+        """The bytes of one connection that watches several sessions (the board): one subscriber per session, all
+        sharing one queue, each subscribed as a single-session connection is. One that cannot be followed ends
+        alone; one that falls behind ends the connection (its page reconnects with what it has), as does the hub."""
+
+        def on_drop(subscriber: Subscriber) -> None:
+            if subscriber.dropped:
+                for other in subscribers:
+                    other.close()
+
+        try:
+            yield CONNECTED
+            for subscriber, after_seq in zip(subscribers, after_seqs, strict=True):
+                await self.subscribe(subscriber, after_seq)
+                unsubscribe = subscriber.on_close
+                if unsubscribe is not None:
+                    def closed(subscriber: Subscriber = subscriber, unsubscribe: Any = unsubscribe) -> None:
+                        unsubscribe()
+                        on_drop(subscriber)
+
+                    subscriber.on_close = closed
+            queue = subscribers[0].queue
+            while True:
+                data = await queue.get()
+                if data is None:
+                    if self._closed or any(s.dropped for s in subscribers) or all(s.closed for s in subscribers):
+                        return
+                    continue
+                batch = [data]
+                while not queue.empty() and len(batch) < DRAIN_MAX:
+                    more = queue.get_nowait()
+                    if more is not None:
+                        batch.append(more)
+                    elif self._closed or any(s.dropped for s in subscribers):
+                        yield b"".join(batch)
+                        return
+                yield b"".join(batch)
+        finally:
+            for subscriber in subscribers:
+                self.unsubscribe(subscriber)
 
     async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:
         """The bytes of one mux connection: ``: connected``, then frames until the hub or the client ends it."""

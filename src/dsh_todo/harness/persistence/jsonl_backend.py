@@ -541,7 +541,11 @@ def _duplicate(session_id: str) -> CorruptSessionLogError:
 
 
 def writer_alive(lock: Path) -> bool:
-    """Whether the lock file at ``lock`` names a running process (the holder writes its pid there)."""
+    """Whether a writer holds the lock at ``lock`` now: the kernel's word where it gives one (a stale file left by
+    a killed writer names a pid another process may have by now), else whether the pid the file names runs."""
+    held = flock_held(lock)
+    if held is not None:
+        return held
     try:
         pid = int(read_bytes(lock).decode("ascii").strip() or "0")
     except (OSError, ValueError):
@@ -555,6 +559,34 @@ def writer_alive(lock: Path) -> bool:
     except PermissionError:
         return True
     return True
+
+
+PROC_LOCKS = "/proc/locks"
+
+
+def flock_held(path: Path) -> bool | None:
+    """Whether any process holds a ``flock`` on the file at ``path`` now, asked of the kernel without taking one
+    (Linux's ``/proc/locks``; probing with a shared lock could make a writer's exclusive attempt fail at that very
+    moment); ``None`` where the kernel does not say, for the caller to judge another way. Here, not in ``lock``: a
+    reader asks this, and a reader does not import the writer side (decision 0014)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    wanted = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    try:
+        with open(PROC_LOCKS, "rb") as file:
+            table = file.read()
+    except OSError:
+        return None
+    for line in table.decode("ascii", "replace").splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; a waiter's line reads "1: -> FLOCK …" and holds nothing
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+            return True
+    return False
 
 
 def clear_leftovers(directory: Path) -> None:

@@ -5,11 +5,15 @@
 import { detectLocale, locale, setLocale, t } from './i18n.js';
 import { el } from './dom.js';
 import { ProjectionStore } from './store.js';
+import { Board } from './board.js';
+import { listRow, rowModel } from './sessions.js';
 import { PlanStrip } from './strip.js';
 import { ToolRow } from './toolrow.js';
 
 const PAGE_MESSAGES = 200;
 const LIST_REFRESH_MS = 5000;
+const LIST_LOAD_SHARE = 5; // the list is read again after at least this many times what the last reading took
+const LIST_ROWS = 100; // rows of the sidebar list in the DOM at a time
 const RECONNECT_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
@@ -67,6 +71,10 @@ class App {
     this.list = $('session-list');
     this.connection = $('conn');
     this.strip = new PlanStrip(this.dock, t);
+    this.board = new Board($('board'), t, {
+      hrefFor: (id) => this.urlFor(id),
+      onOpen: (id) => this.open(id, { push: true }),
+    });
     this.view = null;
     this.source = null;
     this.generation = 0;
@@ -90,11 +98,16 @@ class App {
     window.addEventListener('popstate', () => {
       this.open(new URLSearchParams(window.location.search).get('session'), { push: false });
     });
+    for (const link of [$('brand'), $('nav-board')]) {
+      link.addEventListener('click', (event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        this.open(null, { push: true });
+      });
+    }
     this.relabelStatic();
-    this.refreshList();
-    window.setInterval(() => {
-      if (document.visibilityState === 'visible') this.refreshList();
-    }, LIST_REFRESH_MS);
+    this.listRows = LIST_ROWS;
+    this.pollList();
     this.open(params.get('session'), { push: false });
   }
 
@@ -105,6 +118,16 @@ class App {
 
   // -- session list --------------------------------------------------------------------------------------------
 
+  // Read the list now, and again after LIST_REFRESH_MS, or longer when a reading is slow (a root of thousands of
+  // logs): an open page never keeps the server busier than 1/LIST_LOAD_SHARE of the time. Live sessions need no
+  // reading: their frames arrive as they happen.
+  async pollList() {
+    const started = performance.now();
+    if (document.visibilityState === 'visible') await this.refreshList();
+    const took = performance.now() - started;
+    window.setTimeout(() => this.pollList(), Math.max(LIST_REFRESH_MS, LIST_LOAD_SHARE * took));
+  }
+
   async refreshList() {
     try {
       const value = await rpc('session.list', {});
@@ -113,6 +136,9 @@ class App {
       return;
     }
     this.renderList();
+    this.markRecoveredEnd();
+    this.board.setRows(this.sessions);
+    document.body.dataset.listed = String(this.sessions.length);
   }
 
   renderList() {
@@ -121,20 +147,30 @@ class App {
       this.list.replaceChildren(el('li', { class: 'empty' }, t('ui.noSessions')));
       return;
     }
-    this.list.replaceChildren(...this.sessions.map((row) => {
-      const id = String(row.sessionId);
-      const link = el('a', {
-        href: this.urlFor(id),
-        'data-session-id': id,
-        'aria-current': id === current ? 'page' : null,
-        onclick: (event) => {
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-          event.preventDefault();
-          this.open(id, { push: true });
-        },
-      }, el('span', { class: 'session-id' }, id), row.live ? el('span', { class: 'badge' }, t('ui.live')) : null);
-      return el('li', null, link);
+    if (!this.view) { // the board shows them; the list is for a session's page
+      this.list.replaceChildren();
+      return;
+    }
+    const models = this.sessions.map(rowModel).sort((a, b) => (b.at ?? 0) - (a.at ?? 0));
+    const shown = models.slice(0, this.listRows);
+    const open = models.find((model) => model.id === current);
+    if (open && !shown.includes(open)) shown.push(open);
+    const items = shown.map((model) => listRow(model, t, {
+      current: model.id === current,
+      href: this.urlFor(model.id),
+      onOpen: (event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        this.open(model.id, { push: true });
+      },
     }));
+    if (models.length > shown.length) {
+      items.push(el('li', { class: 'list-more' }, el('button', {
+        type: 'button', class: 'board-more', 'data-testid': 'list-more',
+        onclick: () => { this.listRows += LIST_ROWS; this.renderList(); },
+      }, t('board.more', { count: models.length - shown.length }))));
+    }
+    this.list.replaceChildren(...items);
   }
 
   // -- opening a session ---------------------------------------------------------------------------------------
@@ -149,13 +185,17 @@ class App {
     if (sessionId === null || sessionId === undefined || sessionId === '') {
       this.view = null;
       document.body.removeAttribute('data-session');
+      document.body.dataset.view = 'board';
       $('session-name').textContent = '';
       document.title = 'dsh-todo';
-      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
+      this.conversation.replaceChildren();
       this.renderList();
+      this.board.start();
       document.body.dataset.history = 'loaded';
       return;
     }
+    this.board.stop();
+    document.body.dataset.view = 'session';
     const view = new SessionView(sessionId);
     this.view = view;
     document.body.dataset.session = sessionId;
@@ -290,6 +330,7 @@ class App {
       return;
     }
     const stick = this.nearBottom();
+    for (const node of this.conversation.querySelectorAll('[data-recovered]')) node.remove();
     this.appendEvent(view, event, this.conversation);
     if (stick) this.scrollToBottom();
   }
@@ -315,6 +356,7 @@ class App {
     }
     const seqs = [...view.events.keys()].sort((a, b) => a - b);
     for (const seq of seqs) this.appendEvent(view, view.events.get(seq), container);
+    this.markRecoveredEnd();
     if (keepBottomOffset !== undefined) {
       container.scrollTop = container.scrollHeight - keepBottomOffset;
     } else {
@@ -374,9 +416,50 @@ class App {
           container.append(el('hr', { class: 'turn-sep', 'data-turn': String(data.turn ?? '') }));
         }
         break;
+      case 'turn/end':
+        container.append(this.turnMarker(data));
+        break;
       default:
         break;
     }
+  }
+
+  // A stored turn left open by a writer that is gone has no turn/end in the log: the reader closes it in memory
+  // (its verdict says so, and the row's state is `interrupted`), and the page shows that end where the log stops.
+  markRecoveredEnd() {
+    const view = this.view;
+    for (const node of this.conversation.querySelectorAll('[data-recovered]')) node.remove();
+    if (!view) return;
+    const row = this.sessions.find((item) => String(item.sessionId) === view.sessionId);
+    if (!row || row.state !== 'interrupted') return;
+    let open = null;
+    for (const seq of [...view.events.keys()].sort((a, b) => a - b)) {
+      const event = view.events.get(seq);
+      if (event.type === 'turn/start') open = event.data && Number.isInteger(event.data.turn) ? event.data.turn : '?';
+      else if (event.type === 'turn/end') open = null;
+    }
+    if (open === null) return;
+    const marker = this.turnMarker({ turn: open, reason: { kind: 'interrupted' } });
+    marker.setAttribute('data-recovered', '');
+    marker.setAttribute('title', typeof row.recovered === 'string' ? row.recovered : '');
+    const stick = this.nearBottom();
+    this.conversation.append(marker);
+    if (stick) this.scrollToBottom();
+  }
+
+  // Where a turn ends, how it ended (SPEC §5.2's reason kinds; an unknown kind is shown as written).
+  turnMarker(data) {
+    const reason = data.reason && typeof data.reason === 'object' ? data.reason : {};
+    const kind = typeof reason.kind === 'string' ? reason.kind : 'unknown';
+    const known = ['completed', 'interrupted', 'aborted', 'error'].includes(kind);
+    const turn = Number.isInteger(data.turn) ? data.turn : '?';
+    const label = t(known ? `turn.end.${kind}` : 'turn.end.other', { turn, kind });
+    let detail = '';
+    if (kind === 'aborted' && reason.reason && typeof reason.reason.kind === 'string') detail = reason.reason.kind;
+    if (kind === 'error' && reason.error && typeof reason.error.message === 'string') detail = reason.error.message;
+    return el('div', { class: 'turn-end', 'data-testid': 'turn-end', 'data-kind': kind, role: 'note' },
+      el('span', { class: 'turn-end-label' }, label),
+      detail !== '' ? el('span', { class: 'turn-end-detail', title: detail }, detail) : null);
   }
 
   message(role, body, seq) {
@@ -405,11 +488,10 @@ class App {
     this.relabelStatic();
     this.renderList();
     this.setConnection(document.body.dataset.stream || 'idle');
+    this.board.relabel();
     if (this.view) {
       this.renderConversation();
       this.strip.render(this.view.store.get('todos'));
-    } else {
-      this.conversation.replaceChildren(el('p', { class: 'placeholder' }, t('ui.pick')));
     }
   }
 }

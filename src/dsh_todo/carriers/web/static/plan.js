@@ -106,11 +106,15 @@ export function rowText(call, t) {
   const title = isTodo ? t('todo.rowTitle') : (call.name || 'tool');
   let summary;
   let suffix = null;
+  let count = null;
   const todos = isTodo ? todosOfArgs(call.argsRaw) : null;
   if (todos !== null) {
     const plan = planSummary(todos);
     summary = t('todo.completed', { done: plan.done, total: plan.total });
-    if (plan.activeContent !== null) summary += ROW_SEPARATOR + plan.activeContent;
+    if (plan.activeContent !== null) {
+      count = summary + ROW_SEPARATOR;
+      summary += ROW_SEPARATOR + plan.activeContent;
+    }
     if (plan.activeExtra > 0) suffix = `+${plan.activeExtra}`;
   } else {
     const base = genericBase(call.argsRaw, call.callId);
@@ -118,10 +122,15 @@ export function rowText(call, t) {
   }
   if (state === 'error' || state === 'stopped') {
     const line = call.result ? firstLine(call.result.text) : '';
-    if (line !== '') summary = line;
+    if (line !== '') {
+      summary = line;
+      count = null;
+    }
     suffix = null;
   }
-  return { state, title, summary, suffix };
+  // `count` is the summary's leading `{done}/{total} completed · ` when a task follows it: a narrow row keeps it
+  // whole and gives the ellipsis to the task.
+  return { state, title, summary, suffix, count };
 }
 
 // IN: the arguments pretty-printed (or raw when they are not JSON); OUT: the flattened result text.

@@ -3,7 +3,7 @@
 // item with a glyph per status, several spinning at once when work runs in parallel.
 
 import { chevronIcon, checklistIcon, el, statusGlyph } from './dom.js';
-import { progressLabel } from './plan.js';
+import { STRIP_SEPARATOR, progressLabel } from './plan.js';
 
 export class PlanStrip {
   constructor(container, t) {
@@ -54,7 +54,15 @@ export class PlanStrip {
     const todos = this.todos;
     this.section.setAttribute('aria-label', t('todo.title'));
     this.title.textContent = t('todo.title');
-    this.progress.textContent = progressLabel(todos, t);
+    // Each count is one unbreakable segment: a narrow strip wraps between them, never inside one, and never
+    // clips one ("1 in progres…" hid what was pending). The text reads as SPEC §9.1's label.
+    // The dot stays with the count before it, so a wrapped line starts with a count.
+    const segments = progressLabel(todos, t).split(STRIP_SEPARATOR);
+    const [before, dot, after] = [...STRIP_SEPARATOR]; // en space, middle dot, en space
+    this.progress.replaceChildren(...segments.flatMap((segment, index) => [
+      index > 0 ? after : null,
+      el('span', { class: 'todo-seg' }, index < segments.length - 1 ? segment + before + dot : segment),
+    ]).filter((part) => part !== null));
     this.button.setAttribute('aria-expanded', String(this.expanded));
     this.chevronSlot.replaceChildren(chevronIcon(!this.expanded));
     if (!this.expanded) {

@@ -47,7 +47,11 @@ export class ToolRow {
     icon,
     el('span', { class: 'tool-title', 'data-testid': 'tool-title' }, view.title),
     el('span', { class: 'tool-sep', 'aria-hidden': 'true' }, '·'),
-    el('span', { class: 'tool-summary', 'data-testid': 'tool-summary', title: view.summary }, view.summary),
+    el('span', { class: 'tool-summary', 'data-testid': 'tool-summary', title: view.summary },
+      view.count !== null && view.summary.length > view.count.length
+        ? [el('span', { class: 'tool-count' }, view.count),
+          el('span', { class: 'tool-rest' }, view.summary.slice(view.count.length))]
+        : view.summary),
     view.suffix !== null ? el('span', { class: 'tool-suffix', 'data-testid': 'tool-suffix' }, view.suffix) : null,
     Object.hasOwn(STATUS_KEY, view.state) ? el('span', { class: 'visually-hidden' }, t(STATUS_KEY[view.state])) : null);
     const parts = [head];

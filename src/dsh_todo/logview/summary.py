@@ -1,0 +1,109 @@
+"""What a listing row says about a session beyond its plan: its title, when it was last written, how its last turn
+ended.
+
+The reader's plan pass (:func:`~dsh_todo.logview.reader.list_sessions`) keeps only what the plan and the verdict need,
+so these come from a second look through the same pass (the backend's exact scan, keeping no events): a
+:class:`SummaryFold` sees every event in order and keeps three values, never the events. A session's listing row
+asks for it only when the reader did not refuse the log; a log that fails here (it changed into something the
+reader now refuses) simply has no summary, and the listing's own verdict stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from dsh_todo.harness.persistence.errors import SessionLogError
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+
+if TYPE_CHECKING:
+    from dsh_todo.logview.reader import Backend
+
+TITLE_CHARS: Final = 200
+"""A title is cut to this many characters (the page ellipsizes it further to its width)."""
+
+
+class Summary(NamedTuple):
+    """``title``: the first user message's text, whitespace collapsed and trimmed (``None``: no user message yet);
+    ``last_time``: the ``time`` of the last event (``None``: no event); ``turn_end``: the ``reason.kind`` of the last
+    ``turn/end`` (``None``: none yet); ``turn_open``: a ``turn/start`` came after it (the turn is running, or its
+    writer is gone and recovery would close it as interrupted)."""
+
+    title: str | None
+    last_time: int | None
+    turn_end: str | None
+    turn_open: bool
+
+
+def message_text(data: Any) -> str:
+    """The text blocks of a ``user/message``'s ``content``, joined (how the page shows a user message)."""
+    content = data.get("content") if isinstance(data, Mapping) else None
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(block["text"] for block in content
+                   if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str))
+
+
+def title_of(text: str) -> str | None:
+    """``text`` on one line, trimmed and bounded; ``None`` when nothing is left."""
+    title = " ".join(text.split())
+    if not title:
+        return None
+    return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS - 1] + "…"
+
+
+class SummaryFold:
+    """Folds runs of events into a :class:`Summary` (an observer for the backend's scan)."""
+
+    def __init__(self) -> None:
+        self.title: str | None = None
+        self.last_time: int | None = None
+        self.turn_end: str | None = None
+        self.turn_open = False
+
+    def see(self, events: Sequence[Mapping[str, Any]], _types: Sequence[Any] | None = None) -> None:
+        for event in events:
+            kind = event.get("type")
+            if kind == "user/message":
+                if self.title is None:
+                    self.title = title_of(message_text(event.get("data")))
+            elif kind == "turn/start":
+                self.turn_open = True
+            elif kind == "turn/end":
+                self.turn_open = False
+                data = event.get("data")
+                reason = data.get("reason") if isinstance(data, Mapping) else None
+                end = reason.get("kind") if isinstance(reason, Mapping) else None
+                self.turn_end = end if isinstance(end, str) else "unknown"
+        if events:
+            time = events[-1].get("time")
+            if type(time) is int:
+                self.last_time = time
+
+    def summary(self) -> Summary:
+        return Summary(self.title, self.last_time, self.turn_end, self.turn_open)
+
+
+def summarize(backend: Backend, session_id: str, path: Path | None) -> Summary | None:
+    """The summary of one stored session a listing found (once) under ``backend``, read through it (``None`` when
+    the log cannot be read now)."""
+    fold = SummaryFold()
+    try:
+        if isinstance(backend, JsonlBackend):
+            if path is None:
+                return None
+            # Only a session the listing found once under the root is summarized (a refused row never is), so
+            # the scan need not look for its id in every project directory again.
+            backend.scan(path, keep=False, observe=fold.see, unique=True)
+        else:
+            fold.see(list(backend.read(session_id).events))
+    except (SessionLogError, OSError):
+        return None
+    except Exception:  # a database going away: the row goes without its summary, the listing's verdict stands
+        if isinstance(backend, JsonlBackend):
+            raise
+        return None
+    return fold.summary()
