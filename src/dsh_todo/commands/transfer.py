@@ -35,6 +35,9 @@ def _transfer(args: argparse.Namespace) -> int:
     url = args.database or default_database()
     if not url:
         raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    from dsh_todo.extras import require
+
+    require("postgres")
     root = Path(args.root)
     if direction == "import" and not root.exists():  # an empty import of a typo would look like success
         raise CommandError(f"{root} does not exist")
