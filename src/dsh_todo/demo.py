@@ -19,6 +19,7 @@ import time
 from dsh_todo.carriers.terminal import PlanPrinter
 from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
@@ -96,7 +97,10 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
         if web:
             from dsh_todo.carriers.web import serve_in_background
 
-            url, stop_web = serve_in_background(ctx, port=port)
+            try:
+                url, stop_web = serve_in_background(ctx, port=port)
+            except OSError as exc:
+                raise ListenError("127.0.0.1", port, exc) from None
             printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
             pause = pace
         asyncio.run(play(ctx, session, pause=pause))
