@@ -42,7 +42,7 @@ def command_verdict(capsys: pytest.CaptureFixture[str], command: str, log: Path)
 
 
 def sessions_verdict(capsys: pytest.CaptureFixture[str], root: Path, session_id: str) -> Verdict:
-    code, out, err = cli(capsys, "sessions", str(root))
+    code, out, err = cli(capsys, "sessions", "--root", str(root))
     assert (code, err) == (0, "")
     rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
     said = rows[session_id][2]
