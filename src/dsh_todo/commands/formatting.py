@@ -9,11 +9,12 @@ indented lines (examples, a script's JSON) as written, and breaks only at spaces
 from __future__ import annotations
 
 import argparse
-import textwrap
 from collections.abc import Iterable
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    import textwrap  # only when help is shown (argparse imports it as late)
+
     return textwrap.wrap(" ".join(text.split()), max(width, 20), initial_indent=indent, subsequent_indent=indent,
                          break_on_hyphens=False, break_long_words=False)
 
