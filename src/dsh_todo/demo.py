@@ -15,6 +15,7 @@ import os
 import shlex
 import sys
 import time
+from urllib.parse import quote
 
 from dsh_todo.carriers.terminal import PlanPrinter
 from dsh_todo.harness import Agent, Context
@@ -72,14 +73,47 @@ async def play(ctx: Context, session: Session, *, pause: float = 0.0) -> None:
         await loop.run_turn(agent, prompt)
 
 
-def look_again(storage: Storage, session_id: str) -> list[str]:
-    """The commands that show what the demo wrote, exactly as a person would type them."""
+def invocation() -> str:
+    """How a person runs ``dsh-todo`` from here, so the lines the demo prints can be pasted as they are.
+
+    Under ``uv run`` (which sets ``UV_RUN_RECURSION_DEPTH``) the script lives only in the project's environment:
+    ``uv run dsh-todo`` inside the project, ``uv run --project DIR dsh-todo`` from anywhere else. Otherwise the
+    ``dsh-todo`` on ``PATH``, or, when there is none, this interpreter with ``-m dsh_todo.cli``.
+    """
+    import shutil
+    from pathlib import Path
+
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        venv = os.environ.get("VIRTUAL_ENV")
+        project = Path(venv).parent if venv else None
+        if project is None or not (project / "pyproject.toml").is_file():
+            return "uv run dsh-todo"
+        here = Path.cwd().resolve()
+        if here == project.resolve() or project.resolve() in here.parents:
+            return "uv run dsh-todo"
+        return f"uv run --project {shlex.quote(str(project))} dsh-todo"
+    if shutil.which("dsh-todo"):
+        return "dsh-todo"
+    return f"{shlex.quote(sys.executable)} -m dsh_todo.cli"
+
+
+def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> list[str]:
+    """What to run to see what the demo wrote, each command alone on its line (``command`` is how ``dsh-todo`` is
+    run here: :func:`invocation`). The standing plan is empty by then (the second turn's start cleared it), so the
+    plan shown is the one the first turn ended with."""
     if storage.database is not None:
         where = f"--database {shlex.quote(storage.database)}"
     else:
         where = f"--root {shlex.quote(str(storage.root))}"
-    return [f"dsh-todo plan {where} {shlex.quote(session_id)}",
-            f"dsh-todo web {where}   (then open /?session={session_id})"]
+    session = shlex.quote(session_id)
+    return [
+        "the plan turn 1 ended with (the second turn's start cleared the standing plan):",
+        f"  {command} plan {where} {session} --turn 1",
+        "every event of the session, one JSON object per line:",
+        f"  {command} events {where} {session}",
+        f"the page (then open http://127.0.0.1:8766/?session={quote(session_id, safe='')}):",
+        f"  {command} web {where}",
+    ]
 
 
 def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:
@@ -119,6 +153,6 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
     printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
     printer.say(f"session log (DSH format): {where}")
     printer.say("look at it again:")
-    for command in look_again(storage, session_id):
-        printer.say(f"  {command}")
+    for line in look_again(storage, session_id, invocation()):
+        printer.say(f"  {line}")
     return 0
