@@ -10,7 +10,6 @@ root, ``--root`` or ``--database``), and the demo's last lines are the exact com
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shlex
 import sys
@@ -116,6 +115,28 @@ def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> 
     ]
 
 
+def serve_until_stopped(printer: PlanPrinter) -> None:
+    """Keep the page up after the demo until Ctrl-C, SIGTERM or SIGHUP, whatever stdin is: whoever opens the
+    printed URL after the turns ended (from an IDE's run button, a script, ``nohup``) still finds the page."""
+    import signal
+    import threading
+
+    done = threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        done.set()
+
+    wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, on_signal) for sig in wanted}
+    try:
+        printer.say("done; the page stays up until you press Ctrl-C (or the process gets SIGTERM)")
+        while not done.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:
     """Play the task into ``storage``; with ``web``, serve the live page on ``port`` and pause ``pace`` seconds
     per model reply so a person can follow it."""
@@ -141,18 +162,15 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()
         where = ctx.session_persistence.locate(session_id)
-        if stop_web is not None and sys.stdin.isatty():
-            printer.say("done; the page stays up until you press Ctrl-C")
-            with contextlib.suppress(KeyboardInterrupt):
-                while True:
-                    time.sleep(3600)
+        printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
+        printer.say(f"session log (DSH format): {where}")
+        printer.say("look at it again:")
+        for line in look_again(storage, session_id, invocation()):
+            printer.say(f"  {line}")
+        if stop_web is not None:
+            serve_until_stopped(printer)
     finally:
         if stop_web is not None:
             stop_web()
         ctx.dispose()
-    printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
-    printer.say(f"session log (DSH format): {where}")
-    printer.say("look at it again:")
-    for line in look_again(storage, session_id, invocation()):
-        printer.say(f"  {line}")
     return 0
