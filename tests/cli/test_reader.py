@@ -157,8 +157,8 @@ def test_both_encodings_in_one_session_directory_stay_refused(
 def test_the_flat_layout_stays_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flat = flat_layout(tmp_path)
     copy_fixture("a-one-turn/zstd", tmp_path)
-    reason = (f'session artifact "{flat}" uses the unsupported flat-file layout; use a separate root or move it into '
-              "a project/session directory before loading")
+    target = flat.parent / B_ID / "session.jsonl"
+    reason = f'"{flat}" is a session log in the retired flat layout; move it to "{target}" to read it'
     assert run(capsys, "plan", "--root", str(tmp_path), B_ID) == (2, "", f"dsh-todo plan: {reason}\n")
     code, out, _ = run(capsys, "sessions", "--root", str(tmp_path))
     assert code == 0

@@ -114,7 +114,7 @@ def test_every_crafted_damage_gets_one_verdict(name: str, web: Web, capsys: pyte
 def test_the_flat_layout_gets_one_verdict(web: Web, capsys: pytest.CaptureFixture[str]) -> None:
     log = flat_layout(web.root)
     ((state, reason),) = all_verdicts(capsys, web, log, decode_segment(log.name.removesuffix(".jsonl")))
-    assert state == "refused" and "flat-file layout" in reason
+    assert state == "refused" and "in the retired flat layout" in reason
 
 
 def test_raw_and_zstd_logs_under_one_root_are_both_ok(web: Web, capsys: pytest.CaptureFixture[str]) -> None:
