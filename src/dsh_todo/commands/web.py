@@ -21,10 +21,11 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
 
     storage = storage_of(args)
+    port = check_port(args.port)
     if storage.root is not None and not storage.root.exists():  # a typo would look like a root without sessions
         print(f"dsh-todo web: the session root {storage.root} does not exist yet; its sessions will show once "
               "something writes there", file=sys.stderr, flush=True)
-    return run_web(storage, host=args.host, port=check_port(args.port), token=args.token)
+    return run_web(storage, host=args.host, port=port, token=args.token)
 
 
 COMMAND = Command(
