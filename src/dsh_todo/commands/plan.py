@@ -6,12 +6,14 @@ import argparse
 from typing import Any
 
 from dsh_todo.commands.command import Command
+from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_storage_options
 from dsh_todo.harness.errors import CommandError
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    parser.add_argument("session", metavar="SESSION", nargs="?", help=SESSION_HELP)
+    add_latest_options(parser)
     parser.add_argument("--json", action="store_true", help="print the projection value (null when none)")
     parser.add_argument("--turn", type=int, metavar="N",
                         help="the plan as it stood when turn N ended (a later turn's start clears the standing one)")
@@ -24,6 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.jsonutil import dumps
     from dsh_todo.logview import read_plan, read_session
 
+    args.session = chosen_session(args)
     if args.turn is None:
         plan = view_of(args, read_plan).plan
     else:
