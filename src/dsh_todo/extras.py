@@ -15,6 +15,7 @@ from typing import Final
 from dsh_todo.harness.errors import MissingExtraError
 
 EXTRAS: Final = {
+    "openai": ("a model endpoint", ("openai",)),
     "mcp": ("the MCP server", ("mcp", "mcp_types")),
     "acp": ("the ACP agent", ("acp",)),
     "postgres": ("PostgreSQL storage", ("psycopg",)),

@@ -7,6 +7,7 @@ rest of the suite).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,9 @@ raise SystemExit(main(sys.argv[2:]))
 
 
 def blocked_run(modules: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DEEPSEEK_API_KEY": "sk-test"}  # a key, so that run --model gets as far as the SDK
     return subprocess.run([sys.executable, "-c", BLOCKED_CLI, modules, *argv], capture_output=True, text=True,
-                          timeout=60, cwd=cwd, stdin=subprocess.DEVNULL)
+                          timeout=60, cwd=cwd, stdin=subprocess.DEVNULL, env=env)
 
 
 @pytest.mark.parametrize(("modules", "argv", "line"), [
@@ -46,7 +48,9 @@ def blocked_run(modules: str, *argv: str, cwd: Path) -> subprocess.CompletedProc
      "dsh-todo run: PostgreSQL storage needs the `postgres` extra: pip install 'dsh-todo[postgres]'"),
     ("psycopg", ["import", ".", "--database", "postgresql://127.0.0.1:1/x"],
      "dsh-todo import: PostgreSQL storage needs the `postgres` extra: pip install 'dsh-todo[postgres]'"),
-], ids=["mcp", "mcp-http", "acp", "plan-database", "run-database", "import"])
+    ("openai", ["run", "hi", "--model", "m"],
+     "dsh-todo run: a model endpoint needs the `openai` extra: pip install 'dsh-todo[openai]'"),
+], ids=["mcp", "mcp-http", "acp", "plan-database", "run-database", "import", "run-model"])
 def test_a_command_without_its_extra_names_the_install(modules: str, argv: list[str], line: str,
                                                        tmp_path: Path) -> None:
     """Repro: ``dsh-todo mcp`` in an environment without the ``mcp`` extra printed ``dsh-todo: error: No module
@@ -92,3 +96,15 @@ def test_an_adapter_without_its_extra_names_the_install(modules: str, adapter: s
     done = subprocess.run([sys.executable, "-c", BLOCKED_IMPORT, modules, adapter], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.splitlines() == [f"MissingExtraError|True|{text}"], done.stderr
+
+
+def test_every_extra_of_the_package_is_known() -> None:
+    """Each extra ``pyproject.toml`` declares has its words and modules in :data:`dsh_todo.extras.EXTRAS`."""
+    import tomllib
+
+    from dsh_todo.extras import EXTRAS, missing
+    from tests.conftest import REPO_ROOT
+
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert sorted(EXTRAS) == sorted(declared["optional-dependencies"])
+    assert str(missing("mcp")) == "the MCP server needs the `mcp` extra: pip install 'dsh-todo[mcp]'"
