@@ -147,17 +147,19 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
     stop_web = None
     try:
         pause = 0.0
-        # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
-        session = ctx.sessions.create(session_id, cwd=os.getcwd())
-        if web:
+        url = None
+        if web:  # listening first: a port in use leaves nothing behind
             from dsh_todo.carriers.web import serve_in_background
 
             try:
                 url, stop_web = serve_in_background(ctx, port=port)
             except OSError as exc:
                 raise ListenError("127.0.0.1", port, exc) from None
-            printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
             pause = pace
+        # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
+        session = ctx.sessions.create(session_id, cwd=os.getcwd())
+        if url is not None:
+            printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()

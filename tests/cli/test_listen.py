@@ -32,3 +32,4 @@ def test_a_port_in_use_is_one_line_and_exit_2(command: list[str], busy_port: int
     assert lines[-1] == f"dsh-todo {command[0]}: cannot listen on 127.0.0.1:{busy_port}: address already in use"
     assert [line for line in lines if "listen" in line] == lines[-1:], done.stderr
     assert done.returncode == 2
+    assert not (tmp_path / "root").exists() or not any((tmp_path / "root").iterdir())  # nothing left behind
