@@ -39,8 +39,8 @@ def write_sessions(root: Path, sessions: list[tuple[str, str, str]]) -> dict[str
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = tmp_path / "root"
-    write_sessions(root, [("old-a", "/work/a", "first"), ("b", "/work/b", "in b"), ("new-a", "/work/a", "latest a"),
-                          ("c", "/work/c", "newest")])
+    write_sessions(root, [("old-a", "/srv/a", "first"), ("b", "/srv/b", "in b"), ("new-a", "/srv/a", "latest a"),
+                          ("c", "/srv/c", "newest")])
     return root
 
 
@@ -60,7 +60,7 @@ def test_plan_latest_reads_the_most_recently_written_session(root: Path, capsys:
 
 
 def test_project_narrows_it_to_one_working_directory(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "plan", "--latest", "--project", "/work/a", "--root", str(root), "--json")
+    code, out, _ = run(capsys, "plan", "--latest", "--project", "/srv/a", "--root", str(root), "--json")
     assert (code, out) == (0, '[{"content":"latest a","status":"in_progress"}]\n')
 
 
@@ -71,8 +71,8 @@ def test_no_session_is_one_line(tmp_path: Path, root: Path, capsys: pytest.Captu
             2, "", f"dsh-todo {command}: no sessions under {tmp_path / 'empty'}\n")
         assert run(capsys, command, "--latest", "--root", str(tmp_path / "absent")) == (
             2, "", f"dsh-todo {command}: no sessions under {tmp_path / 'absent'} (it does not exist)\n")
-        assert run(capsys, command, "--latest", "--project", "/work/z", "--root", str(root)) == (
-            2, "", f"dsh-todo {command}: no sessions of the project /work/z under {root}\n")
+        assert run(capsys, command, "--latest", "--project", "/srv/z", "--root", str(root)) == (
+            2, "", f"dsh-todo {command}: no sessions of the project /srv/z under {root}\n")
 
 
 def test_latest_and_a_session_do_not_mix(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,13 +81,13 @@ def test_latest_and_a_session_do_not_mix(root: Path, capsys: pytest.CaptureFixtu
             2, "", f"dsh-todo {command}: give a SESSION or --latest, not both\n")
         assert run(capsys, command, "--root", str(root)) == (
             2, "", f"dsh-todo {command}: give a SESSION, or --latest for the most recently written one\n")
-        assert run(capsys, command, "c", "--project", "/work/a", "--root", str(root)) == (
+        assert run(capsys, command, "c", "--project", "/srv/a", "--root", str(root)) == (
             2, "", f"dsh-todo {command}: --project goes with --latest\n")
 
 
 def test_watch_latest_follows_the_most_recently_written_session(root: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "watch", "--latest", "--project", "/work/b", "--root", str(root), "--seconds",
+    code, out, err = run(capsys, "watch", "--latest", "--project", "/srv/b", "--root", str(root), "--seconds",
                          "0.3", "--interval", "0.05")
     assert (code, out) == (0, "plan: 1 in progress | now: in b\n")
     assert err == f"dsh-todo watch: the latest session is b ({next(root.glob('*/b/session.jsonl*'))})\n"
