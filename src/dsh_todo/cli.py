@@ -27,12 +27,13 @@ write."""
 
 EPILOG = """\
 Examples:
-  dsh-todo demo                              play a scripted task offline and show its plan
+  dsh-todo demo                 play a scripted task offline and show its plan
   dsh-todo run --script replies.json "plan the release"
-  dsh-todo sessions                          list the sessions and their plans
-  dsh-todo watch SESSION                     follow a plan while another process writes it
+  dsh-todo sessions             list the sessions and their plans
+  dsh-todo watch --latest       follow the newest session's plan live
 
 Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
+
 Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -43,20 +44,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     command and the chosen command's own help is the very same. The full parser is for ``dsh-todo --help``.
     """
     from dsh_todo.commands import COMMANDS, command
+    from dsh_todo.commands.formatting import Manual
 
-    parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG, formatter_class=Manual)
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for name in COMMANDS:
         if only is not None and name != only:
             sub.add_parser(name)
             continue
         spec = command(name)
         cmd = sub.add_parser(spec.name, help=spec.summary, description=spec.description,
-                             epilog=f"Example:\n  {spec.example}",
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
+                             epilog=f"Example:\n  {spec.example}", formatter_class=Manual)
         spec.arguments(cmd)
         cmd.set_defaults(spec=spec)
     return parser
@@ -73,6 +73,23 @@ def chosen_command(argv: Sequence[str]) -> str | None:
             continue
         return word if word in COMMANDS else None
     return None
+
+
+def _suggest(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """A first word that is no command but close to one is answered ``did you mean 'plan'?`` (exit 2), not with
+    argparse's list of every choice; anything else is left to argparse."""
+    from dsh_todo.commands import COMMANDS
+    from dsh_todo.commands.formatting import nearest
+
+    for word in argv:
+        if len(word) > 2 and "--debug".startswith(word):
+            continue
+        if word.startswith("-") or word in COMMANDS:
+            return
+        meant = nearest(word, COMMANDS)
+        if meant is not None:
+            parser.error(f"unknown command '{word}': did you mean '{meant}'?")
+        return
 
 
 def _restore_sigpipe(command: Command) -> None:
@@ -109,7 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback through instead, for the person who asked for it.
     """
     words = sys.argv[1:] if argv is None else argv
-    args = build_parser(chosen_command(words)).parse_args(words)
+    chosen = chosen_command(words)
+    parser = build_parser(chosen)
+    if chosen is None:
+        _suggest(parser, words)
+    args = parser.parse_args(words)
     _restore_sigpipe(args.spec)
     debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     try:

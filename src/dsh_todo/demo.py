@@ -10,15 +10,16 @@ root, ``--root`` or ``--database``), and the demo's last lines are the exact com
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shlex
 import sys
 import time
+from urllib.parse import quote
 
 from dsh_todo.carriers.terminal import PlanPrinter
 from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
@@ -71,14 +72,69 @@ async def play(ctx: Context, session: Session, *, pause: float = 0.0) -> None:
         await loop.run_turn(agent, prompt)
 
 
-def look_again(storage: Storage, session_id: str) -> list[str]:
-    """The commands that show what the demo wrote, exactly as a person would type them."""
+def invocation() -> str:
+    """How a person runs ``dsh-todo`` from here, so the lines the demo prints can be pasted as they are.
+
+    Under ``uv run`` (which sets ``UV_RUN_RECURSION_DEPTH``) the script lives only in the project's environment:
+    ``uv run dsh-todo`` inside the project, ``uv run --project DIR dsh-todo`` from anywhere else. Otherwise the
+    ``dsh-todo`` on ``PATH``, or, when there is none, this interpreter with ``-m dsh_todo.cli``.
+    """
+    import shutil
+    from pathlib import Path
+
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        venv = os.environ.get("VIRTUAL_ENV")
+        project = Path(venv).parent if venv else None
+        if project is None or not (project / "pyproject.toml").is_file():
+            return "uv run dsh-todo"
+        here = Path.cwd().resolve()
+        if here == project.resolve() or project.resolve() in here.parents:
+            return "uv run dsh-todo"
+        return f"uv run --project {shlex.quote(str(project))} dsh-todo"
+    if shutil.which("dsh-todo"):
+        return "dsh-todo"
+    return f"{shlex.quote(sys.executable)} -m dsh_todo.cli"
+
+
+def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> list[str]:
+    """What to run to see what the demo wrote, each command alone on its line (``command`` is how ``dsh-todo`` is
+    run here: :func:`invocation`). The standing plan is empty by then (the second turn's start cleared it), so the
+    plan shown is the one the first turn ended with."""
     if storage.database is not None:
         where = f"--database {shlex.quote(storage.database)}"
     else:
         where = f"--root {shlex.quote(str(storage.root))}"
-    return [f"dsh-todo plan {where} {shlex.quote(session_id)}",
-            f"dsh-todo web {where}   (then open /?session={session_id})"]
+    session = shlex.quote(session_id)
+    return [
+        "the plan turn 1 ended with (the second turn's start cleared the standing plan):",
+        f"  {command} plan {where} {session} --turn 1",
+        "every event of the session, one JSON object per line:",
+        f"  {command} events {where} {session}",
+        f"the page (then open http://127.0.0.1:8766/?session={quote(session_id, safe='')}):",
+        f"  {command} web {where}",
+    ]
+
+
+def serve_until_stopped(printer: PlanPrinter) -> None:
+    """Keep the page up after the demo until Ctrl-C, SIGTERM or SIGHUP, whatever stdin is: whoever opens the
+    printed URL after the turns ended (from an IDE's run button, a script, ``nohup``) still finds the page."""
+    import signal
+    import threading
+
+    done = threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        done.set()
+
+    wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, on_signal) for sig in wanted}
+    try:
+        printer.say("done; the page stays up until you press Ctrl-C (or the process gets SIGTERM)")
+        while not done.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:
@@ -91,30 +147,32 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
     stop_web = None
     try:
         pause = 0.0
-        # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
-        session = ctx.sessions.create(session_id, cwd=os.getcwd())
-        if web:
+        url = None
+        if web:  # listening first: a port in use leaves nothing behind
             from dsh_todo.carriers.web import serve_in_background
 
-            url, stop_web = serve_in_background(ctx, port=port)
-            printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
+            try:
+                url, stop_web = serve_in_background(ctx, port=port)
+            except OSError as exc:
+                raise ListenError("127.0.0.1", port, exc) from None
             pause = pace
+        # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
+        session = ctx.sessions.create(session_id, cwd=os.getcwd())
+        if url is not None:
+            printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
         asyncio.run(play(ctx, session, pause=pause))
         plan = ctx.session_projections.snapshot(session)["values"]["todos"]
         ctx.session_persistence.flush()
         where = ctx.session_persistence.locate(session_id)
-        if stop_web is not None and sys.stdin.isatty():
-            printer.say("done; the page stays up until you press Ctrl-C")
-            with contextlib.suppress(KeyboardInterrupt):
-                while True:
-                    time.sleep(3600)
+        printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
+        printer.say(f"session log (DSH format): {where}")
+        printer.say("look at it again:")
+        for line in look_again(storage, session_id, invocation()):
+            printer.say(f"  {line}")
+        if stop_web is not None:
+            serve_until_stopped(printer)
     finally:
         if stop_web is not None:
             stop_web()
         ctx.dispose()
-    printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
-    printer.say(f"session log (DSH format): {where}")
-    printer.say("look at it again:")
-    for command in look_again(storage, session_id):
-        printer.say(f"  {command}")
     return 0

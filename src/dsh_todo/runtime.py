@@ -54,6 +54,9 @@ class Storage(NamedTuple):
         if database is not None:
             if compression is not None:
                 raise StorageError("--compression is for JSONL roots; a database stores events as text")
+            from dsh_todo.extras import require
+
+            require("postgres")  # named here, once, rather than as a reader's refusal or a boot error
             return cls(database=database, schema=schema)
         where = Path(root) if root is not None else default_root()
         if where.exists() and not where.is_dir():  # refused here, in one line, not deep inside the boot

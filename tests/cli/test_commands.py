@@ -122,7 +122,7 @@ def test_run_without_key_or_script_is_a_clear_error(tmp_path: Path, capsys: pyte
 
 def test_sessions_lists_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copytree(FIXTURES / "a-one-turn" / "zstd" / "store", tmp_path / "store")
-    assert main(["sessions", str(tmp_path / "store")]) == 0
+    assert main(["sessions", "--root", str(tmp_path / "store")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("3f6c2a1e-8b4d-4c7a-9e15-0a2b3c4d5e6f\t2 in progress · 1 pending\t")
 

@@ -168,7 +168,7 @@ def test_a_fifo_where_a_log_belongs_is_refused_not_waited_on(tmp_path: Path, nam
         ctx.dispose()
     (root / "--p--" / "s1").mkdir(parents=True)
     os.mkfifo(root / "--p--" / "s1" / name)
-    assert main(["sessions", str(root)]) == 0
+    assert main(["sessions", "--root", str(root)]) == 0
     out, err = capsys.readouterr()
     assert f"refused: {root / '--p--' / 's1' / name} is not a regular file" in out, out
     assert "good" in out and err.count("\n") <= 1, err

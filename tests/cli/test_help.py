@@ -27,7 +27,7 @@ def test_every_command_help_has_a_description_its_options_and_an_example(
     text = capsys.readouterr().out
     assert "Example:\n  dsh-todo " + command in text
     parser = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
-    assert parser.description and parser.description.split(".")[0] in text
+    assert parser.description and " ".join(parser.description.split(".")[0].split()) in " ".join(text.split())
     for action in parser._actions:
         for option in action.option_strings:
             assert option in text
@@ -73,7 +73,8 @@ def test_the_top_level_help_lists_every_command_with_its_summary(capsys: pytest.
     text = capsys.readouterr().out
     for spec in all_commands():
         assert re.search(rf"^    {re.escape(spec.name)} +{re.escape(spec.summary.split()[0])}", text, re.M)
-    assert "{" + ",".join(COMMANDS_IN_ORDER) + "}" in text
+    listed = re.findall(r"^    (\S+) ", text, re.M)
+    assert listed == list(COMMANDS_IN_ORDER)
 
 
 @pytest.mark.parametrize("argv", [["nope"], ["--bogus", "plan", "x"], [], ["-h", "plan"], ["--", "plan"]])
@@ -89,3 +90,68 @@ def test_an_error_after_a_chosen_command_names_every_command(capsys: pytest.Capt
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--bogus", "plan"])
     assert lazy == capsys.readouterr().err
+
+
+def _help_at(width: int, *argv: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": str(width)}
+    done = subprocess.run([sys.executable, "-m", "dsh_todo.cli", *argv, "--help"], capture_output=True, text=True,
+                          timeout=60, env=env, check=True)
+    return done.stdout
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_help_wraps_to_the_terminal_and_never_splits_a_path(width: int) -> None:
+    """Repro: ``COLUMNS=80 dsh-todo run --help`` printed the description as lines of 120 characters and more (the
+    terminal wrapped them mid-word), and split the default root across two lines: "(default $DSH_TODO_ROOT or
+    ./.dsh-" / "todo/sessions)"; the top-level help's examples ran to 96 columns."""
+    for argv in [[], *([name] for name in COMMANDS)]:
+        text = _help_at(width, *argv)
+        for line in text.splitlines():
+            assert len(line) <= width, (argv, line)
+            assert not re.search(r"\w-$", line), (argv, line)  # a word or path broken at its hyphen
+        if "dsh-todo/sessions" in " ".join(text.split()):
+            assert "./.dsh-todo/sessions" in text, argv
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_positional_says_what_it_is(command: str) -> None:
+    """Repro: ``dsh-todo run --help`` listed ``prompt`` under "positional arguments" with no word about it."""
+    parser = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    for action in parser._actions:
+        if not action.option_strings:
+            assert action.help and action.help.strip(), (command, action.dest)
+
+
+def test_sessions_takes_its_root_one_way(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``dsh-todo sessions --help`` offered ``[ROOT]`` and ``--root DIR`` for the same thing (and refused
+    both at once unless equal). It takes ``--root DIR`` like every other command; a root given as a word is
+    refused in one line that shows the way."""
+    text = _help_at(80, "sessions")
+    assert "--root DIR" in text and "ROOT]" not in text and "positional arguments" not in text
+    assert main(["sessions", "./sessions"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "dsh-todo sessions: give the root as an option: dsh-todo sessions --root ./sessions"]
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("pln", "plan"), ("sesions", "sessions"), ("wacth", "watch"),
+                                              ("evnts", "events"), ("dem", "demo")])
+def test_a_mistyped_command_suggests_the_nearest(typed: str, meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Repro: ``dsh-todo pln`` printed "argument command: invalid choice: 'pln' (choose from 'schema', 'demo', …)"
+    and left the person to spot the typo."""
+    with pytest.raises(SystemExit) as done:
+        main([typed, "x"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: dsh-todo ")
+    assert err.splitlines()[-1] == f"dsh-todo: error: unknown command '{typed}': did you mean '{meant}'?"
+
+
+def test_a_word_near_no_command_lists_them(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["xyzzy"])
+    assert done.value.code == 2
+    assert "invalid choice: 'xyzzy' (choose from " in capsys.readouterr().err

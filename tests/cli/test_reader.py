@@ -51,7 +51,7 @@ def test_broken_json_after_a_good_envelope_is_refused_by_every_command(
     assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
     assert run(capsys, "plan", "--json", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
     assert run(capsys, "events", str(log)) == (2, "", f"dsh-todo events: {reason}\n")
-    code, out, err = run(capsys, "sessions", str(tmp_path))
+    code, out, err = run(capsys, "sessions", "--root", str(tmp_path))
     assert (code, err) == (0, "")
     assert rows(out) == {B_ID: ["-", str(log), f"refused: {reason}"]}
 
@@ -74,7 +74,7 @@ def test_one_damaged_session_never_hides_the_others(tmp_path: Path, capsys: pyte
     """Repro: a root with a healthy session and a copy of it in another session directory. ``dsh-todo sessions
     ROOT`` failed as a whole (``dsh-todo sessions: corrupt session log …``) and listed nothing."""
     copy = copied_elsewhere(tmp_path)
-    code, out, err = run(capsys, "sessions", str(tmp_path))
+    code, out, err = run(capsys, "sessions", "--root", str(tmp_path))
     assert (code, err) == (0, "")
     table = rows(out)
     assert set(table) == {A_ID, "a-copy"}
@@ -97,7 +97,7 @@ def test_a_malformed_standing_todo_write_is_reported_not_raised(
     reason = f"the standing plan cannot be shown: the todo/write at seq 165 is malformed ({why})"
     assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
     assert run(capsys, "events", str(log)) == (2, "", f"dsh-todo events: {reason}\n")
-    code, out, _ = run(capsys, "sessions", str(tmp_path))
+    code, out, _ = run(capsys, "sessions", "--root", str(tmp_path))
     assert code == 0
     assert rows(out) == {B_ID: ["-", str(log), f"refused: {reason}"]}
 
@@ -128,7 +128,7 @@ def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path, capsys: pytest.Cap
     ``… uses .jsonl, but this backend is configured for compression "zstd"; … select the matching compression
     mode``. Each log's encoding is now detected from its file."""
     raw, zstd = mixed_encodings(tmp_path)
-    code, out, err = run(capsys, "sessions", str(tmp_path))
+    code, out, err = run(capsys, "sessions", "--root", str(tmp_path))
     assert (code, err) == (0, "")
     assert rows(out) == {A_ID: ["2 in progress · 1 pending", str(raw), "ok"],
                          B_ID: ["empty plan", str(zstd), "ok"]}
@@ -147,7 +147,7 @@ def test_both_encodings_in_one_session_directory_stay_refused(
               "stored in one encoding: keep the one you want and move the other away")
     assert run(capsys, "plan", str(raw.parent)) == (2, "", f"dsh-todo plan: {reason}\n")
     assert run(capsys, "plan", "--root", str(tmp_path), B_ID) == (2, "", f"dsh-todo plan: {reason}\n")
-    code, out, _ = run(capsys, "sessions", str(tmp_path))
+    code, out, _ = run(capsys, "sessions", "--root", str(tmp_path))
     assert code == 0
     table = rows(out)
     assert table[B_ID] == ["-", str(raw.parent), f"refused: {reason}"]
@@ -157,10 +157,10 @@ def test_both_encodings_in_one_session_directory_stay_refused(
 def test_the_flat_layout_stays_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flat = flat_layout(tmp_path)
     copy_fixture("a-one-turn/zstd", tmp_path)
-    reason = (f'session artifact "{flat}" uses the unsupported flat-file layout; use a separate root or move it into '
-              "a project/session directory before loading")
+    target = flat.parent / B_ID / "session.jsonl"
+    reason = f'"{flat}" is a session log in the retired flat layout; move it to "{target}" to read it'
     assert run(capsys, "plan", "--root", str(tmp_path), B_ID) == (2, "", f"dsh-todo plan: {reason}\n")
-    code, out, _ = run(capsys, "sessions", str(tmp_path))
+    code, out, _ = run(capsys, "sessions", "--root", str(tmp_path))
     assert code == 0
     table = rows(out)
     assert table[B_ID] == ["-", str(flat), f"refused: {reason}"]
@@ -191,7 +191,7 @@ def test_recovery_is_reported_on_stderr(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, err = run(capsys, "events", str(log))
     assert (code, err) == (0, f"dsh-todo events: {note}\n")
     assert len(out.splitlines()) == 169
-    assert rows(run(capsys, "sessions", str(tmp_path))[1]) == {B_ID: ["empty plan", str(log), note]}
+    assert rows(run(capsys, "sessions", "--root", str(tmp_path))[1]) == {B_ID: ["empty plan", str(log), note]}
     assert log.stat().st_size == size
 
 
@@ -221,7 +221,7 @@ def test_a_checkpoint_never_vouches_for_a_damaged_prefix(tmp_path: Path, capsys:
     log.write_bytes(b"\n".join(lines))
     reason = "corrupt session log: unparsable committed event at line 2"
     assert run(capsys, "plan", str(log)) == (2, "", f"dsh-todo plan: {reason}\n")
-    assert rows(run(capsys, "sessions", str(tmp_path))[1]) == {"cp": ["-", str(log), f"refused: {reason}"]}
+    assert rows(run(capsys, "sessions", "--root", str(tmp_path))[1]) == {"cp": ["-", str(log), f"refused: {reason}"]}
 
 
 def test_an_event_the_fold_cannot_take_refuses_the_plan_even_before_the_standing_write(

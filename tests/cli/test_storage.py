@@ -58,10 +58,10 @@ def test_demo_writes_under_the_default_root_and_prints_how_to_look_again(tmp_pat
     assert proc.returncode == 0, proc.stderr
     [log] = list(root.glob("*/*/session.jsonl.zstd"))
     session_id = log.parent.name
-    last = proc.stdout.rstrip("\n").splitlines()[-3:]
-    assert last == ["look at it again:",
-                    f"  dsh-todo plan --root {root} {session_id}",
-                    f"  dsh-todo web --root {root}   (then open /?session={session_id})"]
+    last = proc.stdout.rstrip("\n").splitlines()[-7:]
+    assert last[0] == "look at it again:"  # the lines themselves: tests/cli/test_demo_lines.py
+    assert last[2].endswith(f" plan --root {root} {session_id} --turn 1")
+    assert last[6].endswith(f" web --root {root}")
     assert not (tmp_path / ".dsh-todo").exists()
 
 
@@ -110,8 +110,8 @@ def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:
     assert plan_of(stored_events(pg_url, session_id)) == PLAN
     demo = cli("demo", cwd=tmp_path, env=clean_env(DSH_TODO_DATABASE_URL=pg_url))
     assert demo.returncode == 0, demo.stderr
-    line = next(line for line in demo.stdout.splitlines() if line.startswith("  dsh-todo plan --database "))
-    demo_id = line.split()[-1]
+    line = next(line for line in demo.stdout.splitlines() if " plan --database " in line)
+    demo_id = line.split()[-3]  # … plan --database URL ID --turn 1
     assert [e["type"] for e in stored_events(pg_url, demo_id)][-1] == "turn/end"
 
 

@@ -111,7 +111,7 @@ def test_an_unreadable_entry_costs_the_other_sessions_nothing(tmp_path: Path, ro
     work = tmp_path / "work"
     work.mkdir()
 
-    code, out, err = dsh("sessions", str(root), cwd=work)
+    code, out, err = dsh("sessions", "--root", str(root), cwd=work)
     assert (code, err) == (0, "")
     table = rows(out)
     not_zstd = breakers["not-zstd"] / "session.jsonl.zstd"

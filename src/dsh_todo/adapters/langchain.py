@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, TurnScope, bind_todo, standing_plan
+from dsh_todo.extras import missing
 from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.tools.registry import ToolResult
 
@@ -38,7 +39,7 @@ try:
     from langchain_core.tools import BaseTool
     from pydantic import Field
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("dsh_todo.adapters.langchain needs langchain-core: pip install 'dsh-todo[langchain]'") from exc
+    raise missing("langchain") from exc
 
 __all__ = ["TodoBinding", "TodoWriteTool", "TurnScope", "bind_todo", "standing_plan", "todo_write_tool"]
 

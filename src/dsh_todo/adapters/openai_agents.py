@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, TurnScope, bind_todo, standing_plan
+from dsh_todo.extras import missing
 
 try:
     from agents import FunctionTool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("dsh_todo.adapters.openai_agents needs the OpenAI Agents SDK: "
-                      "pip install 'dsh-todo[openai-agents]'") from exc
+    raise missing("openai-agents") from exc
 
 __all__ = ["TodoBinding", "TurnScope", "bind_todo", "standing_plan", "todo_write_tool"]
 

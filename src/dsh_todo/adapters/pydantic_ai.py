@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, TurnScope, bind_todo, standing_plan
+from dsh_todo.extras import missing
 
 try:
     from pydantic_ai import RunContext
@@ -29,7 +30,7 @@ try:
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("dsh_todo.adapters.pydantic_ai needs pydantic-ai: pip install 'dsh-todo[pydantic-ai]'") from exc
+    raise missing("pydantic-ai") from exc
 
 __all__ = ["TodoBinding", "TodoCapability", "TodoToolset", "TurnScope", "bind_todo", "standing_plan",
            "todo_write_capability", "todo_write_toolset"]

@@ -9,6 +9,9 @@ from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_
 
 
 def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.extras import require
+
+    require("acp")
     from dsh_todo.carriers.acp.agent import main as serve_acp
 
     return serve_acp(storage=storage_of(args), script=args.script, model=args.model,

@@ -22,6 +22,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from dsh_todo.extras import require
+
+    require("mcp")
     from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,

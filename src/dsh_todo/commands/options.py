@@ -16,8 +16,8 @@ SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id u
 
 SCRIPT_FORMAT = """\
 A script (--script FILE) is a JSON list of model replies, played in order:
-  [{"tool_calls": [{"name": "todo_write",
-     "arguments": "{\\"todos\\": [{\\"content\\": \\"read the code\\", \\"status\\": \\"in_progress\\"}]}"}]},
+  [{"tool_calls": [{"name": "todo_write", "arguments":
+     "{\\"todos\\": [{\\"content\\": \\"read\\", \\"status\\": \\"in_progress\\"}]}"}]},
    {"text": "Plan recorded."}]
 Each reply has "text" and/or "tool_calls"; a call's "arguments" is the raw JSON string a model would send. A turn
 ends at a reply without tool calls, or after 50 model steps (the agent loop's cap)."""

@@ -12,7 +12,7 @@ from dsh_todo.harness.errors import CommandError
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("prompt")
+    parser.add_argument("prompt", metavar="PROMPT", help="what the person asks the agent, as one argument (quote it)")
     parser.add_argument("--session", help="session id; an existing one is resumed")
     add_agent_options(parser)
 

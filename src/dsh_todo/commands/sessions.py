@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from dsh_todo.commands.command import Command
@@ -11,8 +12,9 @@ from dsh_todo.harness.errors import CommandError
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("root_arg", nargs="?", metavar="ROOT",
-                        help="a persistence root (default ./.dsh-todo/sessions or $DSH_TODO_ROOT)")
+    # A root given as a word (as this command once took it) is answered with the way to give it, not argparse's
+    # "unrecognized arguments".
+    parser.add_argument("root_arg", nargs="?", help=argparse.SUPPRESS)
     add_storage_options(parser, writes=False)
 
 
@@ -31,9 +33,8 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.harness.persistence import JsonlBackend
     from dsh_todo.logview import list_sessions
 
-    if args.root_arg and args.root and args.root_arg != args.root:
-        raise CommandError("give the root once: as an argument or as --root")
-    args.root = args.root or args.root_arg
+    if args.root_arg is not None:
+        raise CommandError(f"give the root as an option: dsh-todo sessions --root {shlex.quote(args.root_arg)}")
     reading = backend_of(args)
     backend = reading["backend"]
     try:
@@ -57,4 +58,4 @@ def _run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "sessions", "the sessions under a root, with their standing plans and verdicts",
     "List the sessions under a root (or in a database) with their plans and whether their logs read.",
-    "dsh-todo sessions ./sessions", _arguments, _run, filter=True)
+    "dsh-todo sessions --root ./sessions", _arguments, _run, filter=True)

@@ -35,6 +35,9 @@ def _transfer(args: argparse.Namespace) -> int:
     url = args.database or default_database()
     if not url:
         raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
+    from dsh_todo.extras import require
+
+    require("postgres")
     root = Path(args.root)
     if direction == "import" and not root.exists():  # an empty import of a typo would look like success
         raise CommandError(f"{root} does not exist")
@@ -45,7 +48,7 @@ def _transfer(args: argparse.Namespace) -> int:
     check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
     from dsh_todo.carriers.terminal import safe
     from dsh_todo.harness.persistence.postgres import PgBackend
-    from dsh_todo.harness.persistence.postgres.transfer import Moved, export_root, import_root
+    from dsh_todo.harness.persistence.postgres.transfer import Moved, Skipped, export_root, import_root
 
     backend = PgBackend(url, schema=args.schema)
     backend.open()  # one line for an unreachable database, not one failure per session
@@ -56,14 +59,18 @@ def _transfer(args: argparse.Namespace) -> int:
             results = export_root(backend, args.root, compression=args.compression, session_ids=args.session)
     finally:
         backend.close()
-    failed = 0
+    failed = skipped = 0
     for result in results:
         if isinstance(result, Moved):
             print(safe(result.describe(f"{direction}ed")))
+        elif isinstance(result, Skipped):
+            skipped += 1
+            print(safe(result.describe()))
         else:
             failed += 1
             print(f"dsh-todo {direction}: {safe(result.describe())}", file=sys.stderr)
-    print(f"{len(results) - failed} sessions {direction}ed, {failed} failed", file=sys.stderr)
+    also = f", {skipped} already imported (skipped)" if skipped else ""
+    print(f"{len(results) - failed - skipped} sessions {direction}ed{also}, {failed} failed", file=sys.stderr)
     return 1 if failed else 0
 
 

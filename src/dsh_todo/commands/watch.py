@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.commands.command import Command
+from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_storage_options
 from dsh_todo.harness.errors import CommandError
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    parser.add_argument("session", metavar="SESSION", nargs="?", help=SESSION_HELP)
+    add_latest_options(parser)
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between polls (default 0.2)")
     parser.add_argument("--seconds", type=float, default=0, help="stop after this long (default: until Ctrl-C)")
     add_storage_options(parser, writes=False)
@@ -27,6 +29,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError(f"--interval must be a positive number of seconds, not {args.interval:g}")
     if not args.seconds >= 0:
         raise CommandError(f"--seconds must be zero (until Ctrl-C) or a positive number, not {args.seconds:g}")
+    args.session = chosen_session(args)
     reading = reading_of(args, args.session)
     try:
         return _watch(args, reading)

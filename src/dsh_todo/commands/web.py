@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_storage_options, check_port, storage_of
@@ -19,7 +20,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
 
-    return run_web(storage_of(args), host=args.host, port=check_port(args.port), token=args.token)
+    storage = storage_of(args)
+    port = check_port(args.port)
+    if storage.root is not None and not storage.root.exists():  # a typo would look like a root without sessions
+        print(f"dsh-todo web: the session root {storage.root} does not exist yet; its sessions will show once "
+              "something writes there", file=sys.stderr, flush=True)
+    return run_web(storage, host=args.host, port=port, token=args.token)
 
 
 COMMAND = Command(

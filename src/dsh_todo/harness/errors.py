@@ -8,6 +8,8 @@
     │   ├── BootError                     a composition could not boot (.row, .plugin)
     │   ├── StorageError (ValueError)     where sessions live is contradictory or unusable (--root, --database)
     │   ├── DatabaseUnavailableError      the PostgreSQL server cannot be reached or refused the connection
+    │   ├── MissingExtraError (ImportError) an optional extra is not installed; the message names the install
+    │   ├── ListenError                   a server cannot listen on its address (a port in use)
     │   ├── SchemaAuthorError (ValueError) a tool author's parameter schema uses what the DSL lacks
     │   └── ClusterUnavailable (RuntimeError) no throwaway PostgreSQL can start here (dsh_todo.testing)
     ├── InputError                        bad input from a model or a person: tell the sender, who may retry
@@ -90,6 +92,24 @@ class StorageError(SetupError, ValueError):
 
 class DatabaseUnavailableError(SetupError):
     """The database cannot be opened: ``cannot open the database <where>: <cause>``, on one line."""
+
+
+class MissingExtraError(SetupError, ImportError):
+    """What needs an optional extra that is not installed: ``<what> needs the `<extra>` extra: pip install
+    'dsh-todo[<extra>]'`` (:func:`dsh_todo.extras.require` builds it). An ``ImportError`` still, so code that
+    guarded the import keeps working."""
+
+
+class ListenError(SetupError):
+    """A server cannot listen on its address: ``cannot listen on HOST:PORT: <reason>``, the same words (and exit 2)
+    from ``web``, ``demo --web`` and ``mcp --http``."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        super().__init__(f"cannot listen on {shown}:{port}: {reason[:1].lower()}{reason[1:]}")
+        self.host = host
+        self.port = port
 
 
 class SchemaAuthorError(SetupError, ValueError):
@@ -258,7 +278,8 @@ class ModelError(DshTodoError):
 __all__ = [
     "AbortError", "BootError", "ClusterUnavailable", "CommandError", "ConfigError", "CorruptSessionLogError",
     "DatabaseUnavailableError", "DshTodoError", "EncodingError", "FrameError", "HarnessError", "InputError",
-    "InvalidTodosView", "InvariantError", "InvariantViolation", "MalformedRowError", "ModelError", "NotLosslessJSON",
+    "InvalidTodosView", "InvariantError", "InvariantViolation", "ListenError", "MalformedRowError", "MissingExtraError",
+    "ModelError", "NotLosslessJSON",
     "SchemaAuthorError", "SessionAppendError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
     "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "SetupError", "StorageError",
     "TodoRejectedError", "ToolArgsError", "ToolCallError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -91,6 +92,9 @@ def test_demo_web_serves_the_running_demo(tmp_path: Path) -> None:
             time.sleep(0.05)
             plan = history()["value"]["projections"]["values"]["todos"]
         assert plan, "the page never showed a standing plan while the demo ran"
+        while not process.stdout.readline().startswith("done; the page stays up"):  # then it serves until Ctrl-C
+            assert process.poll() is None
+        process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
@@ -118,6 +122,8 @@ def test_demo_web_prints_its_url_only_once_the_session_exists(tmp_path: Path,
         if text.startswith("watch it live: "):
             listed_at_print.append([session.id for session in served[0].sessions.list()])
         say(self, text)
+        if text.startswith("done; the page stays up"):  # the page serves until Ctrl-C: press it
+            os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(web, "serve_in_background", serve)
     monkeypatch.setattr(PlanPrinter, "say", watching_say)

@@ -42,7 +42,7 @@ def command_verdict(capsys: pytest.CaptureFixture[str], command: str, log: Path)
 
 
 def sessions_verdict(capsys: pytest.CaptureFixture[str], root: Path, session_id: str) -> Verdict:
-    code, out, err = cli(capsys, "sessions", str(root))
+    code, out, err = cli(capsys, "sessions", "--root", str(root))
     assert (code, err) == (0, "")
     rows = {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
     said = rows[session_id][2]
@@ -114,7 +114,7 @@ def test_every_crafted_damage_gets_one_verdict(name: str, web: Web, capsys: pyte
 def test_the_flat_layout_gets_one_verdict(web: Web, capsys: pytest.CaptureFixture[str]) -> None:
     log = flat_layout(web.root)
     ((state, reason),) = all_verdicts(capsys, web, log, decode_segment(log.name.removesuffix(".jsonl")))
-    assert state == "refused" and "flat-file layout" in reason
+    assert state == "refused" and "in the retired flat layout" in reason
 
 
 def test_raw_and_zstd_logs_under_one_root_are_both_ok(web: Web, capsys: pytest.CaptureFixture[str]) -> None:

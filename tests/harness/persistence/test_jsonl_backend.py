@@ -154,7 +154,7 @@ def test_create_refuses_an_existing_log_anywhere(tmp_path: Path) -> None:
     writer = store.create({"id": "s", "createdAt": 1, "cwd": "/a"})
     writer.append(some_events()[:1])
     writer.close()
-    with pytest.raises(SessionExistsError, match='session "s" already has a persisted log on disk'):
+    with pytest.raises(SessionExistsError, match='session "s" already has a log on disk'):
         store.create({"id": "s", "createdAt": 1, "cwd": "/elsewhere"})
 
 
@@ -214,7 +214,7 @@ def test_flat_layout_is_refused(tmp_path: Path) -> None:
     project = tmp_path / "root" / "--p--"
     project.mkdir(parents=True)
     (project / "s.jsonl").write_text("{}\n")
-    with pytest.raises(CorruptSessionLogError, match="uses the unsupported flat-file layout"):
+    with pytest.raises(CorruptSessionLogError, match="is a session log in the retired flat layout"):
         JsonlBackend(tmp_path / "root", "none").find("s")
 
 

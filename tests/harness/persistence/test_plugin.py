@@ -141,7 +141,7 @@ def test_session_created_over_an_existing_log_is_refused(root: Path) -> None:
     ctx.sessions.create("s").append("turn/start", {"turn": 1})
     handle.dispose()
     ctx2, handle2 = mount(root)
-    with pytest.raises(SessionExistsError, match="load/resume it instead"):
+    with pytest.raises(SessionExistsError, match="load it to go on with it"):
         ctx2.sessions.create("s")
     handle2.dispose()
 

@@ -135,7 +135,9 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     except OSError as exc:
         if not http:
             raise
-        print(f"dsh-todo mcp: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        from dsh_todo.harness.errors import ListenError
+
+        print(f"dsh-todo mcp: {ListenError(host, port, exc)}", file=sys.stderr)
         return 2
     finally:
         connections.close()

@@ -24,6 +24,7 @@ import uvicorn
 from dsh_todo.carriers.web.app import WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import ListenError
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
@@ -136,8 +137,8 @@ def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, toke
         try:
             server = BackgroundServer(ctx, host=host, port=port, token=token)
         except OSError as exc:
-            print(f"dsh-todo web: cannot listen on {host}:{port}: {exc.strerror or exc}", file=err)
-            return 1
+            print(f"dsh-todo web: {ListenError(host, port, exc)}", file=err)
+            return 2
         done = threading.Event()
 
         def on_signal(_signum: int, _frame: Any) -> None:

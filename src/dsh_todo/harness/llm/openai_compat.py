@@ -43,8 +43,8 @@ class OpenAICompatibleModel:
             try:
                 from openai import AsyncOpenAI
             except ImportError:
-                raise ModelError("the openai package is not installed: install dsh-todo with the 'openai' "
-                                 "extra (uv sync --extra openai)") from None
+                # The wording of dsh_todo.extras (which the harness does not import).
+                raise ModelError("a model endpoint needs the `openai` extra: pip install 'dsh-todo[openai]'") from None
             client = AsyncOpenAI(api_key=key, base_url=base_url or os.environ.get("DEEPSEEK_BASE_URL")
                                  or DEFAULT_BASE_URL, timeout=timeout)
         self._client = client

@@ -117,7 +117,8 @@ class WriteBehind:
         """Queue one event (from the session's appending thread); the first event of an idle queue opens the batch
         window."""
         if self._queues.get(queue.writer.session_id) is not queue:
-            raise SessionWriteError(f'session "{queue.writer.session_id}" is no longer persisted')
+            raise SessionWriteError(f'session "{queue.writer.session_id}" was released: its log takes no more '
+                                    "events until the session is loaded again")
         if event.get("seq") != queue.next_seq:
             raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
                                     f"{queue.next_seq}, got {event.get('seq')!r}")

@@ -334,7 +334,7 @@ class JsonlBackend:
         cwd = meta.get("cwd")
         if self.find(session_id) is not None:
             raise SessionExistsError(
-                f'session "{session_id}" already has a persisted log on disk; load/resume it instead of creating')
+                f'session "{session_id}" already has a log on disk; load it to go on with it, or pick another id')
         path = self.path_for(session_id, cwd)
         while True:
             make_dirs(path.parent)
@@ -345,8 +345,8 @@ class JsonlBackend:
                 continue  # a writer that never wrote just removed the empty directory; make it again
         try:
             if path.exists():
-                raise SessionExistsError(f'session "{session_id}" already has a persisted log on disk; '
-                                         "load/resume it instead of creating")
+                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
+                                         "load it to go on with it, or pick another id")
             # A session is its id under the root, whatever the working directory: a writer of the same id in another
             # project directory (its log not written yet) holds that directory's lock. Checked after taking ours, so
             # of two racing creators at least one sees the other.
@@ -383,8 +383,8 @@ class JsonlBackend:
             count = len(stored.events)
             if count > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
                                           for a, b in zip(stored.events, events, strict=False)):
-                raise SessionExistsError(f'session "{session_id}" already has a persisted log on disk; '
-                                         "load/resume it instead of creating")
+                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
+                                         "load it to go on with it, or pick another id")
             torn = stored.torn
             recovered = torn.recovered if torn is not None else []
             writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
@@ -532,8 +532,15 @@ class JsonlBackend:
     @staticmethod
     def flat_layout(path: Path) -> CorruptSessionLogError:
         return CorruptSessionLogError(
-            f"session artifact {js_string(str(path))} uses the unsupported flat-file layout; use a separate root or "
-            "move it into a project/session directory before loading")
+            f"{js_string(str(path))} is a session log in the retired flat layout; move it to "
+            f"{js_string(str(_unflattened(path)))} to read it")
+
+
+def _unflattened(path: Path) -> Path:
+    """Where a flat ``<project>/<id>.jsonl[.zstd]`` log belongs: ``<project>/<id>/session.jsonl[.zstd]``."""
+    name = path.name
+    stem = name[:name.index(".jsonl")] if ".jsonl" in name else name
+    return path.parent / stem / f"session{name[len(stem):]}"
 
 
 def _duplicate(session_id: str) -> CorruptSessionLogError:

@@ -171,8 +171,8 @@ class JsonlWriter:
 
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():
-            raise SessionExistsError(f'refusing to materialize "{self.session_id}": a log already exists on disk '
-                                     "(load/resume it instead)")
+            raise SessionExistsError(f'session "{self.session_id}" already has a log on disk; '
+                                     "load it to go on with it, or pick another id")
         tmp = self.path.with_name(f"{self.path.name}.{os.urandom(6).hex()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -184,8 +184,8 @@ class JsonlWriter:
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
-                raise SessionExistsError(f'refusing to materialize "{self.session_id}": a log already exists on '
-                                         "disk (load/resume it instead)") from None
+                raise SessionExistsError(f'session "{self.session_id}" already has a log on disk; '
+                                         "load it to go on with it, or pick another id") from None
             fsync_dir(self.path.parent)
         finally:
             with contextlib.suppress(OSError):

@@ -353,8 +353,8 @@ class PgBackend:
         conn, key = self.lock_session(session_id)
         try:
             if self.next_seq(session_id, conn) is not None:
-                raise SessionExistsError(f'session "{session_id}" already has a persisted log in {self.location}; '
-                                         "load/resume it instead of creating")
+                raise SessionExistsError(f'session "{session_id}" already has a log in {self.location}; '
+                                         "load it to go on with it, or pick another id")
         except BaseException:
             release(conn, self.tables, session_id, key)
             raise
@@ -371,8 +371,8 @@ class PgBackend:
             stored = self.read_stored(session_id, conn)
             count = len(stored.events)
             if count > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored.events, events, strict=False)):
-                raise SessionExistsError(f'session "{session_id}" already has a persisted log in {self.location}; '
-                                         "load/resume it instead of creating")
+                raise SessionExistsError(f'session "{session_id}" already has a log in {self.location}; '
+                                         "load it to go on with it, or pick another id")
         except BaseException:
             release(conn, self.tables, session_id, key)
             raise

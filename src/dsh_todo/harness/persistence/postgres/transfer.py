@@ -35,7 +35,7 @@ from typing import Any
 from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.encode import encode_batch, header_plaintext
-from dsh_todo.harness.persistence.errors import SessionNotFoundError, refuse_unknown_types
+from dsh_todo.harness.persistence.errors import SessionExistsError, SessionNotFoundError, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
 from dsh_todo.harness.persistence.lock import WriterLock
 from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression, compression_of
@@ -43,7 +43,7 @@ from dsh_todo.harness.persistence.postgres.backend import PgBackend, release
 from dsh_todo.harness.persistence.reading import read_stable
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
-from dsh_todo.jsonutil import loads
+from dsh_todo.jsonutil import dumps, loads
 
 Event = Mapping[str, Any]
 
@@ -148,8 +148,21 @@ def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
         raise
 
 
-def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> Moved:
-    """Copy one JSONL session into the database, committing ``load``'s recovery there (never in the source)."""
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A session the database already holds exactly as the import would store it: nothing to do."""
+
+    session_id: str
+
+    def describe(self) -> str:
+        return f"{self.session_id}: already imported, skipped"
+
+
+def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> Moved | Skipped:
+    """Copy one JSONL session into the database, committing ``load``'s recovery there (never in the source).
+
+    A session the database already has is :class:`Skipped` when its stored header and events are, text for text,
+    what this import would store; any other stored log is refused with both lengths, and left as it is."""
     path = source.find(session_id)
     if path is None:
         raise SessionNotFoundError(f'session "{session_id}" has no stored log under {source.root}')
@@ -166,6 +179,8 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
     closers = interrupted_turn_closers(stored.events)
     if tail or closers:
         batches.append([*tail, *closers])
+    if target.locate(session_id) is not None:
+        return _already_there(target, session_id, stored.meta, [event for batch in batches for event in batch])
     writer = target.create(dict(stored.meta))
     try:
         writer.append_batches(batches)
@@ -173,6 +188,16 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
         writer.close()
     cut = len(read_stable(path)) - torn.truncate_to if torn is not None else 0
     return Moved(session_id, len(stored.events) + len(closers), len(batches), faithful, len(closers), cut)
+
+
+def _already_there(target: PgBackend, session_id: str, meta: Mapping[str, Any],
+                   events: Sequence[Event]) -> Skipped:
+    there = target.read_stored(session_id)
+    if dumps(dict(there.meta)) == dumps(dict(meta)) and [dumps(e) for e in there.events] == [dumps(e) for e in events]:
+        return Skipped(session_id)
+    raise SessionExistsError(f'session "{session_id}" is already in the database {target.location} with other '
+                             f"events ({len(there.events)} there, {len(events)} here); delete it there to import "
+                             "this log")
 
 
 def export_session(source: PgBackend, target: JsonlBackend, session_id: str) -> Moved:
@@ -212,25 +237,25 @@ class Failed:
 
 
 def import_root(root: str | os.PathLike[str], target: PgBackend, *,
-                session_ids: Sequence[str] | None = None) -> list[Moved | Failed]:
+                session_ids: Sequence[str] | None = None) -> list[Moved | Skipped | Failed]:
     """Import every session under ``root`` (or the named ones), each log in its own encoding; one result per
-    session, failures included."""
+    session, failures and sessions already there included."""
     source = JsonlBackend(root)
     ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
     return _each(ids, lambda session_id: import_session(source, target, session_id))
 
 
 def export_root(source: PgBackend, root: str | os.PathLike[str], *, compression: Compression = "zstd",
-                session_ids: Sequence[str] | None = None) -> list[Moved | Failed]:
+                session_ids: Sequence[str] | None = None) -> list[Moved | Skipped | Failed]:
     """Export every database session (or the named ones) into ``root``; one result per session."""
     target = JsonlBackend(root, compression)
     ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
     return _each(ids, lambda session_id: export_session(source, target, session_id))
 
 
-def _each(session_ids: Sequence[str], move: Callable[[str], Moved]) -> list[Moved | Failed]:
+def _each(session_ids: Sequence[str], move: Callable[[str], Moved | Skipped]) -> list[Moved | Skipped | Failed]:
     """``move`` every session; a failure is that session's result and the others still move."""
-    results: list[Moved | Failed] = []
+    results: list[Moved | Skipped | Failed] = []
     for session_id in session_ids:
         try:
             results.append(move(session_id))
@@ -239,5 +264,5 @@ def _each(session_ids: Sequence[str], move: Callable[[str], Moved]) -> list[Move
     return results
 
 
-__all__ = ["Failed", "Moved", "encode_log", "export_root", "export_session",
+__all__ = ["Failed", "Moved", "Skipped", "encode_log", "export_root", "export_session",
            "import_root", "import_session", "source_batches"]
