@@ -236,6 +236,10 @@ connection to lose, so this is how a client that vanished without its DELETE is 
 that thinks for minutes between calls, short enough that a log held by a dead client is free again soon."""
 
 
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+"""The hosts for which the server answers loopback ``Host`` and ``Origin`` names only (as the SDK does)."""
+
+
 def max_sessions() -> int:
     """How many HTTP MCP sessions may be open at once: each holds two file descriptors (its log's lock and, once it
     has written, its log, kept open for appending: decision 0016), a third for its client's connection, and some
@@ -258,11 +262,13 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
 
     The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report. A
     session is released on DELETE and after ``idle_timeout`` seconds without a request (:meth:`Connections.release`).
-    A body that is not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
+    A request from a foreign ``Host`` or ``Origin`` is refused first (421, 403), whatever its body; a body that is
+    not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
     """
     import socket
 
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from dsh_todo.carriers.mcp.bodies import CheckedBodies
 
@@ -273,9 +279,16 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
     except OSError:
         listener.close()
         raise
+    security = None
+    if host in LOOPBACK_HOSTS:  # the SDK's own settings for a loopback host, given to it and to the body check
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                                             allowed_origins=["http://127.0.0.1:*", "http://localhost:*",
+                                                              "http://[::1]:*"])
     server = build_server(ctx, cwd=cwd)
-    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions())
-    web = uvicorn.Server(uvicorn.Config(CheckedBodies(app), log_level="warning", lifespan="on"))
+    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions(),
+                                     transport_security=security)
+    web = uvicorn.Server(uvicorn.Config(CheckedBodies(app, security=security), log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as group:
         group.start_soon(partial(web.serve, sockets=[listener]))
         while not web.started:
