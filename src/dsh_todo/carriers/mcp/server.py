@@ -265,12 +265,17 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
     A request from a foreign ``Host`` or ``Origin`` is refused first (421, 403), whatever its body; a body that is
     not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
     """
+    import asyncio
+    import logging
     import socket
 
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
     from dsh_todo.carriers.mcp.bodies import CheckedBodies
+
+    log = logging.getLogger("dsh_todo.mcp")
 
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -288,7 +293,10 @@ async def serve_http(ctx: Context, *, host: str = "127.0.0.1", port: int = 8765,
     server = build_server(ctx, cwd=cwd)
     app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions(),
                                      transport_security=security)
-    web = uvicorn.Server(uvicorn.Config(CheckedBodies(app, security=security), log_level="warning", lifespan="on"))
+    # Connections take what the sessions leave of the fd limit: two apiece at most, max_sessions() of them.
+    slots = ConnectionSlots(connection_cap(held=2 * max_sessions()), label="dsh-todo mcp", log=log)
+    web = uvicorn.Server(slots.config(CheckedBodies(app, security=security), log_level="warning", lifespan="on"))
+    slots.install(asyncio.get_running_loop())
     async with anyio.create_task_group() as group:
         group.start_soon(partial(web.serve, sockets=[listener]))
         while not web.started:
