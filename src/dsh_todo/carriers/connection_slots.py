@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import resource
 from typing import TYPE_CHECKING, Any, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -53,8 +52,10 @@ _BUSY: Final = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; 
 def fd_limit() -> int | None:
     """The process's soft limit on open files (``None``: unlimited or unknown)."""
     try:
+        import resource
+
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (OSError, ValueError):
+    except (ImportError, OSError, ValueError):
         return None
     return None if soft == resource.RLIM_INFINITY else soft
 
