@@ -12,6 +12,9 @@
 - ``CallSession.call`` alone: the carrier's turn writing without the SDK, to show which part is the SDK's.
 - **The stdio transport alone**: the same server whose direct ``tools/call`` answers every call after the first with
   the first one's answer (``CACHED_CODE``): reading, parsing, dispatching and writing a call, without the carrier.
+- **The server a user would write instead**: the SDK's high-level ``MCPServer`` (FastMCP in mcp 1.x) with a
+  ``todo_write(todos: list[TodoItem]) -> str`` tool that appends the list as one JSON line and fsyncs it, over stdio,
+  driven by the same client (``PEER_CODE``); it validates with pydantic and answers the counts line.
 - **Floors**, timed beside them: appending and fsyncing as many bytes as one stdio call appends (measured on its
   log during the warm-up), and a line's round trip through a Python process that only echoes it. Their sum is what
   the stdio call would cost if our code took no time: the part of the ratio the disk and the pipes impose.
@@ -172,6 +175,53 @@ class StdioServer(Piped):
         assert b'"isError":false' in answer, answer
 
 
+PEER_CODE = """import json, os, sys
+from typing import Literal
+from pydantic import BaseModel
+from mcp.server.mcpserver import MCPServer
+
+class TodoItem(BaseModel):
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+server = MCPServer("todo")
+
+@server.tool()
+def todo_write(todos: list[TodoItem]) -> str:
+    os.write(log, (json.dumps([item.model_dump() for item in todos]) + "\\n").encode())
+    os.fsync(log)
+    counts = {status: sum(item.status == status for item in todos)
+              for status in ("pending", "in_progress", "completed")}
+    return (f"Updated todo list: {counts['pending']} pending, {counts['in_progress']} in progress, "
+            f"{counts['completed']} completed.")
+
+server.run()
+"""
+"""The MCP server a user would write for the same job with the SDK's high-level API: a tool that appends the list as
+one JSON line and fsyncs it."""
+
+
+class PeerServer(Piped):
+    """:data:`PEER_CODE` over stdio, initialized."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__([sys.executable, "-c", PEER_CODE, str(root / "peer.jsonl")], root)
+        self.round_trip(_line("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                             "clientInfo": {"name": "bench", "version": "1"}}))
+        assert self.process.stdin is not None
+        self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.line = _line("tools/call", {"name": "todo_write", "arguments": ARGS})
+
+    async def call(self) -> None:
+        answer = self.round_trip(self.line)
+        assert b'"isError":false' in answer, answer
+
+
+def _line(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n"
+
+
 ECHO_CODE = """import sys
 for line in sys.stdin.buffer:
     sys.stdout.buffer.write(line)
@@ -193,6 +243,7 @@ class Echo(Piped):
 async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     from mcp.client import Client
 
+    from dsh_todo.carriers.mcp.calls import Connections
     from dsh_todo.carriers.mcp.server import build_server
 
     ctx = open_runtime(root / "in-process", compression=compression)
@@ -200,9 +251,12 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     (root / "transport").mkdir()
     server = StdioServer(root / "stdio", compression)
     transport = StdioServer(root / "transport", compression, cached=True)
+    (root / "peer").mkdir()
+    peer = PeerServer(root / "peer")
     echo = Echo(server.line)
     try:
-        async with Client(build_server(ctx, cwd="/bench")) as client:
+        in_process = build_server(Connections(ctx, cwd="/bench"), version="0", own=True)
+        async with Client(in_process) as client:
             async def mcp_call() -> None:
                 result = await client.call_tool("todo_write", ARGS)
                 assert not result.is_error
@@ -222,6 +276,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
             appended = {name: (log.stat().st_size - sizes[name]) // WARM_UP for name, log in logs.items()}
             kinds.update(floors(root, appended, echo))
             kinds[TRANSPORT] = transport.call
+            kinds[PEER] = peer.call
             times: dict[str, list[float]] = {name: [] for name in kinds}
             fsyncs: dict[str, list[float]] = {name: [] for name in kinds}
             cpu: dict[str, list[float]] = {DURABLE: [], CARRIER: []}
@@ -241,6 +296,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
     finally:
         server.close()
         transport.close()
+        peer.close()
         echo.close()
         ctx.dispose()
     medians = {name: statistics.median(values) for name, values in times.items()}
@@ -250,10 +306,13 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
         counted = "" if name in (STDIO, TRANSPORT) else f"{statistics.median(fsyncs[name]):.2f} fsyncs/call, "
         print(f"{name:<42} {value:8.0f} us/call  ({counted}{value / base:.2f}x the durable call; "
               f"min {min(times[name]):.0f}, max {max(times[name]):.0f})")
+    print(f"the stdio call against the server a user would write with the SDK: "
+          f"{medians[STDIO] / medians[PEER]:.2f}x ({medians[STDIO]:.0f} vs {medians[PEER]:.0f} us)")
     print(f"the stdio server's transport alone costs {medians[TRANSPORT] - medians[ECHO]:.0f} us a call more than the "
           f"Python echo; the stdio call costs {medians[STDIO] - medians[CARRIER]:.0f} us more than the carrier in "
           f"process")
     floor = medians[STEP_FSYNC] + medians[ECHO]
+    print(f"the stdio call is {medians[STDIO] / floor:.2f}x its floor")
     print(f"floor of the stdio call: {floor:.0f} us = {floor / base:.2f}x the durable call (the fsync of its "
           f"{appended[STDIO]:,} bytes plus a line's round trip through a Python process that only echoes it; the "
           f"durable call appends {appended[DURABLE]:,})")
@@ -276,6 +335,7 @@ CARRIER = "CallSession.call (carrier, no SDK)"
 STEP_FSYNC = "floor: append + fsync of the stdio step's bytes"
 ECHO = "floor: a line echoed by a Python process"
 TRANSPORT = "stdio server, answer cached (transport alone)"
+PEER = "peer: the SDK's MCPServer, one JSON line + fsync"
 
 
 def appending(path: Path, size: int) -> Call:

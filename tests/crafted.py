@@ -6,6 +6,7 @@ returns the damaged log's path. The originals in ``tests/fixtures`` are never to
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +112,27 @@ def flat_layout(root: Path) -> Path:
     log.rename(flat)
     log.parent.rmdir()
     return flat
+
+
+def spread_sessions(root: Path, count: int, *, folders: int) -> list[str]:
+    """``count`` healthy copies of a/none under new ids, spread round-robin over ``folders`` working directories
+    (so over that many project directories); returns their ids. Each copy's header names its own id and cwd, so it
+    is where its header says."""
+    from dsh_todo.harness.persistence.paths import log_path
+
+    lines = (FIXTURES / "a-one-turn" / "none" / "store").glob("*/*/session.jsonl").__next__().read_bytes()
+    first, rest = lines.split(b"\n", 1)
+    header = json.loads(first)
+    ids = []
+    for index in range(count):
+        session_id = f"s{index:06d}"
+        cwd = f"/home/dev/work/p{index % folders:06d}"
+        log = log_path(root, cwd, session_id, "none")
+        log.parent.mkdir(parents=True)
+        stamped = {**header, "id": session_id, "createdAt": header["createdAt"] + index, "cwd": cwd}
+        log.write_bytes(json.dumps(stamped, separators=(",", ":")).encode() + b"\n" + rest)
+        ids.append(session_id)
+    return ids
 
 
 DEEP: Final = 1000

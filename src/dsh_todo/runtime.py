@@ -107,12 +107,32 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
     return rows
 
 
+STANDARD_PLUGINS: dict[str, str] = {
+    "@deepseek-ai/dsh-tools": "dsh_todo.harness.tools",
+    "@deepseek-ai/dsh-session": "dsh_todo.harness.session",
+    "@deepseek-ai/dsh-session/invariant": "dsh_todo.harness.session_invariant",
+    "@deepseek-ai/dsh-session-projection": "dsh_todo.harness.projections",
+    "@deepseek-ai/dsh-session-persistence-jsonl": "dsh_todo.harness.persistence.jsonl",
+    "@deepseek-ai/dsh-session-projection-cache": "dsh_todo.harness.persistence.checkpoints",
+    "@deepseek-ai/dsh-session-persistence-postgres": "dsh_todo.harness.persistence.postgres",
+    "@deepseek-ai/dsh-invariants": "dsh_todo.harness.invariants",
+    "@deepseek-ai/dsh-tool-todo": "dsh_todo.tool_todo",
+    "@deepseek-ai/dsh-tool-todo/invariant": "dsh_todo.tool_todo.invariant",
+}
+"""Our own plugins' modules by package name: the entry points pyproject.toml declares (a test holds them equal),
+imported directly, since looking a name up among the entry points reads every installed distribution's metadata
+(some 30 ms of a front door's start, paid before its first answer)."""
+
+
 def open_runtime(root: str | Path | None = None, **options: Any) -> Context:
     """Boot the standard composition; with ``root`` (or ``database=URL``), sessions are persisted there and can be
     loaded back."""
+    import importlib
+
     from dsh_todo.harness.loader import boot
 
-    return boot(composition(root, **options))
+    rows = composition(root, **options)
+    return boot([{**row, "plugin": importlib.import_module(STANDARD_PLUGINS[row["name"]])} for row in rows])
 
 
 def open_storage(storage: Storage, **options: Any) -> Context:

@@ -254,3 +254,55 @@ def test_a_pass_read_again_folds_the_plan_again() -> None:
         plan.plan()
     plan.see([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}, write])
     assert plan.plan() == [{"content": "a", "status": "pending"}]
+
+
+@pytest.mark.parametrize("command", ["plan", "events", "watch"])
+@pytest.mark.parametrize("shadow", ["file", "folder"])
+def test_a_file_or_folder_named_like_the_id_never_shadows_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str,
+        shadow: str) -> None:
+    """Repro: a session stored under ``--root R`` as ``notes``, and a file (or an empty folder) named ``notes`` in
+    the working directory: ``dsh-todo plan --root R notes`` (and ``events``, ``watch``) answered ``notes is not a
+    session log (expected session.jsonl or session.jsonl.zstd)``, exit 2. A path is a path only when it is a
+    session log or a session folder; with ``--root``, an id is an id."""
+    root = tmp_path / "root"
+    assert main(["run", "--root", str(root), "--script", str(script_file(tmp_path)), "--session", "notes",
+                 "hi"]) == 0
+    capsys.readouterr()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "notes").write_text("my notes\n") if shadow == "file" else (work / "notes").mkdir()
+    extra = ["--seconds", "0.3"] if command == "watch" else []
+    code, out, err = run(capsys, command, "--root", str(root), "notes", *extra)
+    assert (code, err) == (0, "")
+    expected = {"plan": "To-dos: 1 in progress", "events": '{"type":"turn/start","seq":0,', "watch": "1 in progress"}
+    assert expected[command] in out
+    monkeypatch.setenv("DSH_TODO_ROOT", str(root))  # without --root, the default root's id wins over a plain file
+    code, out, err = run(capsys, command, "notes", *extra)
+    assert (code, err) == (0, "")
+    assert expected[command] in out
+    assert run(capsys, "plan", "--root", str(root), "nope") == (
+        2, "", f"dsh-todo plan: nope does not exist, and no session of that id is stored under {root}\n")
+    assert run(capsys, "plan", "--root", str(tmp_path / "elsewhere"), "notes") == (
+        2, "", "dsh-todo plan: notes is not a session log or session folder, and no session of that id is stored "
+               f"under {tmp_path / 'elsewhere'}\n")
+
+
+def test_a_session_log_or_folder_named_with_a_root_is_still_read_as_a_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--root R PATH`` where PATH is a session log or folder (under another root) and no session of that name is
+    stored under R: the path is read, as before."""
+    log = copy_fixture("a-one-turn/none", tmp_path / "other")
+    for source in (log, log.parent):
+        code, out, err = run(capsys, "plan", "--root", str(tmp_path / "root"), str(source))
+        assert (code, err) == (0, "")
+        assert out.startswith("To-dos: 2 in progress · 1 pending")
+
+
+def script_file(tmp_path: Path) -> Path:
+    script = tmp_path / "script.json"
+    arguments = json.dumps({"todos": [{"content": "write notes", "status": "in_progress"}]})
+    script.write_text(json.dumps([{"tool_calls": [{"name": "todo_write", "arguments": arguments}]},
+                                  {"text": "done"}]))
+    return script

@@ -248,3 +248,14 @@ def test_tool_todo_invariant_export_shape() -> None:
     assert callable(todo_invariant.apply)
     assert not hasattr(todo_invariant, "default")
     assert getattr(todo_invariant, "Config", None) is None
+
+
+def test_the_standard_plugins_are_the_entry_points_pyproject_declares() -> None:
+    """``open_runtime`` imports our plugins by the table in ``dsh_todo.runtime`` instead of looking them up among the
+    entry points (start-up time); the two must name the same modules."""
+    from importlib.metadata import entry_points
+
+    from dsh_todo.runtime import STANDARD_PLUGINS
+
+    declared = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert declared == STANDARD_PLUGINS

@@ -29,10 +29,10 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final, NamedTuple
 
-from dsh_todo.jsonutil import MAX_VALUE_DEPTH, nests_deeper
+from dsh_todo.jsonutil import MAX_VALUE_DEPTH, dumps, dumps_bytes, nests_deeper
 
 MAX_DEPTH: Final = MAX_VALUE_DEPTH
 """Deepest nesting a message may have (objects and arrays). Deeper is refused before anything walks it."""
@@ -58,7 +58,7 @@ class RawNumber:
     """A JSON number no Python float can carry losslessly, kept as the client's text.
 
     Not a ``float`` (nor an ``int``), so the registry's lossless check refuses it, as the reference refuses the
-    ``Infinity`` or ``-0`` that JavaScript makes of it; the MCP transport's ``raw_json`` writes :attr:`text` back
+    ``Infinity`` or ``-0`` that JavaScript makes of it; :func:`raw_json` writes :attr:`text` back
     unchanged.
     """
 
@@ -277,3 +277,64 @@ class Lines:
         if self._head is not None:
             return [(self._head, True)]
         return [(bytes(self._buffer).rstrip(b"\r\n"), False)] if self._buffer else []
+
+
+def raw_json(value: Any) -> str:
+    """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
+    have sent (``1e400``), never as ``null``: the text ``tool/call`` records must parse back to what was sent."""
+    try:
+        text = dumps_bytes(value)
+    except (TypeError, ValueError, RecursionError):  # a RawNumber, or nesting too deep for the encoders
+        pass
+    else:
+        if b"null" not in text:  # a non-finite float is written as null: without any null, nothing was one
+            return text.decode("utf-8")
+    try:
+        if not _has_unusual_number(value):
+            return dumps(value)
+    except RecursionError:
+        pass
+    return "".join(_raw_parts(value))
+
+
+def _has_unusual_number(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, RawNumber) or (isinstance(item, float) and not math.isfinite(item)):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
+
+
+def _raw_parts(value: Any) -> Iterator[str]:
+    """The pieces of :func:`raw_json`'s text, depth-first without recursion."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (_Literal, RawNumber)):
+            yield item.text
+        elif isinstance(item, float) and not math.isfinite(item):
+            yield "1e400" if item > 0 else "-1e400"
+        elif isinstance(item, dict):
+            pieces: list[Any] = [_Literal("{")]
+            for index, (key, child) in enumerate(item.items()):
+                pieces += [_Literal(("," if index else "") + dumps(key) + ":"), child]
+            stack.extend(reversed([*pieces, _Literal("}")]))
+        elif isinstance(item, (list, tuple)):
+            pieces = [_Literal("[")]
+            for index, child in enumerate(item):
+                pieces += [_Literal(","), child] if index else [child]
+            stack.extend(reversed([*pieces, _Literal("]")]))
+        else:
+            yield dumps(item)
+
+
+class _Literal:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text

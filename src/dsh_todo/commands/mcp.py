@@ -13,16 +13,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     add_policy_option(parser)
     parser.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
-    parser.add_argument("--idle-timeout", type=seconds, default=600.0, metavar="SECONDS",
+    parser.add_argument("--structured-output", action="store_true",
+                        help="also offer the tool's output schema and send each accepted list as structuredContent "
+                             "(clients that prefer it show the model that JSON instead of the one-line result)")
+    parser.add_argument("--idle-timeout", type=seconds, default=None, metavar="SECONDS",
                         help="with --http: release a client's session after this long without a request "
                              "(default 600)")
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.carriers.mcp.server import main as serve_mcp
+    from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
-                     port=check_port(args.port), idle_timeout=args.idle_timeout)
+                     structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout)
 
 
 COMMAND = Command(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -14,11 +13,25 @@ from dsh_todo.harness.errors import CommandError
 
 
 def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
-    """How to read ``source``: as a path when one exists there, else as a session id under ``--root``, or in
-    ``--database`` (``$DSH_TODO_DATABASE_URL`` when neither is given; else the default root)."""
-    if os.path.exists(source):
+    """How to read ``source``: as a session id under ``--root`` or in ``--database`` when one is given and stores
+    it; else as a path when it is a session log or session folder; else as a session id where sessions live
+    (``$DSH_TODO_DATABASE_URL``, ``$DSH_TODO_ROOT``, the default root). So a file or folder in the working
+    directory that bears a session's name never shadows it."""
+    from dsh_todo.logview.files import names_a_log
+
+    if not names_a_log(source):
+        return backend_of(args)
+    if args.root is None and args.database is None:
         return {}
-    return backend_of(args)
+    reading = backend_of(args)
+    try:
+        stored = reading["backend"].locate(source) is not None
+    except Exception:  # the id is stored, but not in a way that can be read: the read says why
+        stored = True
+    if not stored:
+        close(reading)
+        return {}
+    return reading
 
 
 def backend_of(args: argparse.Namespace) -> dict[str, Any]:

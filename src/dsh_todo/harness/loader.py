@@ -1,22 +1,20 @@
 """Booting a composition: rows of ``{id, name, config}`` mounted in order (DSH's ``cordis.yml`` loader).
 
 Names resolve through the entry-point group ``dsh_todo.plugins`` (so other distributions can add plugins) or as a
-dotted module path (``pkg.module`` or ``pkg.module:attr``). One step past DSH's postmortem 0001: a plugin module
-that exports ``default`` next to ``name``/``inject``/``apply`` is *refused*, loudly, instead of being unwrapped into
-a bare function that silently loses its ``inject`` and then runs with no services.
+dotted module path (``pkg.module`` or ``pkg.module:attr``); a row built in code may carry its ``plugin`` object
+instead, as the standard composition's rows do (:func:`dsh_todo.runtime.open_runtime`). One step past DSH's
+postmortem 0001: a plugin module that exports ``default`` next to ``name``/``inject``/``apply`` is *refused*,
+loudly, instead of being unwrapped into a bare function that silently loses its ``inject`` and then runs with no
+services.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, cast
-
-import yaml
 
 from dsh_todo.harness.context import Context, Plugin
 from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
@@ -24,25 +22,6 @@ from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
 ENTRY_POINT_GROUP = "dsh_todo.plugins"
 
 Row = Mapping[str, Any]
-
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-
-
-class _CompositionLoader(yaml.SafeLoader):
-    """YAML 1.2 booleans, as DSH's loader (js-yaml) reads ``cordis.yml``: only ``true``/``false``.
-
-    PyYAML follows YAML 1.1, where ``no``/``yes``/``on``/``off`` are booleans; a composition that says
-    ``allowParallelInProgress: no`` would then boot as ``false`` here while DSH refuses it as a string.
-    """
-
-
-_CompositionLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_CompositionLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                         list("tTfF"))
-
 
 def check_plugin_shape(plugin: object) -> Plugin:
     """Refuse anything that is not a namespace plugin (a bare callable, a module with a ``default`` export); return
@@ -86,6 +65,8 @@ def accepts_config(apply: Callable[..., Any]) -> bool:
 
 def resolve(plugin_name: str) -> object:
     """A plugin object for a DSH package name (entry point) or a dotted Python path."""
+    from importlib.metadata import entry_points  # scanning every installed distribution: only for names
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == plugin_name:
             return ep.load()
@@ -102,16 +83,9 @@ def resolve(plugin_name: str) -> object:
 
 def read_composition(composition: str | Path | Sequence[Row]) -> list[Row]:
     if isinstance(composition, (str, Path)):
-        path = Path(composition)
-        try:
-            loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_CompositionLoader)
-        except (OSError, yaml.YAMLError) as exc:
-            raise BootError(f"cannot read composition {path}: {exc}") from None
-        if isinstance(loaded, dict) and "plugins" in loaded:
-            loaded = loaded["plugins"]
-        if not isinstance(loaded, list):
-            raise BootError(f"composition {path} must be a list of rows (or a mapping with 'plugins')")
-        return loaded
+        from dsh_todo.harness.composition_file import read_file  # YAML: only for a file
+
+        return read_file(Path(composition))
     return list(composition)
 
 
@@ -128,9 +102,10 @@ def boot(composition: str | Path | Sequence[Row], ctx: Context | None = None) ->
             where = f'composition row "{row_id}" ({row["name"]})'
             if row.get("disabled"):
                 continue
-            loaded: object | None = None  # stays None when the plugin cannot even be resolved
+            loaded: object | None = row.get("plugin")  # stays None when the plugin cannot even be resolved
             try:
-                loaded = resolve(row["name"])
+                if loaded is None:
+                    loaded = resolve(row["name"])
                 plugin = check_plugin_shape(loaded)
                 handles.append(root.plugin(plugin, row.get("config")))
             except DshTodoError as exc:  # a deliberate error's message is already for people

@@ -15,6 +15,35 @@ from dsh_todo.harness.persistence.paths import LOG_NAMES
 from dsh_todo.logview.health import Refusal
 
 
+def names_a_log(source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` is the path of a session log (``session.jsonl[.zstd]``, or a log of DSH's retired flat
+    layout) or of a session folder (a directory holding one). Only then is a SESSION argument read as a path: a file
+    or folder that merely bears a session's name (``notes`` in the working directory) never shadows the session.
+    A folder that cannot be searched (mode 000) may be one: it is read as a path, and the read says it cannot be."""
+    target = Path(source)
+    try:
+        if not target.is_dir():
+            return target.name.endswith((".jsonl", ".jsonl.zstd")) and target.exists()
+    except OSError:  # what holds it cannot be searched: no path we can read
+        return False
+    for name in LOG_NAMES:
+        try:
+            os.stat(target / name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:  # a folder we may not search may be a session folder: its read says it cannot be read
+            pass
+        return True
+    return False
+
+
+def not_a_log(source: str | os.PathLike[str]) -> str:
+    """Why ``source`` is no log to read by its path, in words: it does not exist, or it is something else."""
+    if os.path.lexists(source):
+        return f"{os.fspath(source)} is not a session log or session folder"
+    return f"{os.fspath(source)} does not exist"
+
+
 def find_log(path: str | Path) -> Path:
     """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
     target = Path(path)

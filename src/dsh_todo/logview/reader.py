@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
-from dsh_todo.harness.persistence.paths import decode_segment
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend, writer_alive
+from dsh_todo.harness.persistence.paths import LOCK_NAME, decode_segment
 from dsh_todo.harness.persistence.reading import Observer, open_turn_before
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.logview.files import find_log, root_of
+from dsh_todo.logview.files import find_log, names_a_log, not_a_log, root_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PlanFold
 
@@ -95,6 +95,8 @@ class _Target(NamedTuple):
     backend: Backend
     session_id: str | None
     log: Path | None
+    unique: bool = False
+    """A listing counted this id under the root and found it once: the read need not look for it again."""
 
     @property
     def where(self) -> str:
@@ -120,19 +122,20 @@ class _Read(NamedTuple):
 def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None,
             backend: Backend | None = None) -> _Target:
     """Where ``source`` is read from (raises :class:`Refusal` when it names nothing): with a ``backend`` it is a
-    session id; without one, a path when one exists there, else a session id under ``root``."""
+    session id; without one, a path when it is a session log or session folder (:func:`~.files.names_a_log`),
+    else a session id under ``root``."""
     text = os.fspath(source)
     if backend is not None and not isinstance(backend, JsonlBackend):
         return _Target(backend, text, None)
-    if backend is None and os.path.exists(text):
+    if backend is None and names_a_log(text):
         log = find_log(text)
         return _Target(JsonlBackend(root_of(log)), None, Path(os.path.abspath(log)))
     files = backend if backend is not None else JsonlBackend(root) if root is not None else None
     if files is None:
-        raise Refusal("not-found", f"{text} does not exist")
+        raise Refusal("not-found", not_a_log(text))
     found = files.find(text)
     if found is None:
-        raise Refusal("not-found", f"{text} does not exist, and no session of that id is stored under {files.root}")
+        raise Refusal("not-found", f"{not_a_log(text)}, and no session of that id is stored under {files.root}")
     return _Target(files, text, found)
 
 
@@ -162,15 +165,15 @@ def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _R
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
         if not keep and observe is None:
-            fast = _from_checkpoint(backend, log)
+            fast = _from_checkpoint(backend, log, target.unique)
             if fast is not None:
                 return fast
         plan = PlanFold()
         if observe is None:
-            found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True)
+            found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True, unique=target.unique)
         else:
-            found = backend.scan(log, keep=False, observe=_both(plan, observe), expand=True)
-        live = backend.writer_alive(str(found.meta["id"]))
+            found = backend.scan(log, keep=False, observe=_both(plan, observe), unique=target.unique, expand=True)
+        live = writer_alive(log.parent / LOCK_NAME)  # the scan proved the log is this id's one log
         return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, plan,
                      [] if live else found.closers(), live)
     session_id = str(target.session_id)
@@ -189,7 +192,7 @@ def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _R
                  [] if live else interrupted_turn_closers(events), live)
 
 
-def _from_checkpoint(backend: JsonlBackend, log: Path) -> _Read | None:
+def _from_checkpoint(backend: JsonlBackend, log: Path, unique: bool) -> _Read | None:
     """The read of a log from its projection checkpoint, when the checkpoint proves the bytes before its offset
     unchanged and the tail after it is clean and gives a plan that can be shown. The interrupted-turn closers come
     from the tail when it holds a turn boundary, else from the turn open at the offset read back from there.
@@ -212,14 +215,14 @@ def _from_checkpoint(backend: JsonlBackend, log: Path) -> _Read | None:
                 unbounded.extend(events)
         plan.see(events, types)
 
-    tail = backend.scan_checkpointed(log, start)
+    tail = backend.scan_checkpointed(log, start, unique=unique)
     if tail is None:
         return None
     try:
         plan.plan()
     except Refusal:
         return None
-    live = backend.writer_alive(str(tail.meta["id"]))
+    live = writer_alive(log.parent / LOCK_NAME)
     if live:
         closers: list[Event] = []
     elif bounded:
@@ -326,7 +329,7 @@ def list_sessions(backend: Backend) -> list[PlanView]:
             views.append(PlanView(entry.location, entry.path, entry.id, entry.meta, None, -1, False,
                                   refusal_of(entry.problem)))
             continue
-        target = _Target(backend, entry.id, entry.path)
+        target = _Target(backend, entry.id, entry.path, unique=True)  # the listing counted every id
         view = _plan_view(target)
         if view.meta is None and entry.meta is not None:  # refused: the header still says who and where
             view = PlanView(view.where, view.path, view.session_id, entry.meta, None, -1, False, view.health)

@@ -8,6 +8,7 @@ only the direct path has to get right by itself: a client's cancellation, the en
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -26,12 +27,13 @@ from hypothesis import strategies as st
 
 pytest.importorskip("mcp")
 
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from dsh_todo.carriers.jsonrpc import Lines, read_line
-from dsh_todo.carriers.mcp.direct import Direct
-from dsh_todo.carriers.mcp.server import build_server
-from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Request, stdio_transport
+from dsh_todo.carriers.mcp.calls import Connections
+from dsh_todo.carriers.mcp.direct import HANDSHAKE_VERSIONS, LATEST_VERSION, Direct
+from dsh_todo.carriers.mcp.stdio import serve_stdio
+from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Request
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import composition as persisted
@@ -47,8 +49,8 @@ TEN = {"todos": [{"content": f"step {i}", "status": ("completed", "in_progress",
 class Counting(Direct):
     """The direct path, noting the id of every request it answered itself."""
 
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
+    def __init__(self, connections: Connections, *, structured: bool) -> None:
+        super().__init__(connections, server_version="0", structured=structured)
         self.served: list[Any] = []
 
     def serve(self, request: Request) -> Any:
@@ -58,8 +60,20 @@ class Counting(Direct):
         return served
 
 
+class SdkOnly(Direct):
+    """No direct path: every message goes to the SDK half (the reference the direct answers are held to)."""
+
+    def __init__(self, connections: Connections, *, structured: bool) -> None:
+        super().__init__(connections, server_version="0", structured=structured)
+
+    def serve(self, request: Request) -> Any:
+        return None
+
+
 class Pipes:
     """A client's end of an in-process stdio server: lines in, answer lines out (each within a deadline)."""
+
+    direct: Direct
 
     def __init__(self) -> None:
         self.server_in, self.client_out = os.pipe()
@@ -99,16 +113,20 @@ class Pipes:
 
 
 @asynccontextmanager
-async def serving(ctx: Context, direct: Direct | None) -> AsyncIterator[Pipes]:
-    """``dsh-todo mcp``'s stdio server on ``ctx`` in process (stdin read by the transport's thread); input ends,
-    and the server stops, when the block is left."""
+async def serving(ctx: Context, kind: type[Direct] = Counting, *, structured: bool = False) -> AsyncIterator[Pipes]:
+    """``dsh-todo mcp``'s stdio server on ``ctx`` in process, its direct path of ``kind`` (``pipes.direct``); input
+    ends, and the server stops and closes its session, when the block is left."""
     pipes = Pipes()
-    server = build_server(ctx, cwd="/project", direct=direct)
+    connections = Connections(ctx, cwd="/project")
+    pipes.direct = kind(connections, structured=structured)  # type: ignore[call-arg]
     stdin = os.fdopen(pipes.server_in, "rb")
 
     async def serve() -> None:
-        async with stdio_transport(stdin=stdin, stdout_fd=pipes.server_out, direct=direct) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        try:
+            await serve_stdio(connections, version="0", stop=asyncio.Event(), stdin=stdin, stdout_fd=pipes.server_out,
+                              direct=pipes.direct)
+        finally:
+            connections.close()
 
     async with anyio.create_task_group() as group:
         group.start_soon(serve)
@@ -168,7 +186,8 @@ CONVERSATION: list[tuple[bytes, bool]] = [  # (line, whether the server answers 
     (request(21, "tools/call", {"name": 7}), True),
     (request(22, "tools/call", [1]), True),
     (request(23, "tools/call", {"name": "todo_write", "arguments": {"todos": []}, "_meta": {"progressToken": 5}}),
-     True),
+     True),  # a progress token (Claude Code sends a _meta of its own): nothing to report, the same answer
+    (request(31, "tools/call", {"name": "todo_write", "arguments": {"todos": []}, "_meta": 3}), True),
     (request(24, "tools/call", {"name": "todo_write", "arguments": {"todos": []}, "task": {}}), True),
     (request(25, "tools/call", {"name": "todo_write", "arguments": {"todos": []}}, extra=1), True),
     (request("7", "tools/call", {"name": "todo_write", "arguments": {"todos": []}}), True),
@@ -183,17 +202,20 @@ CONVERSATION: list[tuple[bytes, bool]] = [  # (line, whether the server answers 
     (b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}', False),
     (call(30, json.dumps(TEN).encode()), True),
 ]
-PLAIN = [1, 2, "three", 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, "7", 2**70, -3, "ping-2", 26, 27, 30]
-"""The requests of CONVERSATION the direct path answers itself (the rest are the SDK's, or refused before)."""
+PLAIN = [0, 1, 2, "three", 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, "7", 2**70, -3, "ping-2", 26, 27, 30]
+"""The requests the direct path answers itself: ``initialize`` (id 0), then those of CONVERSATION it takes (the rest
+are the SDK's, or refused before)."""
 
 SESSION_ID = re.compile(rb'"dsh-todo/sessionId":"[0-9a-f-]{36}"')
 RANDOM_IDS = re.compile(r"call_mcp_[0-9a-f]{24}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-async def converse(ctx: Context, direct: Direct | None, version: str) -> tuple[list[bytes], str]:
-    """The answers to a call before the handshake, the handshake and :data:`CONVERSATION`; and the session id."""
-    async with serving(ctx, direct) as pipes:
-        answers = [await pipes.ask(call(-1, b'{"todos":[]}'))]  # before initialize: the SDK's init gate
+async def converse(ctx: Context, kind: type[Direct], version: str, *, structured: bool = False,
+                   before: bytes | None = None) -> tuple[list[bytes], str, Direct]:
+    """The answers to the handshake and :data:`CONVERSATION` (after the line ``before``, if any, sent before the
+    handshake); the session id; the direct path."""
+    async with serving(ctx, kind, structured=structured) as pipes:
+        answers = [] if before is None else [await pipes.ask(before)]
         answers.append(await pipes.ask(initialize(version)))
         pipes.send(INITIALIZED)
         for line, answered in CONVERSATION:
@@ -203,7 +225,7 @@ async def converse(ctx: Context, direct: Direct | None, version: str) -> tuple[l
                 pipes.send(line)
     assert pipes.rest() == b""
     [session_id] = {match.group() for answer in answers for match in SESSION_ID.finditer(answer)}
-    return answers, json.loads(b"{" + session_id + b"}")["dsh-todo/sessionId"]
+    return answers, json.loads(b"{" + session_id + b"}")["dsh-todo/sessionId"], pipes.direct
 
 
 def stored(ctx: Context, session_id: str) -> list[str]:
@@ -213,27 +235,61 @@ def stored(ctx: Context, session_id: str) -> list[str]:
     return [RANDOM_IDS.sub("ID", dumps({k: v for k, v in event.items() if k != "time"})) for event in log.events]
 
 
-@pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
-async def test_direct_answers_are_the_sdks_bytes(make_ctx: BootFactory, tmp_path: Path, version: str) -> None:
+def test_the_handshake_versions_are_the_sdks() -> None:
+    assert (HANDSHAKE_VERSIONS, LATEST_VERSION) == (HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION)
+
+
+@pytest.mark.parametrize("structured", [False, True], ids=["text", "structured"])
+@pytest.mark.parametrize("version", [*HANDSHAKE_PROTOCOL_VERSIONS, "2099-01-01"])
+async def test_direct_answers_are_the_sdks_bytes(make_ctx: BootFactory, tmp_path: Path, version: str,
+                                                 structured: bool) -> None:
+    """The handshake and every plain request, answered without the SDK, are the very bytes the SDK writes, at every
+    handshake version (and an unknown one, negotiated to the latest), with and without ``--structured-output``; the
+    first declined request starts the SDK half, told the handshake, and the connection goes on."""
     ctx = make_ctx(persisted(tmp_path / "sessions", compression="none", invariants=True))
-    through_sdk, sdk_session = await converse(ctx, None, version)
-    direct = Counting(ctx)
-    through_direct, direct_session = await converse(ctx, direct, version)
-    assert direct.served == PLAIN
-    assert len(through_direct) == len(through_sdk) == 2 + sum(answered for _line, answered in CONVERSATION)
+    through_sdk, sdk_session, _ = await converse(ctx, SdkOnly, version, structured=structured)
+    through_direct, direct_session, direct = await converse(ctx, Counting, version, structured=structured)
+    assert isinstance(direct, Counting) and direct.served == PLAIN
+    assert len(through_direct) == len(through_sdk) == 1 + sum(answered for _line, answered in CONVERSATION)
     for got, want in zip(through_direct, through_sdk, strict=True):
         assert SESSION_ID.sub(b"S", got) == SESSION_ID.sub(b"S", want)
     assert stored(ctx, direct_session) == stored(ctx, sdk_session)
-    tools = json.loads(through_direct[2 + CONVERSATION.index((request(26, "tools/list"), True))])
-    assert [tool["name"] for tool in tools["result"]["tools"]] == ["todo_write"]
+    tools = json.loads(through_direct[1 + CONVERSATION.index((request(26, "tools/list"), True))])
+    [tool] = tools["result"]["tools"]
+    assert tool["name"] == "todo_write" and ("outputSchema" in tool) is structured
+    accepted = json.loads(through_direct[1])["result"]
+    assert ("structuredContent" in accepted) is structured
+    assert accepted["content"] == [{"type": "text",
+                                    "text": "Updated todo list: 3 pending, 3 in progress, 4 completed."}]
+
+
+async def test_a_request_before_the_handshake_leaves_the_connection_to_the_sdk(make_ctx: BootFactory,
+                                                                               tmp_path: Path) -> None:
+    """A call before ``initialize`` gets the SDK's init gate answer; the SDK then keeps the connection (its own
+    handshake and everything after it), and every answer is what the SDK alone gives."""
+    ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
+    early = call(-1, b'{"todos":[]}')
+    through_sdk, _, _ = await converse(ctx, SdkOnly, "2025-06-18", before=early)
+    through_direct, _, direct = await converse(ctx, Counting, "2025-06-18", before=early)
+    assert json.loads(through_direct[0])["error"]["code"] == -32602
+    assert isinstance(direct, Counting) and direct.served == []
+    assert [SESSION_ID.sub(b"S", got) for got in through_direct] == [SESSION_ID.sub(b"S", got) for got in through_sdk]
+
+
+async def test_a_ping_before_the_handshake_is_answered_directly(make_ctx: BootFactory, tmp_path: Path) -> None:
+    ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
+    through_sdk, _, _ = await converse(ctx, SdkOnly, "2025-06-18", before=request(-5, "ping"))
+    through_direct, _, direct = await converse(ctx, Counting, "2025-06-18", before=request(-5, "ping"))
+    assert isinstance(direct, Counting) and direct.served == [-5, *PLAIN]
+    assert [SESSION_ID.sub(b"S", got) for got in through_direct] == [SESSION_ID.sub(b"S", got) for got in through_sdk]
 
 
 @asynccontextmanager
-async def a_slow_call_running(ctx: Context, direct: Direct) -> AsyncIterator[Pipes]:
+async def a_slow_call_running(ctx: Context) -> AsyncIterator[Pipes]:
     """A served connection past its handshake whose request 1 is a direct call to a tool that never returns by
     itself; input ends when the block does."""
     started = hanging_tool(ctx)
-    async with serving(ctx, direct) as pipes:
+    async with serving(ctx) as pipes:
         await pipes.ask(initialize("2025-06-18"))
         pipes.send(INITIALIZED)
         pipes.send(call(1, b"{}", name="slow"))
@@ -247,13 +303,12 @@ async def test_a_call_its_client_cancels_gets_no_answer_and_ends_its_step(make_c
     """``notifications/cancelled`` for a direct call that is still running: no answer to it (as the SDK does), an
     ``Error: tool call aborted`` result closing its step in the log, and the connection goes on."""
     ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
-    direct = Counting(ctx)
-    async with a_slow_call_running(ctx, direct) as pipes:
+    async with a_slow_call_running(ctx) as pipes:
         pipes.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}')
         assert json.loads(await pipes.ask(request(2, "ping"))) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         answer = json.loads(await pipes.ask(call(3, b'{"todos":[]}')))
     assert pipes.rest() == b""
-    assert direct.served == [1, 2, 3]
+    assert isinstance(pipes.direct, Counting) and pipes.direct.served == [0, 1, 2, 3]
     events = ctx.session_persistence.read(answer["result"]["_meta"]["dsh-todo/sessionId"]).events
     kinds = [event["type"] for event in events]
     assert kinds == ["turn/start", "step/start", "tool/call", "tool/result", "step/end",
@@ -263,13 +318,11 @@ async def test_a_call_its_client_cancels_gets_no_answer_and_ends_its_step(make_c
 
 async def test_a_call_running_when_input_ends_is_answered_connection_closed(make_ctx: BootFactory,
                                                                             tmp_path: Path) -> None:
-    """The client closes stdin while a direct call runs: it gets the SDK's ``Connection closed`` (-32000), its step
-    and the connection's turn close in the log."""
+    """The client closes stdin while a direct call runs (and never finishes): once :data:`DRAIN_SECONDS` are up it
+    gets the SDK's ``Connection closed`` (-32000), its step and the connection's turn close in the log."""
     ctx = make_ctx(persisted(tmp_path / "sessions", compression="none"))
-    direct = Direct(ctx)
-    async with a_slow_call_running(ctx, direct) as pipes:
-        assert direct.connections is not None
-        session_id = direct.connections.default.session_id
+    async with a_slow_call_running(ctx) as pipes:
+        session_id = pipes.direct.connections.default.session_id
     answer = json.loads(pipes.rest())
     assert answer == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
     kinds = [event["type"] for event in ctx.session_persistence.read(session_id).events]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -210,3 +211,25 @@ def test_a_body_that_is_no_message_gets_a_one_line_json_rpc_error(tmp_path: Path
                 "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
         assert initialized.status_code == 200
         assert http.post(url, content=b"{}", headers={"Content-Type": "text/plain"}).status_code == 400  # the SDK's
+
+
+def test_an_sdk_that_moved_the_connection_refuses_to_serve_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one private name the HTTP server reads (``ServerSession._connection``, where a client's agent session is
+    found): an SDK without it must stop the server at start-up with a message naming the SDK's version, never fall
+    back to one session shared by every client."""
+    from importlib import metadata
+
+    from mcp.server.session import ServerSession
+
+    from dsh_todo.carriers.mcp.server import check_sdk
+
+    check_sdk()
+    original = ServerSession.__init__
+
+    def moved(self: ServerSession, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.__dict__["_conn"] = self.__dict__.pop("_connection")
+
+    monkeypatch.setattr(ServerSession, "__init__", moved)
+    with pytest.raises(RuntimeError, match=rf"installed mcp SDK \({re.escape(metadata.version('mcp'))}\)"):
+        check_sdk()

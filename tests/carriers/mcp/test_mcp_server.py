@@ -24,8 +24,8 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from dsh_todo.carriers.mcp.calls import ABSENT, CallSession, raw_argument_text
-from dsh_todo.carriers.mcp.server import SESSION_META_KEY, build_server
+from dsh_todo.carriers.mcp.calls import ABSENT, SESSION_META_KEY, CallSession, Connections, raw_argument_text
+from dsh_todo.carriers.mcp.server import build_server
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.tools.registry import ToolResult
 from dsh_todo.jsonutil import dumps, loads
@@ -112,19 +112,26 @@ def check_connection(events: Sequence[Any], calls: Sequence[tuple[Any, ToolResul
     assert position == len(events) - 1
 
 
-def check_answer(got: types.CallToolResult, want: ToolResult) -> None:
+def check_answer(got: types.CallToolResult, want: ToolResult, *, structured: bool = True) -> None:
+    """The native answer; its canonical value as ``structuredContent`` only when the server offers it
+    (``--structured-output``)."""
     assert [block.model_dump(exclude_none=True) for block in got.content] == want.content
     assert got.is_error is want.is_error
-    assert got.structured_content == (None if want.is_error else plain(want.value))
+    assert got.structured_content == (None if want.is_error or not structured else plain(want.value))
 
 
 # -- in process -----------------------------------------------------------------------------------------------
 
 
+def in_process(ctx: Context, *, structured: bool = True) -> Any:
+    """The SDK's server on ``ctx`` for the SDK's in-memory ``Client``, which ends its sessions when it leaves."""
+    return build_server(Connections(ctx, cwd="/project"), version="0", structured=structured, own=True)
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_tool_listing_is_our_description_and_schema(make_ctx: BootFactory, mode: str) -> None:
     ctx = make_ctx(allow_parallel=True)
-    async with Client(build_server(ctx), mode=mode) as client:
+    async with Client(in_process(ctx), mode=mode) as client:
         listed = (await client.list_tools()).tools
     [schema] = ctx.tools.schemas()
     assert [tool.name for tool in listed] == ["todo_write"]
@@ -141,7 +148,7 @@ async def test_tool_listing_says_the_call_is_safe_to_repeat(make_ctx: BootFactor
     hints took the defaults (destructive, open world) and asked for confirmation on every call. The call replaces
     our own plan and nothing else: not read-only, not destructive, idempotent, closed world."""
     ctx = make_ctx(allow_parallel=True)
-    async with Client(build_server(ctx), mode=mode) as client:
+    async with Client(in_process(ctx), mode=mode) as client:
         [tool] = (await client.list_tools()).tools
     assert tool.title == "Update todo list"
     assert tool.annotations is not None
@@ -158,7 +165,7 @@ async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, 
     native = Native(make_ctx, allow_parallel)
     session: Session | None = None
     wanted: list[tuple[Any, ToolResult, list[dict[str, Any]]]] = []
-    async with Client(build_server(ctx), mode=mode) as client:
+    async with Client(in_process(ctx), mode=mode) as client:
         for step, vector in enumerate(vectors, start=1):
             want, want_events = await native(vector["args"])
             assert want.is_error is vector["isError"], vector["id"]
@@ -177,7 +184,7 @@ async def test_conformance_vectors_in_process(make_ctx: BootFactory, mode: str, 
 async def test_absent_arguments_are_an_empty_object(make_ctx: BootFactory) -> None:
     """No ``arguments`` is the loop's empty argument string: logged as ``""``, executed as ``{}``."""
     ctx = make_ctx(allow_parallel=True)
-    async with Client(build_server(ctx)) as client:
+    async with Client(in_process(ctx)) as client:
         got = await client.call_tool("todo_write")
         assert got.meta is not None
         session = ctx.sessions.get(got.meta[SESSION_META_KEY])
@@ -190,7 +197,7 @@ async def test_absent_arguments_are_an_empty_object(make_ctx: BootFactory) -> No
 
 async def test_unknown_tool_is_a_protocol_error_and_logs_nothing(make_ctx: BootFactory) -> None:
     ctx = make_ctx(allow_parallel=True)
-    async with Client(build_server(ctx)) as client:
+    async with Client(in_process(ctx)) as client:
         with pytest.raises(MCPError, match='unknown tool "todo_read"'):
             await client.call_tool("todo_read", {})
     assert ctx.sessions.list() == []
@@ -205,7 +212,7 @@ async def test_concurrent_calls_never_interleave_their_steps(make_ctx: BootFacto
         assert got.meta is not None
         seen.append(got.meta[SESSION_META_KEY])
 
-    async with Client(build_server(ctx)) as client:
+    async with Client(in_process(ctx)) as client:
         async with anyio.create_task_group() as group:
             for index in range(8):
                 group.start_soon(one, client, index)
@@ -219,7 +226,7 @@ async def test_concurrent_calls_never_interleave_their_steps(make_ctx: BootFacto
 async def test_turns_satisfy_the_session_invariant(make_ctx: BootFactory) -> None:
     """With DSH's turn-enclosure invariant mounted, a host calling the tool outside a turn is vetoed; MCP is not."""
     ctx = make_ctx(allow_parallel=True, invariants={"enabled": True}, session_invariant=True, todo_invariant=True)
-    async with Client(build_server(ctx)) as client:
+    async with Client(in_process(ctx)) as client:
         got = await client.call_tool("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]})
     assert not got.is_error, got.content
 
@@ -275,7 +282,7 @@ async def test_conformance_vectors_over_stdio(make_ctx: BootFactory, tmp_path: P
             for vector in vectors:
                 want, want_events = await native(vector["args"])
                 got = await call(client, vector["args"])
-                check_answer(got, want)
+                check_answer(got, want, structured=False)
                 assert got.meta is not None
                 session_ids.add(got.meta[SESSION_META_KEY])
                 wanted.append((vector["args"], want, want_events))
@@ -348,7 +355,7 @@ async def test_a_rejected_call_leaves_the_standing_plan_alone(make_ctx: BootFact
     """Repro (issue 12): a valid call, then a rejected one; ``dsh-todo plan`` printed ``null`` because the rejected
     call opened a turn of its own, and its ``turn/start`` cleared the plan it never replaced."""
     ctx = make_ctx(allow_parallel=True)
-    async with Client(build_server(ctx), mode=mode) as client:
+    async with Client(in_process(ctx), mode=mode) as client:
         accepted = await call(client, ACCEPTED)
         assert not accepted.is_error and accepted.meta is not None
         session = ctx.sessions.get(accepted.meta[SESSION_META_KEY])
@@ -429,7 +436,7 @@ async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFac
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(ctx.tools, "execute", broken)
-    async with Client(build_server(ctx)) as client:
+    async with Client(in_process(ctx)) as client:
         got = await client.call_tool("todo_write", {"todos": []})
         assert got.meta is not None
         session = ctx.sessions.get(got.meta[SESSION_META_KEY])

@@ -31,10 +31,10 @@ LOSSLESS = "Error: tool execution arguments must be losslessly JSON-serializable
 class Wire:
     """``dsh-todo mcp`` as a subprocess spoken to in raw lines."""
 
-    def __init__(self, root: Path, cwd: Path) -> None:
+    def __init__(self, root: Path, cwd: Path, *options: str) -> None:
         env = dict(os.environ)
         env.pop("DSH_TODO_ROOT", None)
-        self.process = subprocess.Popen([sys.executable, "-m", "dsh_todo.cli", "mcp", "--root", str(root)],
+        self.process = subprocess.Popen([sys.executable, "-m", "dsh_todo.cli", "mcp", "--root", str(root), *options],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         cwd=cwd, env=env)
         self._pending = b""
@@ -93,10 +93,12 @@ class Wire:
 
 
 @pytest.fixture
-def wire(tmp_path: Path) -> Iterator[Wire]:
+def wire(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Wire]:
+    """A server past its handshake; a test marked ``options(...)`` starts it with those command-line options."""
     cwd = tmp_path / "project"
     cwd.mkdir()
-    server = Wire(tmp_path / "sessions", cwd)
+    marker = request.node.get_closest_marker("options")
+    server = Wire(tmp_path / "sessions", cwd, *(marker.args if marker is not None else ()))
     try:
         server.handshake("raw")
         yield server
@@ -153,6 +155,7 @@ def test_messages_that_are_not_requests_are_invalid_requests(wire: Wire) -> None
     assert wire.ask(b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}')["id"] == 9
 
 
+@pytest.mark.options("--structured-output")
 def test_lone_surrogate_escapes_are_json(wire: Wire, tmp_path: Path) -> None:
     """Repro: ``"\\ud800"`` inside a request (valid JSON text, and what JavaScript's ``JSON.stringify`` writes for a
     lone surrogate) got no answer. It is the tool's to judge, and it takes it; the answer escapes it again."""

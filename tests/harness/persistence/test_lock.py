@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import subprocess
 import sys
@@ -113,3 +115,84 @@ def test_release_removes_the_lock_file_and_a_stale_file_is_reused(tmp_path: Path
     path.write_text("12345\n")  # left by a process that crashed
     with WriterLock.acquire(path, "s") as again:
         assert again.held
+
+
+FILE_SIZE_CAP = textwrap.dedent("""
+    import resource, signal, sys
+    from dsh_todo.harness.persistence import JsonlBackend
+    root, mode = sys.argv[1:3]
+    store = JsonlBackend(root, "none")
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails with EFBIG instead of killing us
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    take = (lambda: store.create({"id": "s", "createdAt": 1})) if mode == "create" else (lambda: store.resume("s")[1])
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))  # no file may grow: the pid cannot be written
+    try:
+        take()
+    except OSError as exc:
+        print("refused", exc.errno, flush=True)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    writer = take()
+    print("locked", flush=True)
+    writer.close()
+""")
+
+
+@pytest.mark.parametrize("mode", ["create", "resume"])
+def test_a_lock_whose_pid_cannot_be_written_holds_nothing(tmp_path: Path, mode: str) -> None:
+    """Repro: ``WriterLock.acquire`` flocked ``session.lock``, then wrote its pid; when that write failed (EFBIG
+    here, a file size cap; ENOSPC or EIO alike) the locked descriptor leaked, and once the cap was lifted every
+    later call in the process answered ``session "s" is already open for writing by another process``."""
+    if mode == "resume":
+        write_log(tmp_path)
+    done = subprocess.run([sys.executable, "-c", FILE_SIZE_CAP, str(tmp_path), mode], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"refused {errno.EFBIG}\nlocked\n", "")
+
+
+@contextmanager
+def small_disk(where: Path, size: str = "256k") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``where`` (root only; the test is skipped where mounting is not allowed)."""
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                             capture_output=True, timeout=30)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+def fill(disk: Path) -> Path:
+    """Fill ``disk`` to the last byte; returns the filler to delete."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_while_taking_the_lock_leaves_no_lock_behind(tmp_path: Path) -> None:
+    """Repro (a real full filesystem): with the disk full, ``resume`` failed writing its pid into ``session.lock``
+    (``[Errno 28] No space left on device``); after the disk was freed the same process got ``session "s" is
+    already open for writing by another process``: its own leaked lock."""
+    with small_disk(tmp_path / "disk") as disk:
+        store = write_log(disk)
+        filler = fill(disk)
+        with pytest.raises(OSError) as refused:
+            store.resume("s")
+        assert refused.value.errno == errno.ENOSPC
+        filler.unlink()
+        _, writer = store.resume("s")
+        writer.close()
+        with pytest.raises(OSError) as again:  # and a create on a full disk, the same
+            fill(disk)
+            store.create({"id": "t", "createdAt": 1})
+        assert again.value.errno == errno.ENOSPC
+        (disk / "filler").unlink()
+        store.create({"id": "t", "createdAt": 1}).close()

@@ -30,7 +30,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dsh_todo.carriers import jsonrpc
-from dsh_todo.carriers.mcp.wire import MAX_LINE, encode, error_answer, validated
+from dsh_todo.carriers.mcp.fallback import validated
+from dsh_todo.carriers.mcp.wire import MAX_LINE, error_line
 
 NO_MESSAGE: Final = jsonrpc.Refusal(None, jsonrpc.INVALID_REQUEST, jsonrpc.NOT_A_MESSAGE)
 """The answer to a body the stdio server would leave unanswered (an invalid notification, a response-like object):
@@ -70,7 +71,7 @@ class CheckedBodies:
         if complete and len(body) <= self.limit:
             answer = refusal(bytes(body))
             if answer is not None:
-                await Response(encode(answer), status_code=400, media_type="application/json")(scope, receive, send)
+                await Response(answer, status_code=400, media_type="application/json")(scope, receive, send)
                 return
 
         async def replay() -> Message:
@@ -79,7 +80,7 @@ class CheckedBodies:
         await self.app(scope, replay, send)
 
 
-def refusal(body: bytes) -> SessionMessage | None:
+def refusal(body: bytes) -> bytes | None:
     """The answer to ``body`` when the stdio server's rules refuse it as a line, else ``None`` (the SDK's to serve).
     A blank body is the SDK's too (its own parse error)."""
     checked = jsonrpc.check(body, max_line=MAX_LINE)
@@ -88,7 +89,7 @@ def refusal(body: bytes) -> SessionMessage | None:
     judged = checked if isinstance(checked, jsonrpc.Refusal) else validated(checked)
     if isinstance(judged, SessionMessage):
         return None
-    return error_answer(*(judged or NO_MESSAGE))
+    return error_line(*(judged or NO_MESSAGE))
 
 
 def _json(headers: Headers) -> bool:

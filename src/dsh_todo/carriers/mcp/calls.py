@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from typing import Any, Final
 
+from dsh_todo.carriers.jsonrpc import raw_json
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.tools.registry import ToolResult, error_result
@@ -38,9 +40,13 @@ SESSION_META_KEY: Final = "dsh-todo/sessionId"
 """``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
 
 
-def call_result(result: ToolResult, session_id: str) -> dict[str, Any]:
-    """The MCP ``CallToolResult`` for one answered call, as wire JSON data: the registry's text blocks, ``isError``,
-    the canonical value as ``structuredContent`` (accepted calls only) and the session id under ``_meta``.
+def call_result(result: ToolResult, session_id: str, *, structured: bool = False) -> dict[str, Any]:
+    """The MCP ``CallToolResult`` for one answered call, as wire JSON data: the registry's text blocks, ``isError``
+    and the session id under ``_meta``; with ``structured`` (``--structured-output``), the canonical value as
+    ``structuredContent`` too (accepted calls only).
+
+    Not by default: clients that see ``structuredContent`` (Codex, Claude Code) show the model that JSON instead of
+    the text, and the text is the seed's Model Experience (one fixed line; the list stays in the call's arguments).
 
     Keys in the order the SDK's result surface writes them (``_meta``, ``content``, ``isError``,
     ``structuredContent``; ``text`` before ``type``), so the stdio server's direct answers are byte-identical to the
@@ -49,7 +55,7 @@ def call_result(result: ToolResult, session_id: str) -> dict[str, Any]:
     answer: dict[str, Any] = {"_meta": {SESSION_META_KEY: session_id},
                               "content": [{"text": block["text"], "type": "text"} for block in result.content],
                               "isError": result.is_error}
-    if not result.is_error and result.value is not None:
+    if structured and not result.is_error and result.value is not None:
         answer["structuredContent"] = result.value
     return answer
 
@@ -59,8 +65,6 @@ def raw_argument_text(arguments: Any) -> str:
     JSON cannot carry losslessly are written as the client sent them (``1e400``), never as ``null``."""
     if arguments is ABSENT:
         return ""
-    from dsh_todo.carriers.mcp.wire import raw_json
-
     return raw_json(arguments)
 
 
@@ -72,8 +76,10 @@ class CallSession:
     was told is already durable; :meth:`close` ends the turn and releases the writer lock.
     """
 
-    def __init__(self, ctx: Context, *, cwd: str | None = None, session_id: str | None = None) -> None:
+    def __init__(self, ctx: Context, *, cwd: str | None = None, session_id: str | None = None,
+                 on_open: Callable[[CallSession], None] | None = None) -> None:
         self.ctx = ctx
+        self.on_open = on_open
         self.cwd = cwd if cwd is not None else os.getcwd()
         self.session_id = session_id or random_uuid()
         self._turns: Turns | None = None
@@ -89,6 +95,8 @@ class CallSession:
         if self._turns is None:
             session = self.ctx.sessions.create(self.session_id, cwd=self.cwd)
             self._turns = Turns.of(self.ctx, Agent(self.session_id, session))
+            if self.on_open is not None:
+                self.on_open(self)
         return self._turns
 
     async def call(self, name: str, arguments: Any = ABSENT) -> ToolResult:
@@ -113,3 +121,44 @@ class CallSession:
         self._closed = True
         if self._turns is not None:
             self._turns.close()
+
+
+class Connections:
+    """The agent sessions one server run hands out: the connection's own (stdio, session-less HTTP) and one per HTTP
+    MCP session id. Owned by whoever serves (``serve_stdio``, ``serve_http``) and passed to the halves that answer
+    (the direct path, the SDK's handlers), so both always see the same sessions."""
+
+    def __init__(self, ctx: Context, cwd: str | None = None, *,
+                 on_session: Callable[[CallSession], None] | None = None) -> None:
+        self.ctx = ctx
+        self.cwd = cwd if cwd is not None else os.getcwd()
+        self.on_session = on_session
+        self.default = self._new()
+        self.by_id: dict[str, CallSession] = {}
+
+    def _new(self) -> CallSession:
+        return CallSession(self.ctx, cwd=self.cwd, on_open=self.on_session)
+
+    def for_key(self, key: str | None) -> tuple[CallSession, bool]:
+        """The session for one HTTP MCP session id (``None``: the connection's own), and whether this made it."""
+        if key is None:
+            return self.default, False
+        session = self.by_id.get(key)
+        if session is not None:
+            return session, False
+        session = self.by_id[key] = self._new()
+        return session, True
+
+    def release(self, key: str) -> None:
+        """The MCP session ``key`` ended (DELETE, idle timeout, server stop): close its turn, let go of its log.
+        Without this every session kept its writer lock (an open file) until the server stopped."""
+        session = self.by_id.pop(key, None)
+        if session is not None:
+            session.close()
+
+    def all(self) -> list[CallSession]:
+        return [self.default, *self.by_id.values()]
+
+    def close(self) -> None:
+        for session in self.all():
+            session.close()

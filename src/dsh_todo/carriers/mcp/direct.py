@@ -1,112 +1,192 @@
-"""The stdio server's direct answers: ``tools/call``, ``ping`` and ``tools/list`` without the SDK's dispatch.
+"""The stdio server's own answers: ``initialize``, ``ping``, ``tools/list`` and ``tools/call`` without the SDK.
 
-Over stdio the Python MCP SDK spent about 1.1 ms of CPU per ``tools/call`` around a carrier call of about 0.1 ms:
-pydantic models for the request and the result (validated, dumped, validated again against the protocol version's
-result surface, dumped again), memory streams between three tasks, a task per request, a middleware chain. With a
-quiet disk that was three fsyncs' worth, so a durable MCP call cost 4× a durable call. This module answers the hot
-methods itself, from the same state the SDK's handler uses:
+Importing the Python MCP SDK and its models takes about a second, and ``codex exec`` sends its first model request
+some 50 ms after spawning its servers: a server that is not ready by then is not in the model's tool list. So the
+stdio server answers the handshake and the hot methods itself and imports nothing of the SDK for them; the SDK half
+(:mod:`.fallback`) is started only for a message this module declines, and is told the handshake first (it replays
+the client's own ``initialize``). Each answer is the bytes the SDK writes for the same request, keys in its order; a
+differential test runs the same lines through both at every handshake version (``test_mcp_direct.py``).
 
-- only once the SDK has accepted the handshake (its own gate, ``Connection.initialize_accepted``, on a handshake-era
-  protocol version): ``initialize``, notifications and everything before them stay the SDK's, so protocol
-  negotiation, the era decision and the init gate are never ours;
-- only for messages of the plain shape: ``tools/call`` whose params hold ``name`` (a tool the registry has) and
-  optionally ``arguments``, nothing else (no ``_meta``: no progress token, no 2026 envelope); ``ping`` and
-  ``tools/list`` without params (or ``{}``: no cursor). Anything else (an unknown tool, invalid params, another
-  method) goes to the SDK and gets its answer;
-- the call runs on the connection's own :class:`~dsh_todo.carriers.mcp.calls.CallSession` (the lifespan's
-  :class:`~dsh_todo.carriers.mcp.server.Connections`: one agent session per connection, the same ``_meta`` session
-  id, the same release when the connection ends), and its answer is :func:`~dsh_todo.carriers.mcp.calls.call_result`
-  written with the canonical encoder, byte-identical to what the SDK writes for the same request (a differential
-  test runs the same requests through both). ``tools/list`` is the SDK's own dump of the listing, made once per
-  protocol version with the SDK's result surface.
+What is answered here, once and for all the same way as the SDK would:
 
-Cancellation, ordering and the end of input are the transport's (:func:`dsh_todo.carriers.mcp.wire.stdio_transport`).
+- ``initialize`` of the plain shape (``protocolVersion`` a string, ``capabilities`` an object of objects,
+  ``clientInfo`` with string ``name`` and ``version``, nothing else), as the first request of the connection: the
+  client's version when it is one of :data:`HANDSHAKE_VERSIONS`, else the latest. Anything else (a second
+  ``initialize``, odd params, the session-less 2026 protocol, which never sends ``initialize``) is the SDK's;
+- after it, ``tools/call`` whose params hold ``name`` (a tool the registry has), optionally ``arguments`` and
+  ``_meta`` (nothing else); ``tools/list`` without a cursor; and ``ping`` (no params, or ``{}``) at any time.
+
+The call runs on the connection's own :class:`~dsh_todo.carriers.mcp.calls.CallSession` (the server's
+:class:`~dsh_todo.carriers.mcp.calls.Connections`, shared with the SDK half), and its answer is
+:func:`~dsh_todo.carriers.mcp.calls.call_result` written with the canonical encoder. Cancellation, ordering and the
+end of input are the transport's (:mod:`dsh_todo.carriers.mcp.wire`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Mapping
+from typing import Any, Final
 
-from mcp.server.connection import Connection
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp_types.methods import serialize_server_result
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
-from dsh_todo.carriers.mcp.calls import ABSENT, call_result
-from dsh_todo.carriers.mcp.server import Connections, sdk_connection, tool_listing
-from dsh_todo.harness import Context
+from dsh_todo.carriers.mcp.calls import ABSENT, Connections, call_result
+from dsh_todo.carriers.mcp.wire import Request
 from dsh_todo.jsonutil import dumps_bytes
+from dsh_todo.tool_todo import CALL_TITLE
+from dsh_todo.tool_todo.description import TOOL_NAME
 
-if TYPE_CHECKING:
-    from dsh_todo.carriers.mcp.wire import Request
+SERVER_NAME: Final = "dsh-todo"
 
-CALL_PARAMS: Final = frozenset({"name", "arguments"})
-"""The only params keys a ``tools/call`` answered directly may have."""
+HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The handshake-era protocol versions the pinned SDK negotiates (``mcp_types.version``; a test holds them equal)."""
+
+LATEST_VERSION: Final = HANDSHAKE_VERSIONS[-1]
+
+CALL_PARAMS: Final = frozenset({"name", "arguments", "_meta"})
+"""The only params keys a ``tools/call`` answered here may have."""
+
+INITIALIZE_PARAMS: Final = frozenset({"protocolVersion", "capabilities", "clientInfo"})
+CLIENT_INFO: Final = frozenset({"name", "version", "title"})
+
+REPLAYED_ID: Final = "dsh-todo/replayed-initialize"
+"""The id under which the SDK half is told the handshake this module answered; its answer is nobody's."""
+
+TOOL_PRESENTATION: Final[Mapping[str, tuple[str, Mapping[str, bool]]]] = {
+    TOOL_NAME: (CALL_TITLE, {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                             "openWorldHint": False}),
+}
+"""``title`` and behaviour hints per tool. Without them a client assumes the worst (destructive, open world) and may
+ask a person to confirm every call. ``todo_write`` replaces the session's own plan and nothing else: it writes (not
+read-only), destroys nothing a person made (the previous list is still in the log), the same list twice leaves the
+same plan (idempotent), and it touches nothing outside the session (closed world)."""
+
+SCHEMA_FIELDS: Final = ("properties", "required", "type")
+"""A tool schema's keys the SDK's model declares, which it writes first, in this order; the others follow as given."""
+
+
+def _schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    head = {key: schema[key] for key in SCHEMA_FIELDS if key in schema}
+    return head | {key: value for key, value in schema.items() if key not in head}
+
+
+def tool_entries(connections: Connections, *, structured: bool) -> list[dict[str, Any]]:
+    """``tools/list``'s tools as wire JSON, keys in the order the SDK writes them. The output schema is offered
+    only with ``structured`` (``--structured-output``), as is ``structuredContent`` (:func:`call_result`)."""
+    tools = connections.ctx.tools
+    entries = []
+    for schema in tools.schemas():
+        name = schema["name"]
+        definition = tools.get(name)
+        output = definition.output_schema if definition is not None and structured else None
+        title, hints = TOOL_PRESENTATION.get(name, (None, None))
+        entry: dict[str, Any] = {}
+        if hints is not None:
+            entry["annotations"] = dict(sorted(hints.items()))
+        entry["description"] = schema["description"]
+        entry["inputSchema"] = _schema(schema["parameters"])
+        entry["name"] = name
+        if output is not None:
+            entry["outputSchema"] = _schema(output)
+        if title is not None:
+            entry["title"] = title
+        entries.append(entry)
+    return entries
+
+
+def initialize_result(version: str, server_version: str) -> dict[str, Any]:
+    """The SDK's ``initialize`` result for this server (tools only, no instructions)."""
+    return {"capabilities": {"tools": {"listChanged": False}}, "protocolVersion": version,
+            "serverInfo": {"name": SERVER_NAME, "version": server_version}}
+
+
+def negotiated(requested: str) -> str:
+    return requested if requested in HANDSHAKE_VERSIONS else LATEST_VERSION
+
+
+def plain_initialize(params: Mapping[str, Any] | None) -> bool:
+    """Whether ``initialize`` params are of the shape answered here (the SDK validates anything else)."""
+    if params is None or not params.keys() <= INITIALIZE_PARAMS:
+        return False
+    capabilities, info = params.get("capabilities"), params.get("clientInfo")
+    return (isinstance(params.get("protocolVersion"), str) and isinstance(capabilities, dict)
+            and all(isinstance(value, dict) for value in capabilities.values())
+            and isinstance(info, dict) and info.keys() <= CLIENT_INFO and {"name", "version"} <= info.keys()
+            and all(isinstance(value, str) for value in info.values()))
 
 
 class Direct:
-    """Answers the hot requests of one stdio connection once the SDK has accepted its ``initialize``."""
+    """Answers the handshake and the hot requests of one stdio connection (see the module's docstring)."""
 
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.connections: Connections | None = None
-        """The server's lifespan state while it lives (set by :func:`~dsh_todo.carriers.mcp.server.build_server`)."""
-        self.connection: Connection | None = None
-        """The SDK connection that served the first request (:meth:`watch`): the handshake's, over stdio."""
-        self._listings: dict[str, bytes] = {}
-
-    async def watch(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Server middleware: remember the SDK connection the first request arrived on (``initialize``, normally),
-        whose state says when the handshake is done."""
-        if self.connection is None:
-            self.connection = sdk_connection(ctx)
-        return await call_next(ctx)
-
-    def _version(self) -> str | None:
-        """The negotiated handshake-era protocol version once the SDK accepted the handshake, else ``None``."""
-        connection = self.connection
-        if connection is None or self.connections is None or not connection.initialize_accepted:
-            return None
-        version = connection.protocol_version
-        return version if version in HANDSHAKE_PROTOCOL_VERSIONS else None
+    def __init__(self, connections: Connections, *, server_version: str, structured: bool = False) -> None:
+        self.connections = connections
+        self.server_version = server_version
+        self.structured = structured
+        self.version: str | None = None
+        """The negotiated protocol version, once this module answered ``initialize``."""
+        self.handshake: dict[str, Any] | None = None
+        """The client's ``initialize`` params, for the SDK half's replay."""
+        self.initialized = False
+        """Whether the client sent ``notifications/initialized`` (replayed too)."""
+        self.declined_handshake = False
+        """The SDK answered ``initialize`` (or something before it): from then on every request is the SDK's."""
+        self._listing: bytes | None = None
 
     def serve(self, request: Request) -> Awaitable[bytes] | None:
         """The answer line to ``request``, to be awaited, or ``None`` when the SDK must answer it."""
-        version = self._version()
-        if version is None:
-            return None
         method, params = request.method, request.params
+        if self.declined_handshake:
+            return None
+        if method == "ping":
+            return None if params else _ready(answer(request.id, b"{}"))
+        if method == "initialize":
+            if self.version is not None or not plain_initialize(params):
+                self.declined_handshake = self.version is None
+                return None
+            assert params is not None
+            self.handshake = params
+            self.version = negotiated(params["protocolVersion"])
+            return _ready(answer(request.id, dumps_bytes(initialize_result(self.version, self.server_version))))
+        if self.version is None:
+            self.declined_handshake = True  # the SDK gates (or serves, in the 2026 protocol) what comes first
+            return None
         if method == "tools/call":
-            if params is None or not params.keys() <= CALL_PARAMS:
+            if params is None or not params.keys() <= CALL_PARAMS or not isinstance(params.get("_meta", {}), dict):
                 return None
             name = params.get("name")
-            if not isinstance(name, str) or self.ctx.tools.get(name) is None:
+            if not isinstance(name, str) or self.connections.ctx.tools.get(name) is None:
                 return None
             arguments = params.get("arguments")
             return self._call(request.id, name, ABSENT if arguments is None else arguments)
         if params:
             return None
-        if method == "ping":
-            return _ready(answer(request.id, b"{}"))
         if method == "tools/list":
-            return _ready(answer(request.id, self._listing(version)))
+            return _ready(answer(request.id, self.listing()))
         return None
 
-    async def _call(self, request_id: Any, name: str, arguments: Any) -> bytes:
-        connections = self.connections
-        assert connections is not None  # checked by serve, and nothing awaited since
-        session = connections.for_key(None)
-        result = await session.call(name, arguments)
-        return answer(request_id, dumps_bytes(call_result(result, session.session_id)))
+    def notify(self, method: str) -> None:
+        """A notification arrived (handed to the SDK half too, once it runs)."""
+        if method == "notifications/initialized" and self.version is not None:
+            self.initialized = True
 
-    def _listing(self, version: str) -> bytes:
-        """``tools/list``'s result as the SDK writes it at ``version``: its dump, sieved by its result surface."""
-        listing = self._listings.get(version)
-        if listing is None:
-            dumped = tool_listing(self.ctx).model_dump(by_alias=True, mode="json", exclude_none=True)
-            listing = self._listings[version] = dumps_bytes(serialize_server_result("tools/list", version, dumped))
-        return listing
+    def replay(self) -> list[dict[str, Any]]:
+        """What the SDK half must be told before anything else: the handshake answered here, if one was."""
+        if self.handshake is None:
+            return []
+        messages: list[dict[str, Any]] = [
+            {"jsonrpc": "2.0", "id": REPLAYED_ID, "method": "initialize", "params": self.handshake}]
+        if self.initialized:
+            messages.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return messages
+
+    async def _call(self, request_id: Any, name: str, arguments: Any) -> bytes:
+        session, _ = self.connections.for_key(None)
+        result = await session.call(name, arguments)
+        return answer(request_id, dumps_bytes(call_result(result, session.session_id, structured=self.structured)))
+
+    def listing(self) -> bytes:
+        """``tools/list``'s result, encoded once."""
+        if self._listing is None:
+            tools = tool_entries(self.connections, structured=self.structured)
+            self._listing = dumps_bytes({"tools": tools})
+        return self._listing
 
 
 def answer(request_id: Any, result: bytes) -> bytes:

@@ -1,31 +1,30 @@
-"""MCP over stdio, one JSON-RPC message per line, where every request gets exactly one answer.
+"""MCP over stdio, one JSON-RPC message per line, where every request gets exactly one answer. No SDK import.
 
-The SDK's own stdio transport parses each line with pydantic, which refuses three kinds of valid-looking input and
-then drops the line without a word, so the client waits forever: text that is not JSON (JSON-RPC wants ``-32700
-Parse error`` with ``id: null``), lone surrogate escapes such as ``"\\ud800"`` (valid JSON text, and what JavaScript's
-``JSON.stringify`` writes for half a surrogate pair) and values nested 200 levels or more. This transport reads the
-lines itself, with the rules of :mod:`dsh_todo.carriers.jsonrpc` (lines of at most :data:`MAX_LINE` bytes, nesting of
-at most :data:`MAX_DEPTH`, numbers kept as the client wrote them), and answers whatever it cannot hand on; a JSON
-object it can is validated by the SDK's models, and refused by the same rules when they fail it. A number no float
-can hold becomes a :class:`~dsh_todo.carriers.jsonrpc.RawNumber`, which the registry's lossless check refuses with
-``Error: tool execution arguments must be losslessly JSON-serializable`` (the reference's answer, conformance
-category ``lossless``) and which :func:`raw_json` writes back verbatim into ``tool/call``.
+Lines are read with the rules of :mod:`dsh_todo.carriers.jsonrpc` (lines of at most :data:`MAX_LINE` bytes, nesting
+of at most :data:`MAX_DEPTH`, numbers kept as the client wrote them), and whatever they refuse is answered here:
+text that is not JSON gets ``-32700 Parse error`` with ``id: null``, an over-long or too-deep line ``-32600``. The
+SDK's own stdio reader drops such lines without a word, so the client would wait forever. A number no float can
+hold becomes a :class:`~dsh_todo.carriers.jsonrpc.RawNumber`, which the registry's lossless check refuses with
+``Error: tool execution arguments must be losslessly JSON-serializable`` (the reference's answer) and which
+:func:`~dsh_todo.carriers.jsonrpc.raw_json` writes back verbatim into ``tool/call``.
+
+A request of the plain shape (:class:`Request`) is offered first to the :class:`Shortcut` (the server's
+:class:`~dsh_todo.carriers.mcp.direct.Direct`, which answers the handshake and the hot methods); whatever it declines,
+and every other message, goes to the :class:`Fallback` (the SDK half, :mod:`.fallback`), started on the first such
+message, since importing the SDK takes about a second. So that a direct answer never overtakes the SDK's, a request is
+offered to the shortcut only while no request handed to the SDK waits for its answer. A ``notifications/cancelled``
+naming a direct call in flight cancels it (its step ends ``Error: tool call aborted`` in the log, and the request gets
+no answer, as the SDK does). Reading never waits for a direct call (a tool that awaits would otherwise keep its
+cancellation unread): beyond :data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way.
+
+Input ends when stdin does or when :func:`serve_lines` is told to stop (a signal). Then direct answers in progress
+get :data:`DRAIN_SECONDS` to finish: a call whose write has happened is answered with its result, whatever happens to
+the connection afterwards. What is still running after that is cancelled and answered ``-32000 Connection closed``,
+as the SDK answers the requests it cuts off; then the SDK half stops and answers what it still holds the same way.
 
 Answers are written with :func:`dsh_todo.jsonutil.dumps_bytes`, which escapes lone surrogates the way
 ``JSON.stringify`` does, so a string the client sent comes back intact. A client that stops reading (``EPIPE``) costs
-the server nothing: answers are dropped and the server runs until stdin ends.
-
-Requests of the plain shape (:class:`Request`: ``tools/call``, ``ping``, ``tools/list``) are offered first to a
-:class:`Shortcut` (the server's :class:`~dsh_todo.carriers.mcp.direct.Direct`), which answers them without the SDK
-once the SDK has accepted the handshake; whatever it declines is validated and handed to the SDK as before. So that a
-direct answer never overtakes the SDK's, a request is offered only while no request handed to the SDK waits for its
-answer. A ``notifications/cancelled`` naming a direct call in flight cancels it (its step ends ``Error: tool call
-aborted`` in the log, and the request gets no answer, as the SDK does); a call still running when input ends is
-cancelled and answered ``Connection closed``, as the SDK answers its own, before the SDK's lifespan ends. A request
-handed to the SDK just before input ended, whose handler the SDK cancelled before it ran, gets the same answer once
-the SDK has stopped: every request is answered. Reading never waits for a direct call (a tool that awaits would
-otherwise keep its cancellation unread): beyond :data:`DIRECT_LIMIT` direct answers in progress, requests go the
-SDK's way (docs/decisions/0013).
+the server nothing: answers are dropped and the server runs until input ends.
 """
 
 from __future__ import annotations
@@ -33,28 +32,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import select
 import stat
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, BinaryIO, Final, Protocol
 
-import anyio
-import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.dispatcher import coerce_request_id
-from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
-from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
-
 from dsh_todo.carriers import jsonrpc
-from dsh_todo.carriers.jsonrpc import RawNumber
-from dsh_todo.jsonutil import dumps, dumps_bytes
+from dsh_todo.jsonutil import dumps_bytes
 
 log = logging.getLogger("dsh_todo.mcp")
 
@@ -64,84 +52,44 @@ MAX_LINE: Final = 4 * 1024 * 1024
 MAX_DEPTH: Final = jsonrpc.MAX_DEPTH
 """Deepest nesting a message may have: the shared rule's (:data:`dsh_todo.carriers.jsonrpc.MAX_DEPTH`)."""
 
+CONNECTION_CLOSED_CODE: Final = -32000
+CONNECTION_CLOSED: Final = "Connection closed"
+"""The SDK's answer to a request still running when the connection ends."""
 
-def raw_json(value: Any) -> str:
-    """Compact JSON for a parsed value, :class:`RawNumber` and non-finite floats written as numbers the client could
-    have sent (``1e400``), never as ``null``: the text ``tool/call`` records must parse back to what was sent."""
-    try:
-        text = dumps_bytes(value)
-    except (TypeError, ValueError, RecursionError):  # a RawNumber, or nesting too deep for the encoders
-        pass
-    else:
-        if b"null" not in text:  # a non-finite float is written as null: without any null, nothing was one
-            return text.decode("utf-8")
-    try:
-        if not _has_unusual_number(value):
-            return dumps(value)
-    except RecursionError:
-        pass
-    return "".join(_raw_parts(value))
+INTERNAL_ERROR: Final = -32603
+
+DIRECT_LIMIT: Final = 16
+"""Direct answers in progress at once (running or waiting to be written); beyond, requests go the SDK's way (whose
+tasks a cancellation can still reach: reading never waits for a direct call)."""
+
+DRAIN_SECONDS: Final = 2.0
+"""How long direct answers in progress at the end of input may take before they are cancelled. A ``todo_write``
+call takes milliseconds; only a tool that hangs waits this long."""
+
+CHUNK: Final = 1 << 16
 
 
-def _has_unusual_number(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, RawNumber) or (isinstance(item, float) and not math.isfinite(item)):
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return False
+def error_line(request_id: Any, code: int, message: str) -> bytes:
+    """A JSON-RPC error answer line, keys in the SDK's order."""
+    return dumps_bytes({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n"
 
 
-def _raw_parts(value: Any) -> Iterator[str]:
-    """The pieces of :func:`raw_json`'s text, depth-first without recursion."""
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (_Literal, RawNumber)):
-            yield item.text
-        elif isinstance(item, float) and not math.isfinite(item):
-            yield "1e400" if item > 0 else "-1e400"
-        elif isinstance(item, dict):
-            pieces: list[Any] = [_Literal("{")]
-            for index, (key, child) in enumerate(item.items()):
-                pieces += [_Literal(("," if index else "") + dumps(key) + ":"), child]
-            stack.extend(reversed([*pieces, _Literal("}")]))
-        elif isinstance(item, (list, tuple)):
-            pieces = [_Literal("[")]
-            for index, child in enumerate(item):
-                pieces += [_Literal(","), child] if index else [child]
-            stack.extend(reversed([*pieces, _Literal("]")]))
-        else:
-            yield dumps(item)
-
-
-class _Literal:
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-# -- one line in, a message or an answer out ---------------------------------------------------------------------
-
-
-def error_answer(request_id: Any, code: int, message: str) -> SessionMessage:
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                                             error=types.ErrorData(code=code, message=message)))
+def correlation(request_id: Any) -> Any:
+    """The id requests are matched by: ``"7"`` and ``7`` are one (as in the SDK's dispatcher and the TS SDK)."""
+    if isinstance(request_id, str):
+        with contextlib.suppress(ValueError):
+            return int(request_id)
+    return request_id
 
 
 REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
-DIRECT_METHODS: Final = frozenset({"tools/call", "ping", "tools/list"})
+DIRECT_METHODS: Final = frozenset({"initialize", "tools/call", "ping", "tools/list"})
 
 
 class Request:
     """A request of the plain shape a :class:`Shortcut` may answer: ``jsonrpc``, a string or integer ``id``, one of
-    :data:`DIRECT_METHODS`, ``params`` an object or absent, and no other key. Kept as parsed, not yet validated by
-    the SDK's models: :meth:`message` is what the SDK gets when the shortcut declines."""
+    :data:`DIRECT_METHODS`, ``params`` an object or absent, and no other key. :attr:`value` is the message as parsed,
+    what the SDK half gets when the shortcut declines."""
 
     __slots__ = ("id", "method", "params", "value")
 
@@ -160,10 +108,6 @@ class Request:
             return None
         return cls(value, request_id, method, params)
 
-    def message(self) -> SessionMessage | None:
-        """The request as :func:`decode` hands it to the SDK (or the answer refusing it)."""
-        return _message(self.value)
-
 
 class Shortcut(Protocol):
     """Answers some :class:`Request` s without the SDK (:class:`dsh_todo.carriers.mcp.direct.Direct`)."""
@@ -171,68 +115,49 @@ class Shortcut(Protocol):
     def serve(self, request: Request) -> Awaitable[bytes] | None:
         """The answer line to ``request``, to be awaited, or ``None`` to leave it to the SDK."""
 
+    def notify(self, method: str) -> None:
+        """A notification arrived (the SDK half, once it runs, gets it too)."""
 
-def decode(line: bytes, *, cut: bool = False, direct: bool = False) -> SessionMessage | Request | None:
-    """A line from the client (``cut``: it was longer than :data:`MAX_LINE` and this is its head): the message to
-    serve, an answer to write back (a :class:`types.JSONRPCError`), or ``None`` for a line that needs neither (blank,
-    an invalid notification or response). With ``direct``, a request of the plain shape comes back as a
-    :class:`Request` (not yet validated by the SDK's models). The line rules are :func:`jsonrpc.check`'s."""
+
+Emit = Callable[[bytes], Awaitable[None]]
+
+
+class Fallback(Protocol):
+    """The SDK half of the server (:class:`dsh_todo.carriers.mcp.fallback.SdkHalf`)."""
+
+    def busy(self) -> bool:
+        """Whether a request handed to it still waits for its answer."""
+
+    async def deliver(self, value: dict[str, Any]) -> None:
+        """One message: validated there (a refusal is answered through ``emit``), then served by the SDK."""
+
+    async def close(self) -> None:
+        """Input ended: stop the SDK, answer every request it still holds, return once all is written."""
+
+
+StartFallback = Callable[[Emit], Awaitable[Fallback]]
+"""Starts the SDK half (in a task of its own), answering through ``emit``."""
+
+
+def decode(line: bytes, *, cut: bool = False) -> dict[str, Any] | bytes | None:
+    """A line from the client (``cut``: it was longer than :data:`MAX_LINE` and this is its head): the JSON object to
+    serve, the answer line refusing it, or ``None`` for a blank line (:func:`jsonrpc.check`'s rules)."""
     value = jsonrpc.check(line, cut=cut, max_line=MAX_LINE)
-    if value is None or isinstance(value, jsonrpc.Refusal):
-        return None if value is None else error_answer(*value)
-    if direct and (request := Request.of(value)) is not None:
-        return request
-    return _message(value)
+    if isinstance(value, jsonrpc.Refusal):
+        return error_line(*value)
+    return value
 
 
-def validated(value: dict[str, Any]) -> SessionMessage | jsonrpc.Refusal | None:
-    """A JSON object as the SDK's message, or the :class:`~dsh_todo.carriers.jsonrpc.Refusal` it gets when the SDK's
-    models fail it, or ``None`` when nobody waits for an answer (an invalid notification, a response-like object)."""
-    try:
-        message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError:
-        pass
-    else:
-        if not (isinstance(message, types.JSONRPCNotification) and "id" in value):
-            return SessionMessage(message)
-        # a request whose id is no id (a list, null, a number no float holds) reads as a notification: refuse it
-    return jsonrpc.refusal(value)
-
-
-def _message(value: dict[str, Any]) -> SessionMessage | None:
-    """:func:`validated`, a refusal as the answer to write back."""
-    judged = validated(value)
-    return error_answer(*judged) if isinstance(judged, jsonrpc.Refusal) else judged
-
-
-def encode(message: SessionMessage) -> bytes:
-    """One answer line, lone surrogates escaped as ``JSON.stringify`` escapes them."""
-    return dumps_bytes(message.message.model_dump(by_alias=True, exclude_unset=True, mode="json")) + b"\n"
-
-
-# -- the transport -----------------------------------------------------------------------------------------------
-
-CONNECTION_CLOSED: Final = "Connection closed"
-"""The SDK's answer to a request still running when the connection ends (code ``-32000``)."""
-
-DIRECT_LIMIT: Final = 16
-"""Direct answers in progress at once (running or waiting to be written); beyond, requests go the SDK's way (whose
-tasks a cancellation can still reach: reading never waits for a direct call)."""
-
-CHUNK: Final = 1 << 16
-
-
-@asynccontextmanager
-async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None = None, *,
-                          direct: Shortcut | None = None) -> AsyncIterator[
-        tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
-    """``(read_stream, write_stream)`` for :meth:`mcp.server.lowlevel.Server.run` over stdin and stdout.
+async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdin: BinaryIO | None = None,
+                      stdout_fd: int | None = None, stop: asyncio.Event | None = None) -> None:
+    """Serve the client on stdin/stdout until input ends or ``stop`` is set, then answer what is left and return.
 
     While it serves, fd 1 points at stderr (a stray ``print`` cannot corrupt the wire) and answers go to a private
-    duplicate of the original stdout. A stdin the event loop can wait on (a pipe or a socket, as MCP hosts give) is
-    read on the loop, non-blocking while served; any other (a file, a tty) on a daemon thread, so an interrupted
-    server never waits for a read that will not return. Either way a line is handed over before the next is read.
-    ``direct`` answers what it can of the plain requests (see the module's docstring).
+    duplicate of the original stdout. A stdin the event loop can wait on (a pipe, a socket, a terminal) is read on the
+    loop; any other (a file) on a daemon thread with plain ``os.read`` (never the buffered ``sys.stdin``, whose lock a
+    thread still inside it at interpreter shutdown turns into ``Fatal Python error: _enter_buffered_busy``), so an
+    interrupted server never waits for a read. Either way a line is handed over before the next is read. Plain
+    asyncio, no anyio: this is the path to the first answer, and anyio's import alone is tens of milliseconds.
     """
     loop = asyncio.get_running_loop()
     source = stdin if stdin is not None else sys.stdin.buffer
@@ -244,48 +169,35 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
         stdout_fd = private_out
     out_fd = stdout_fd
     out_pipe = _is_pipe(out_fd)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     write_lock = asyncio.Lock()  # one answer line at a time, in the order they were ready
     broken = False
-    waiting: dict[Any, list[Any]] = {}  # requests handed to the SDK and not yet answered: their ids, by correlation id
+    ended = False
     in_flight: dict[Any, asyncio.Task[None]] = {}  # direct answers not yet computed, by correlation id
     silenced: set[asyncio.Task[None]] = set()  # direct calls their client cancelled: never answered
     slots = asyncio.Semaphore(DIRECT_LIMIT)
+    fallback: Fallback | None = None
+    input_over = asyncio.Event()
 
     async def emit(data: bytes) -> None:
         nonlocal broken
         async with write_lock:
             if broken:
-                return  # the client stopped reading: drop answers, keep serving until stdin ends
+                return  # the client stopped reading: drop answers, keep serving until input ends
             try:
                 if not _write_now(out_fd, data, out_pipe):
-                    await anyio.to_thread.run_sync(_write_fully, out_fd, data)
+                    await loop.run_in_executor(None, _write_fully, out_fd, data)
             except OSError:
                 broken = True
 
-    def settle(request_id: Any) -> None:
-        key = coerce_request_id(request_id)
-        ids = waiting.get(key)
-        if not ids:
+    def cancel(params: Any) -> None:
+        """``notifications/cancelled`` naming a direct call: it is answered by nobody (JSON-RPC's cancellation)."""
+        request_id = params.get("requestId") if isinstance(params, Mapping) else None
+        if not jsonrpc.usable_id(request_id):
             return
-        if request_id in ids:
-            ids.remove(request_id)
-        else:  # the same correlation id written otherwise ("7" for 7): the SDK answers them in turn
-            ids.pop(0)
-        if not ids:
-            del waiting[key]
-
-    def cancel(params: Mapping[str, Any] | None) -> None:
-        """``notifications/cancelled``: the named request is answered by nobody (JSON-RPC's cancellation)."""
-        request_id = cancelled_request_id_from_params(params)
-        if request_id is None:
-            return
-        task = in_flight.pop(coerce_request_id(request_id), None)
+        task = in_flight.pop(correlation(request_id), None)
         if task is not None:
             silenced.add(task)
             task.cancel()
-        settle(request_id)  # the SDK answers no request its client cancelled
 
     async def answer_directly(request: Request, served: Awaitable[bytes]) -> None:
         task = asyncio.current_task()
@@ -296,70 +208,76 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                 if task in silenced:
                     silenced.discard(task)
                     return
-                data = encode(error_answer(request.id, types.CONNECTION_CLOSED, CONNECTION_CLOSED))
+                data = error_line(request.id, CONNECTION_CLOSED_CODE, CONNECTION_CLOSED)
             except Exception:  # a bug on the direct path: still one answer, never a traceback on the wire
                 log.exception("MCP direct answer to %r failed", request.method)
-                data = encode(error_answer(request.id, types.INTERNAL_ERROR, "Internal error"))
+                data = error_line(request.id, INTERNAL_ERROR, "Internal error")
             finally:
-                key = coerce_request_id(request.id)
+                key = correlation(request.id)
                 if in_flight.get(key) is task:
                     del in_flight[key]
             await emit(data)
         finally:
             slots.release()
 
-    async def deliver(item: SessionMessage | Request) -> None:
-        if isinstance(item, Request):
-            if direct is not None and not waiting and not slots.locked():
-                await slots.acquire()  # (free: does not wait)
-                try:
-                    served = direct.serve(item)
-                except Exception:  # a bug on the direct path: the SDK answers instead
-                    log.exception("MCP direct path refused %r", item.method)
-                    served = None
-                if served is not None:
-                    in_flight[coerce_request_id(item.id)] = loop.create_task(answer_directly(item, served))
-                    return
-                slots.release()
-            message = item.message()
-            if message is None:
-                return
-            item = message
-        inner = item.message
-        if isinstance(inner, types.JSONRPCError):  # refused here: the SDK never sees it
-            await emit(encode(item))
+    async def sdk(value: dict[str, Any]) -> None:
+        nonlocal fallback
+        if fallback is None:
+            fallback = await start_fallback(emit)
+        await fallback.deliver(value)
+
+    async def deliver(item: dict[str, Any] | bytes) -> None:
+        if ended:
             return
-        if isinstance(inner, types.JSONRPCRequest):
-            waiting.setdefault(coerce_request_id(inner.id), []).append(inner.id)
-        elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
-            cancel(inner.params)
-        await read_send.send(item)
+        if isinstance(item, bytes):  # refused by the line rules
+            await emit(item)
+            return
+        request = Request.of(item)
+        if request is not None and not (fallback is not None and fallback.busy()) and not slots.locked():
+            await slots.acquire()  # (free: does not wait)
+            try:
+                served = shortcut.serve(request)
+            except Exception:  # a bug on the direct path: the SDK answers instead
+                log.exception("MCP direct path refused %r", request.method)
+                served = None
+            if served is not None:
+                in_flight[correlation(request.id)] = loop.create_task(answer_directly(request, served))
+                return
+            slots.release()
+        method = item.get("method")
+        if "id" not in item and isinstance(method, str):  # a notification: ours to note, the SDK's once it runs
+            shortcut.notify(method)
+            if method == "notifications/cancelled":
+                cancel(item.get("params"))
+            if fallback is None:
+                return  # nothing of the SDK's is running that it could concern
+        await sdk(item)
 
-    async def finish() -> None:
-        running = list(in_flight.values())
-        for task in running:  # input ended: answered "Connection closed", as the SDK answers its own
-            task.cancel()
-        if running:
-            await asyncio.wait(running)
-        read_send.close()
+    async def feed(lines: list[tuple[bytes, bool]]) -> None:
+        for line, cut in lines:
+            message = decode(line, cut=cut)
+            if message is not None:
+                await deliver(message)
 
-    def read_all() -> None:
+    def read_thread(fd: int | None) -> None:
+        lines = jsonrpc.Lines(MAX_LINE)
         try:
-            while (item := jsonrpc.read_line(source, MAX_LINE)) is not None:
-                line, cut = item
-                message = decode(line, cut=cut, direct=direct is not None)
-                if message is not None:  # parsed here, off the event loop; handed over one at a time
-                    asyncio.run_coroutine_threadsafe(deliver(message), loop).result()
-        except (OSError, ValueError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            while not ended:
+                data = os.read(fd, CHUNK) if fd is not None else source.read(CHUNK)
+                batch = lines.feed(data) if data else lines.end()
+                asyncio.run_coroutine_threadsafe(feed(batch), loop).result()
+                if not data:
+                    break
+        except (OSError, ValueError, RuntimeError):
             pass  # stdin failed, or the server is gone: either way this is the end of input
         finally:
             with contextlib.suppress(RuntimeError):
-                asyncio.run_coroutine_threadsafe(finish(), loop)
+                loop.call_soon_threadsafe(input_over.set)
 
     async def pump(fd: int) -> None:
         """Read stdin on the loop and hand over its lines in order. The descriptor stays registered while the pump
         keeps up (registering it anew for every line cost more than the read), and is let go while two chunks wait
-        (a slow hand-over, e.g. to the SDK during ``initialize``): at most two chunks and a line are held."""
+        (a slow hand-over, e.g. to the SDK while it starts): at most two chunks and a line are held."""
         lines = jsonrpc.Lines(MAX_LINE)
         chunks: deque[bytes] = deque()
         wake: asyncio.Future[None] | None = None
@@ -390,47 +308,57 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                     await wake
                     continue
                 data = chunks.popleft()
-                for line, cut in lines.feed(data) if data else lines.end():
-                    message = decode(line, cut=cut, direct=direct is not None)
-                    if message is not None:
-                        await deliver(message)
+                await feed(lines.feed(data) if data else lines.end())
                 if not data:
                     break
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except OSError:
             pass  # the server is gone: this is the end of input
         finally:
             if reading:
                 loop.remove_reader(fd)
-        await finish()
+            input_over.set()
 
-    async def write_all() -> None:
-        async with write_recv:
-            async for message in write_recv:
-                if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
-                    settle(message.message.id)
-                await emit(encode(message))
+    async def until_stopped() -> None:
+        if stop is not None:
+            await stop.wait()
+            input_over.set()
 
-    fd = _pollable_fd(source) if stdin is None else None
-    blocking = os.get_blocking(fd) if fd is not None else True
-    if fd is None:
-        threading.Thread(target=read_all, name="dsh-todo-mcp-stdin", daemon=True).start()
-    else:
-        os.set_blocking(fd, False)
+    async def drain() -> None:
+        """Input is over: the direct answers in progress finish (or, past :data:`DRAIN_SECONDS`, are cancelled and
+        answered ``Connection closed``); then the SDK half stops and answers what it holds."""
+        running = list(in_flight.values())
+        if running:
+            _, late = await asyncio.wait(running, timeout=DRAIN_SECONDS)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        if fallback is not None:
+            await fallback.close()
+
+    fd, pollable = _descriptor(source)
+    blocking = os.get_blocking(fd) if fd is not None and pollable else True
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(write_all)
-            if fd is not None:
-                group.start_soon(pump, fd)
-            yield read_recv, write_send
-        # The SDK has stopped, and every answer it wrote has been through write_all. A request it took just before
-        # input ended can still be unanswered: its handler was cancelled before it ever ran. It gets the answer the
-        # SDK gives a request that input's end cut off.
-        for ids in list(waiting.values()):
-            for request_id in ids:
-                await emit(encode(error_answer(request_id, types.CONNECTION_CLOSED, CONNECTION_CLOSED)))
-        waiting.clear()
+        watcher = loop.create_task(until_stopped())
+        if fd is not None and pollable:
+            if not os.isatty(fd):
+                os.set_blocking(fd, False)
+            reader = loop.create_task(pump(fd))
+        else:
+            reader = None
+            threading.Thread(target=read_thread, args=(fd,), name="dsh-todo-mcp-stdin", daemon=True).start()
+        try:
+            await input_over.wait()
+        finally:
+            ended = True
+            watcher.cancel()
+            if reader is not None:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+        await drain()
     finally:
-        if fd is not None:
+        if fd is not None and pollable:
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, blocking)
         if private_out is not None:
@@ -439,16 +367,16 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout_fd: int | None =
                 os.close(private_out)
 
 
-def _pollable_fd(source: BinaryIO) -> int | None:
-    """``source``'s file descriptor when the event loop can wait on it (a pipe or a socket), ``None`` for anything
-    else (a file, a tty, an object without a descriptor). Only for the process's own stdin, of which nothing has been
-    read (a raw read would miss what a buffered reader already holds)."""
+def _descriptor(source: BinaryIO) -> tuple[int | None, bool]:
+    """``source``'s file descriptor (``None`` for an object without one) and whether the event loop can wait on it:
+    a pipe, a socket or a terminal; not a regular file. Nothing must have been read through ``source`` yet (a raw
+    read would miss what a buffered reader already holds)."""
     try:
         fd = source.fileno()
         mode = os.fstat(fd).st_mode
     except (OSError, ValueError, AttributeError):
-        return None
-    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+        return None, False
+    return fd, stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 def _write_now(fd: int, data: bytes, pipe: bool) -> bool:

@@ -116,11 +116,14 @@ class JsonlBackend:
             return None
         matches: builtins.list[Path] = []
         for project in self._project_dirs():
-            for suffix in (".jsonl.zstd", ".jsonl"):
-                flat = project / (encoded + suffix)
-                if len(flat.name.encode()) <= NAME_MAX and flat.exists():  # a longer name cannot exist
-                    raise self.flat_layout(flat)
-            path = self.log_in(project / encoded)
+            try:
+                for suffix in (".jsonl.zstd", ".jsonl"):
+                    flat = project / (encoded + suffix)
+                    if len(flat.name.encode()) <= NAME_MAX and flat.exists():  # a longer name cannot exist
+                        raise self.flat_layout(flat)
+            except PermissionError:
+                continue  # a project folder we may not search (another user's, in a shared root) holds none of ours
+            path = self.log_in(project / encoded)  # this id's own folder unreadable: that is this session's refusal
             if path is not None:
                 matches.append(path)
         if len(matches) > 1:
@@ -133,33 +136,47 @@ class JsonlBackend:
 
     def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
-        layout, a directory holding both encodings, one id in two project directories) is listed with its
-        ``problem``: it never hides the others. Whether a listed log reads cleanly is for a read to say."""
+        layout, a directory holding both encodings, one id in two project directories) or whose folder cannot be
+        read (a symbolic link loop, a folder of mode 000) is listed with its ``problem``: it never hides the others.
+        What is not ours to judge is left out: a project folder that cannot be listed (no session in it can be
+        named; in a root two users share, folders are created 0700, so it is the other user's) and an unreadable
+        session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
         from dataclasses import replace
 
         from dsh_todo.harness.persistence.contract import StoredSession
 
         found: list[StoredSession] = []
         for project in self._project_dirs():
-            for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
+            try:
+                entries = sorted(os.scandir(project), key=lambda entry: entry.name)
+            except OSError:
+                continue
+            for entry in entries:
                 path = Path(entry.path)
-                if entry.is_file() and entry.name.endswith((".jsonl", ".jsonl.zstd")):
+                try:
+                    flat = entry.is_file() and entry.name.endswith((".jsonl", ".jsonl.zstd"))
+                    log = None if flat or not entry.is_dir() else self.log_in(path)
+                except CorruptSessionLogError as problem:
+                    found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path, problem))
+                    continue
+                except OSError as exc:
+                    if _owned(entry):
+                        unreadable = OSError(exc.errno, exc.strerror, str(path))
+                        found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path,
+                                                   unreadable))
+                    continue
+                if flat:
                     name = entry.name.removesuffix(".zstd").removesuffix(".jsonl")
                     found.append(StoredSession(decode_segment(name), None, None, str(path), path,
                                                self.flat_layout(path)))
-                elif entry.is_dir():
-                    try:
-                        log = self.log_in(path)
-                    except CorruptSessionLogError as problem:
-                        found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path, problem))
-                        continue
-                    if log is None:
-                        continue
+                elif log is not None:
                     try:
                         meta = self._read_header_only(log)
                     except NotRegularFileError as problem:  # a FIFO or a device where the log belongs
                         found.append(StoredSession(decode_segment(entry.name), None, None, str(log), log, problem))
                         continue
+                    except (CorruptSessionLogError, OSError):
+                        meta = None  # a header that cannot be read: the read of the whole log says why
                     cwd = meta.get("cwd") if meta is not None else None
                     found.append(StoredSession(decode_segment(entry.name), cwd if isinstance(cwd, str) else None,
                                                meta, str(log), log))
@@ -175,30 +192,37 @@ class JsonlBackend:
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
     def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
-             plan_only: bool = False, expand: bool = False) -> Scanned:
+             plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
         not where its header says, or its id stored twice under this root; both are checked on the header alone,
-        before the rest is read (a misplaced copy of a million events is refused at once)."""
+        before the rest is read (a misplaced copy of a million events is refused at once).
+
+        ``unique`` says the caller has just counted every id under the root (a listing does) and found this one
+        once, so it is not looked for again in every project directory: a listing costs one pass over the root,
+        not one per session."""
         meta = self._placed(path, None)
-        if meta is not None:
+        if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
         found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only, expand=expand)
         self._check_identity(path, found.meta, None)
-        self.find(str(found.meta["id"]))
+        if not unique:
+            self.find(str(found.meta["id"]))
         return found
 
-    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None]) -> Scanned | None:
+    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None], *,
+                          unique: bool = False) -> Scanned | None:
         """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
         checkpoint proves the bytes before its offset unchanged (:mod:`.prefix`); ``None`` whenever anything is off
         (no digest, another digest, a tail a full pass must judge): then :meth:`scan` the whole log. Refused like
-        :meth:`scan` when the log is not where its header says, or its id is stored twice.
+        :meth:`scan` when the log is not where its header says, or its id is stored twice (``unique``: as there).
 
         ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
         the observer of the tail's events (``None``: the rows are of no use, give up)."""
         meta = self._placed(path, None)
         if meta is None:
             return None
-        self.find(str(meta["id"]))
+        if not unique:
+            self.find(str(meta["id"]))
         found = usable_checkpoint(self, path)
         if found is None or found[1].proof is None:
             return None
@@ -328,8 +352,11 @@ class JsonlBackend:
             # of two racing creators at least one sees the other.
             for project in self._project_dirs():
                 other = project / path.parent.name
-                if other != path.parent and (other / LOCK_NAME).exists():
-                    WriterLock.probe(other / LOCK_NAME, session_id)
+                try:
+                    if other != path.parent and (other / LOCK_NAME).exists():
+                        WriterLock.probe(other / LOCK_NAME, session_id)
+                except PermissionError:
+                    continue  # a folder we may not search: no writer of ours can be in it
             clear_leftovers(path.parent)
         except BaseException:
             lock.release()
@@ -427,7 +454,11 @@ class JsonlBackend:
         except FileNotFoundError:
             return
         for entry in entries:
-            if entry.is_dir():
+            try:
+                folder = entry.is_dir()
+            except OSError:  # not a folder we can enter (a symbolic link loop): no sessions in it
+                continue
+            if folder:
                 yield Path(entry.path)
 
     def _session_dirs(self, project: Path) -> builtins.list[Path]:
@@ -486,8 +517,12 @@ class JsonlBackend:
             return None
 
     def log_in(self, directory: Path) -> Path | None:
-        """The log in a session directory, whichever its encoding; a directory holding both is refused."""
-        found = [directory / log_file_name(c) for c in ("zstd", "none") if (directory / log_file_name(c)).exists()]
+        """The log in a session directory, whichever its encoding; a directory holding both is refused, and one
+        that cannot be searched (mode 000, a symbolic link loop) raises the ``OSError`` naming it."""
+        try:
+            found = [directory / log_file_name(c) for c in ("zstd", "none") if _exists(directory / log_file_name(c))]
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(directory)) from None
         if len(found) > 1:
             raise CorruptSessionLogError(
                 f"session directory {directory} holds both session.jsonl and session.jsonl.zstd; a session is "
@@ -530,6 +565,23 @@ def clear_leftovers(directory: Path) -> None:
         for leftover in directory.glob(pattern):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; an error other than its absence (a loop, a folder we may not search) is raised."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
+def _owned(entry: os.DirEntry[str]) -> bool:
+    """Whether this process's user owns ``entry`` (itself, not what a link points to)."""
+    try:
+        return entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:

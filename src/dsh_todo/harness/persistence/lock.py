@@ -9,7 +9,8 @@ consistent prefix and at worst a torn tail, which a read does not repair.
 ``flock`` locks belong to an open file description, so two stores in one process exclude each other just as two
 processes do, and the kernel drops the lock when its holder dies: a crash never leaves a stale lock behind. The
 holder writes its pid into the file for the error message only; the lock itself is the kernel's. A stale file left
-by a crash is simply reused.
+by a crash is simply reused. When the pid cannot be written (a full disk, a file size cap, an I/O error) the lock is
+let go again before the error is raised, so a failed acquire never leaves the process locked out by itself.
 """
 
 from __future__ import annotations
@@ -65,9 +66,14 @@ class WriterLock:
             except FileNotFoundError:
                 same = False
             if same:
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-                return cls(path, fd)
+                lock = cls(path, fd)
+                try:
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+                except BaseException:  # a full disk, a file size cap, an I/O error: hold nothing
+                    lock.release()
+                    raise
+                return lock
             os.close(fd)
 
     @classmethod

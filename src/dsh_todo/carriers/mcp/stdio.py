@@ -1,0 +1,153 @@
+"""``dsh-todo mcp``: one client over stdin/stdout (or many over HTTP), each connection one agent session.
+
+This module owns the connection: the :class:`~dsh_todo.carriers.mcp.calls.Connections` (the agent sessions), the
+direct path that answers the handshake and the hot methods (:mod:`.direct`), the transport (:mod:`.wire`) and the
+SDK half, started only when a message needs it (:mod:`.fallback`). It imports no SDK, so ``initialize`` is answered
+within tens of milliseconds of the spawn: clients such as ``codex exec`` list a server's tools for the model about
+50 ms after starting it, and a server still importing the SDK then is missing from the model's tools.
+
+The connection ends when input does or at the first SIGTERM, SIGINT or SIGHUP (what clients send their servers:
+Codex closes stdin and sends SIGTERM at once, Gemini CLI sends SIGTERM with stdin open, Claude Code SIGINT then
+SIGTERM 100 ms later; a terminal's Ctrl-C is SIGINT): calls in progress finish and are answered, the turn ends
+``completed``, the log is flushed and its lock let go, and the process exits 0. Later signals change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from functools import partial
+from typing import TYPE_CHECKING, BinaryIO, Final
+
+from dsh_todo.carriers.mcp.calls import CallSession, Connections
+from dsh_todo.carriers.mcp.direct import Direct
+from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
+
+if TYPE_CHECKING:
+    from dsh_todo.runtime import Storage
+
+__all__ = ["STOP_SIGNALS", "main", "serve_stdio"]
+
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals that end a connection as the end of its input does."""
+
+
+async def serve_stdio(connections: Connections, *, version: str, structured: bool = False,
+                      stop: asyncio.Event | None = None, stdin: BinaryIO | None = None, stdout_fd: int | None = None,
+                      direct: Direct | None = None) -> None:
+    """Serve one client on stdin/stdout (or ``stdin`` and ``stdout_fd``) until its input ends or ``stop`` is set (by
+    default: one of :data:`STOP_SIGNALS`); every request is answered. Closing ``connections`` (the turn ``completed``,
+    the log flushed, the lock let go) is the caller's. ``direct``: the direct path to use (tests count what it
+    answers, or decline everything)."""
+    if direct is None:
+        direct = Direct(connections, server_version=version, structured=structured)
+
+    async def start_fallback(emit: Emit) -> Fallback:
+        from dsh_todo.carriers.mcp.fallback import SdkHalf
+
+        return await SdkHalf.start(direct, emit)
+
+    if stop is None:
+        stop = asyncio.Event()
+        STOPPING.serve(stop)
+    await serve_lines(direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd, stop=stop)
+
+
+class Stopping:
+    """:data:`STOP_SIGNALS` for the whole life of the command: while a connection is served they set its ``stop``
+    (on its loop); before (the boot) they are remembered, so serving ends at once; after (closing the session,
+    flushing) they change nothing.
+
+    Python-level handlers (``signal.signal``), not the loop's: the loop's are removed when it closes, which puts the
+    default back (SIGTERM and SIGHUP kill, SIGINT raises ``KeyboardInterrupt``) while the session is still being
+    closed, and Claude Code's SIGTERM comes 100 ms after its SIGINT."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    def install(self) -> None:
+        for number in STOP_SIGNALS:
+            signal.signal(number, self._handle)
+
+    def ignore(self) -> None:
+        """The command is done: later signals are ignored, also while the interpreter shuts down (which puts the
+        default handlers back, so a SIGTERM 100 ms after a SIGINT would kill a process that has already exited 0)."""
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+
+    def serve(self, stop: asyncio.Event) -> None:
+        """``stop`` is the running connection's: set it on the next signal (or now, if one came already)."""
+        self._loop, self._stop = asyncio.get_running_loop(), stop
+        if self.requested:
+            stop.set()
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        self.requested = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+
+
+STOPPING: Final = Stopping()
+"""The command's one :class:`Stopping` (signal handlers are per process)."""
+
+
+def server_version() -> str:
+    import dsh_todo
+
+    return dsh_todo.__version__
+
+
+def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, structured: bool = False,
+         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float | None = None) -> int:
+    """``dsh-todo mcp``: boot the standard composition persisted to ``storage`` and serve until the client leaves
+    (stdio) or the server is stopped (HTTP)."""
+    from dsh_todo.runtime import open_storage
+
+    if not http:
+        STOPPING.install()
+    ctx = open_storage(storage, allow_parallel=allow_parallel)
+    print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
+          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
+          file=sys.stderr, flush=True)
+    # Over stdio the one session is announced; over HTTP a line per client would grow stderr without bound (and block
+    # the server once a pipe nobody reads is full).
+    connections = Connections(ctx, on_session=None if http else partial(_announce, storage))
+    version = server_version()
+    try:
+        if http:
+            # uvicorn stops on SIGINT and SIGTERM; SIGHUP (a closed terminal) stops it the same way
+            import anyio
+
+            from dsh_todo.carriers.mcp.server import DEFAULT_IDLE_TIMEOUT, serve_http
+
+            signal.signal(signal.SIGHUP, lambda *_: signal.raise_signal(signal.SIGTERM))
+            anyio.run(partial(serve_http, connections, version=version, structured=structured, host=host,
+                              port=port, idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout))
+        else:
+            asyncio.run(serve_stdio(connections, version=version, structured=structured))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        if not http:
+            raise
+        print(f"dsh-todo mcp: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        connections.close()
+        ctx.dispose()
+        if not http:
+            STOPPING.ignore()
+    return 0
+
+
+def _announce(storage: Storage, session: CallSession) -> None:
+    """Say once, on stderr, where a connection's session is and the command that shows it: MCP clients show their
+    models the tool's text, not the result's ``_meta``, so this line is how a person finds the session."""
+    where = f"--root {os.path.abspath(storage.root)} " if storage.root is not None else ""
+    print(f"dsh-todo mcp: session {session.session_id} ({storage.describe()}); "
+          f"show its plan: dsh-todo plan {where}{session.session_id}", file=sys.stderr, flush=True)
