@@ -36,7 +36,7 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
                                "apply", "define_tool", "error_result", "inject", "name"],
     "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",
-                         "list_sessions", "open_database", "read_plan", "read_session", "resolve"],
+                         "list_sessions", "open_database", "read_events", "read_plan", "read_session", "resolve"],
     "dsh_todo.testing": ["Cluster", "ClusterUnavailable", "ModelReply", "ScriptedModel", "ToolCallRequest",
                          "database_composition", "memory_composition", "memory_context", "memory_kb", "open_fds",
                          "reply", "rpc_result", "scripted_turn",

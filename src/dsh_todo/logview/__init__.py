@@ -10,7 +10,16 @@ from dsh_todo.logview.database import open_database
 from dsh_todo.logview.files import find_log
 from dsh_todo.logview.health import Health, Refusal
 from dsh_todo.logview.plan import PLAN_EVENT_TYPES
-from dsh_todo.logview.reader import Backend, PlanView, SessionView, list_sessions, read_plan, read_session, resolve
+from dsh_todo.logview.reader import (
+    Backend,
+    PlanView,
+    SessionView,
+    list_sessions,
+    read_events,
+    read_plan,
+    read_session,
+    resolve,
+)
 
 __all__ = [
     "PLAN_EVENT_TYPES",
@@ -22,6 +31,7 @@ __all__ = [
     "find_log",
     "list_sessions",
     "open_database",
+    "read_events",
     "read_plan",
     "read_session",
     "resolve",

@@ -14,12 +14,13 @@ gets the same verdict everywhere:
   turn is genuinely running);
 - **ok** otherwise.
 
-:func:`read_session` keeps every event; :func:`read_plan` runs the very same pass but keeps only what the plan and
-the verdict need, so it costs a check of every line (most proven in bulk, decision 0015) and no more memory than
-one piece of the file. Its one shortcut
-is a projection checkpoint that proves the bytes before its offset unchanged (their SHA-256 is in the checkpoint):
-the rows stand for those bytes, the tail is read exactly, and any anomaly sends the read through every line, so
-the answer is the full pass's either way (decision 0010).
+:func:`read_session` keeps every event; :func:`read_events` hands each event to its caller as it is read and keeps
+none (``dsh-todo events`` and the web page's history pages: memory bounded by what the caller keeps, not by the
+log); :func:`read_plan` runs the very same pass but keeps only what the plan and the verdict need, so it costs a
+check of every line (most proven in bulk, decision 0015) and no more memory than one piece of the file. Its one
+shortcut is a projection checkpoint that proves the bytes before its offset unchanged (their SHA-256 is in the
+checkpoint): the rows stand for those bytes, the tail is read exactly, and any anomaly sends the read through every
+line, so the answer is the full pass's either way (decision 0010).
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class PlanView(NamedTuple):
     live: bool
     health: Health
     source: PlanSource = "scan"
+    closers: tuple[Event, ...] = ()
+    """The interrupted-turn closers recovery appends in memory after the stored events (none while a writer is
+    alive)."""
 
 
 class _Target(NamedTuple):
@@ -135,18 +139,40 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
     return _Target(files, text, found)
 
 
-def _read(target: _Target, *, keep: bool) -> _Read:
+class _Observed(Exception):
+    """What the caller's observer raised (a closed pipe, say), carried past the reader's own error handling."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _both(plan: PlanFold, observe: Observer) -> Observer:
+    def see(events: list[Event], types: list[Any]) -> None:
+        plan.see(events, types)
+        try:
+            observe(events, types)
+        except Exception as exc:
+            raise _Observed(exc) from exc
+
+    return see
+
+
+def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _Read:
     backend = target.backend
     if isinstance(backend, JsonlBackend):
         log = target.log if target.log is not None else backend.find(str(target.session_id))
         if log is None:
             raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
-        if not keep:
+        if not keep and observe is None:
             fast = _from_checkpoint(backend, log, target.unique)
             if fast is not None:
                 return fast
         plan = PlanFold()
-        found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True, unique=target.unique)
+        if observe is None:
+            found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True, unique=target.unique)
+        else:
+            found = backend.scan(log, keep=False, observe=_both(plan, observe), unique=target.unique, expand=True)
         live = writer_alive(log.parent / LOCK_NAME)  # the scan proved the log is this id's one log
         return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, plan,
                      [] if live else found.closers(), live)
@@ -154,7 +180,11 @@ def _read(target: _Target, *, keep: bool) -> _Read:
     stored = backend.read(session_id)
     events: list[Event] = list(stored.events)
     plan = PlanFold()
-    plan.see(events)
+    if observe is None:
+        plan.see(events)
+    else:
+        _both(plan, observe)(events, [event.get("type") for event in events])
+        events = []
     torn = getattr(stored, "torn", None)
     live = backend.writer_alive(session_id)
     return _Read(dict(stored.meta), events, len(events), None if torn is None else torn.truncate_to,
@@ -205,10 +235,13 @@ def _from_checkpoint(backend: JsonlBackend, log: Path, unique: bool) -> _Read | 
     return _Read(tail.meta, None, tail.count, None, 0, plan, closers, live, "checkpoint")
 
 
-def _guarded(target: _Target, keep: bool) -> _Read | Health:
-    """The read, or the refusal it ended in; a backend's own errors (a database going away) are refusals too."""
+def _guarded(target: _Target, keep: bool, observe: Observer | None = None) -> _Read | Health:
+    """The read, or the refusal it ended in; a backend's own errors (a database going away) are refusals too. What
+    ``observe`` raises is raised as it is."""
     try:
-        return _read(target, keep=keep)
+        return _read(target, keep=keep, observe=observe)
+    except _Observed as exc:
+        raise exc.error from None
     except (Refusal, SessionLogError, OSError) as exc:
         return refusal_of(exc)
     except Exception as exc:
@@ -263,14 +296,28 @@ def read_plan(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | 
     return _plan_view(target)
 
 
-def _plan_view(target: _Target) -> PlanView:
-    read = _guarded(target, keep=False)
+def _plan_view(target: _Target, observe: Observer | None = None) -> PlanView:
+    read = _guarded(target, keep=False, observe=observe)
     if isinstance(read, Health):
         return PlanView(target.where, target.log, _session_id(target, None), None, None, -1, False, read)
     health, plan = _verdict(read)
-    source: PlanSource = "full" if read.events is not None else read.source
+    source: PlanSource = "full" if read.events is not None or observe is not None else read.source
     return PlanView(target.where, target.log, _session_id(target, read.meta), read.meta, plan, read.event_count - 1,
-                    read.live, health, source)
+                    read.live, health, source, tuple(read.closers))
+
+
+def read_events(source: str | os.PathLike[str], observe: Observer, *, root: str | os.PathLike[str] | None = None,
+                backend: Backend | None = None) -> PlanView:
+    """The plan and verdict of :func:`read_plan` from one full pass that hands every stored event, in log order,
+    to ``observe(events, types)`` as it is read and keeps none of them (a database's events are read whole, as its
+    backend reads them). A log that changes while it is read is read again (:func:`~dsh_todo.harness.persistence.
+    reading.scan_log`), so ``observe`` may see a run of events again from seq 0: it goes by the events' ``seq``.
+    After a refusal it may have seen some events; what it raises is raised as it is."""
+    try:
+        target = resolve(source, root=root, backend=backend)
+    except (Refusal, SessionLogError, OSError) as exc:
+        return PlanView(os.fspath(source), None, None, None, None, -1, False, refusal_of(exc))
+    return _plan_view(target, observe)
 
 
 def list_sessions(backend: Backend) -> list[PlanView]:

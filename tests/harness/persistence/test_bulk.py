@@ -73,9 +73,9 @@ _PASS_INIT = reading._Pass.__init__
 
 
 def _exact_pass(self: reading._Pass, scanner: scan.LogScanner, path: Path, keep: bool,
-                observe: reading.Observer | None, bulk: bool = False) -> None:
+                observe: reading.Observer | None, bulk: bool = False, expand: bool = False) -> None:
     """A pass as it reads without the bulk proof: every line by the exact rules, pieces fed as they come."""
-    _PASS_INIT(self, scanner, path, keep, observe, False)
+    _PASS_INIT(self, scanner, path, keep, observe, False, expand)
 
 
 def _fixture_logs() -> list[Path]:

@@ -332,9 +332,9 @@ def test_a_log_appended_during_every_read_is_read_as_it_stood(tmp_path: Path, co
     scan = reading._scan_zstd if compression == "zstd" else reading._scan_raw
 
     def busy_writer_meanwhile(path: Path, keep: bool, observe: Any, end: int | None = None,
-                              bulk: bool = False) -> Any:
+                              bulk: bool = False, expand: bool = False) -> Any:
         nonlocal seq
-        found = scan(path, keep, observe, end, bulk)
+        found = scan(path, keep, observe, end, bulk, expand)
         passes.append(end)
         writer.append(chunk_events(seq, 3))  # the writer appends while every pass is running
         seq += 3

@@ -8,6 +8,13 @@ stable across versions. :class:`CheckedBodies` sits in front of the SDK's app: a
 line (:mod:`dsh_todo.carriers.jsonrpc`'s rules, then the SDK's models): what they refuse gets the stdio server's
 answer, one line of JSON-RPC, with HTTP 400; what they take is replayed to the SDK unchanged, as is every other
 request (a larger body, which the SDK answers 413; another method; another content type).
+
+Who is asking is judged before what they sent: the SDK checks ``Host`` and ``Origin`` (DNS rebinding) only in its
+transport, after this middleware has read and judged the body, so a foreign request with a bad body was answered
+400. With ``security`` (the settings the SDK's transport is given), every request's ``Host`` and ``Origin`` are
+checked first by the SDK's own check (:class:`~mcp.server.transport_security.TransportSecurityMiddleware`), and a
+foreign one gets its 421 or 403 without a byte of its body read (the MCP specification: validate ``Origin`` on every
+connection).
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,11 +41,18 @@ over HTTP every request gets a response."""
 class CheckedBodies:
     """ASGI middleware: a refused JSON body is answered here (see the module's docstring)."""
 
-    def __init__(self, app: ASGIApp, *, limit: int = MAX_LINE) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int = MAX_LINE,
+                 security: TransportSecuritySettings | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.security = None if security is None else TransportSecurityMiddleware(security)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.security is not None:
+            foreign = await self.security.validate_request(Request(scope), is_post=False)  # Host and Origin only
+            if foreign is not None:
+                await foreign(scope, receive, send)
+                return
         if scope["type"] != "http" or scope["method"] != "POST" or not _json(Headers(scope=scope)):
             await self.app(scope, receive, send)
             return

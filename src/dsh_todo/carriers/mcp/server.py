@@ -161,6 +161,10 @@ connection to lose, so this is how a client that vanished without its DELETE is 
 that thinks for minutes between calls, short enough that a log held by a dead client is free again soon."""
 
 
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+"""The hosts for which the server answers loopback ``Host`` and ``Origin`` names only (as the SDK does)."""
+
+
 def max_sessions() -> int:
     """How many HTTP MCP sessions may be open at once: each holds two file descriptors (its log's lock and, once it
     has written, its log, kept open for appending: decision 0016), a third for its client's connection, and some
@@ -183,14 +187,20 @@ async def serve_http(connections: Connections, *, version: str, structured: bool
 
     The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report. A
     session is released on DELETE and after ``idle_timeout`` seconds without a request (:meth:`Connections.release`).
-    A body that is not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
+    A request from a foreign ``Host`` or ``Origin`` is refused first (421, 403), whatever its body; a body that is
+    not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
     """
+    import asyncio
+    import logging
     import socket
 
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
+    from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
     from dsh_todo.carriers.mcp.bodies import CheckedBodies
 
+    log = logging.getLogger("dsh_todo.mcp")
     check_sdk()
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -199,9 +209,19 @@ async def serve_http(connections: Connections, *, version: str, structured: bool
     except OSError:
         listener.close()
         raise
+    security = None
+    if host in LOOPBACK_HOSTS:  # the SDK's own settings for a loopback host, given to it and to the body check
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                                             allowed_origins=["http://127.0.0.1:*", "http://localhost:*",
+                                                              "http://[::1]:*"])
     server = build_server(connections, version=version, structured=structured)
-    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions())
-    web = uvicorn.Server(uvicorn.Config(CheckedBodies(app), log_level="warning", lifespan="on"))
+    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions(),
+                                     transport_security=security)
+    # Connections take what the sessions leave of the fd limit: two apiece at most, max_sessions() of them.
+    slots = ConnectionSlots(connection_cap(held=2 * max_sessions()), label="dsh-todo mcp", log=log)
+    web = uvicorn.Server(slots.config(CheckedBodies(app, security=security), log_level="warning", lifespan="on"))
+    slots.install(asyncio.get_running_loop())
     async with anyio.create_task_group() as group:
         group.start_soon(partial(web.serve, sockets=[listener]))
         while not web.started:

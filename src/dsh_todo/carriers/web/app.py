@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 PING_SECONDS = 15
 MAX_WATCHED = 64
 """Sessions one mux connection may watch."""
+PAGE_WORKERS = 2
+"""History pages built at once (each a pass over its log, on a thread of its own pool): more requests wait their
+turn there instead of taking every thread of asyncio's default pool, which the session list and the followers use."""
 
 JSON = "application/json"
 
@@ -100,6 +104,7 @@ class WebApp:
         self.max_body = max_body
         self.hub: Hub | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.pages = ThreadPoolExecutor(PAGE_WORKERS, thread_name_prefix="dsh-todo-web-pages")
         routes = [
             Route("/", self.index, methods=["GET"]),
             Route("/api/session.history", rpc(self.history), methods=["POST"]),
@@ -120,6 +125,7 @@ class WebApp:
             yield
         finally:
             hub.close()
+            self.pages.shutdown(wait=False, cancel_futures=True)
 
     # -- routes ---------------------------------------------------------------------------------------------
 
@@ -139,11 +145,10 @@ class WebApp:
         limit = DEFAULT_MAX_MESSAGES if max_messages is None else max_messages
 
         def build() -> bytes:
-            read = self.source.read(session_id)
-            return ok_response(rpc_id, history_page(self.source, read, before=before, max_messages=limit))
+            return ok_response(rpc_id, history_page(self.source, session_id, before=before, max_messages=limit))
 
         try:
-            body = await asyncio.to_thread(build)
+            body = await asyncio.get_running_loop().run_in_executor(self.pages, build)
         except RpcError as exc:
             exc.rpc_id = rpc_id
             raise

@@ -15,6 +15,10 @@ Projections are folded here by a detached fold of the registry (``fold_for``) ov
 rather than read from the registry's live cells: the agent may be appending on another thread, and the registry's
 cells are not meant to be shared across threads. It is the same fold, so it gives the same values.
 
+A stored session's page is cut while the reader streams the log by, keeping none of it (:func:`read_events`): a
+:class:`PageWindow` keeps only the events the page can still reach, and the tail page's fold advances run by run.
+So a page costs the server the page, not the log (issue 22: a 100 MB log took 550 MB for one tail page).
+
 Stored sessions are read through the one log reader (:mod:`dsh_todo.logview`), so the page gives a log the verdict
 the command line gives it: a refused log is an error answer with the reader's reason (and a row with an ``error``
 in the session list, never a failed list); a log whose standing plan cannot be shown fails only the tail read, with
@@ -25,32 +29,21 @@ session's history is its stored events (SPEC §6.3), which is also what a follow
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dsh_todo.carriers.web.protocol import RpcError
 from dsh_todo.carriers.web.rows import RowFacts
 from dsh_todo.harness.agent_loop import parse_arguments
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.fold import Fold
 from dsh_todo.harness.persistence import LogBackend
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, Session
-from dsh_todo.logview import Health, list_sessions, read_session
+from dsh_todo.logview import Health, list_sessions, read_events
 
 log = logging.getLogger("dsh_todo.web")
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryRead:
-    """The events of one session as read at one instant (what its history pages are cut from), and whether it is
-    live in this process."""
-
-    session_id: str
-    events: Sequence[Event]
-    live: bool
-    tail_error: RpcError | None = None
-    """Why the tail page (the one carrying projections) cannot be served, though the events could be read."""
 
 
 class HistorySource:
@@ -78,23 +71,6 @@ class HistorySource:
             return None
         session: Session | None = store.get(session_id)
         return session
-
-    def read(self, session_id: str) -> HistoryRead:
-        """The session's events now (blocking for stored logs). Raises :class:`RpcError` when it cannot."""
-        session = self.live(session_id)
-        if session is not None:
-            # One C-level slice of the list: an atomic copy even while an agent thread appends.
-            return HistoryRead(session_id, session.events[:], True)
-        backend = self.backend
-        if backend is None:
-            raise not_found(session_id)
-        view = read_session(session_id, backend=backend)
-        health = view.health
-        if not health.refused:
-            return HistoryRead(session_id, view.stored, False)
-        if health.code == "internal" and view.meta is not None:  # read, but its standing plan cannot be shown
-            return HistoryRead(session_id, view.stored, False, RpcError("internal", health.reason, status=500))
-        raise refusal(session_id, health)
 
     def list_rows(self) -> list[dict[str, Any]]:
         """One row per session, live first where an id is both live and stored; newest first."""
@@ -217,19 +193,131 @@ def page_bounds(events: Sequence[Event], before: int | None, max_messages: int) 
     return reach, end
 
 
-def history_page(source: HistorySource, read: HistoryRead, *, before: int | None, max_messages: int) -> dict[str, Any]:
-    """The ``value`` of a ``session.history`` answer."""
-    events = read.events
-    start, end = page_bounds(events, before, max_messages)
-    value: dict[str, Any] = {"events": [source.entry(event) for event in events[start:end]], "hasMore": start > 0}
-    if before is None:
-        if read.tail_error is not None:
-            raise read.tail_error
-        try:
-            block = source.projections(events)
-        except Exception as exc:
-            # SPEC §13.10: a hand-written event the view schema refuses fails the tail read with ``internal``.
-            raise RpcError("internal", f"could not build the session's projections: {exc}", status=500) from None
-        if block is not None:
+def _least_source(event: Mapping[str, Any]) -> int | None:
+    """The earliest event a ``tool/result`` points back to (``page_bounds``' rule: int seqs from 0)."""
+    sources = event.get("sourceEventSeqs")
+    if not isinstance(sources, Sequence):
+        return None
+    return min((seq for seq in sources if type(seq) is int and seq >= 0), default=None)
+
+
+class PageWindow:
+    """The cut of :func:`page_bounds`, made while a log streams by: it keeps the events from the page's current
+    reach on (each run of events is trimmed to it), the last ``max_messages`` messages' positions, and, for the
+    tail page, the projections' fold. Memory: the page, whatever the log.
+
+    A ``tool/result`` may point back before what was let go (never in logs the harness writes, where a result's
+    call is in its own step): :attr:`reach` then lies before :attr:`kept`, and the caller reads the page again."""
+
+    def __init__(self, before: int | None, max_messages: int, fold: Fold | None) -> None:
+        self.before = before
+        self.max_messages = max_messages
+        self.fresh_fold = fold
+        self.reset()
+
+    def reset(self) -> None:
+        self.kept: deque[Event] = deque()
+        self.messages: deque[tuple[int, int | None]] = deque(maxlen=self.max_messages)
+        """``(seq of the message before it, least source)`` of the last messages before the page's end."""
+        self.last_message = -1
+        self.next_seq = 0
+        self.fold = None if self.fresh_fold is None else self.fresh_fold.copy()
+        self.fold_error: Exception | None = None
+
+    def see(self, events: Sequence[Event], kinds: list[Any]) -> None:
+        if not events:
+            return
+        if events[0]["seq"] < self.next_seq:  # the log changed while read, and is read again from the start
+            self.reset()
+        self.next_seq = events[-1]["seq"] + 1
+        if self.fold is not None:
+            try:
+                self.fold.extend(events)
+            except Exception as exc:
+                self.fold, self.fold_error = None, exc
+        before = self.before
+        for event, kind in zip(events, kinds, strict=True):
+            seq = event["seq"]
+            if before is not None and seq >= before:
+                break
+            self.kept.append(event)
+            if kind in SURFACE_EVENT_TYPES:
+                self.messages.append((self.last_message, _least_source(event) if kind == "tool/result" else None))
+                self.last_message = seq
+        reach = self.reach
+        kept = self.kept
+        while kept and kept[0]["seq"] < reach:
+            kept.popleft()
+
+    @property
+    def reach(self) -> int:
+        """Where the page starts, as the events seen so far place it."""
+        start = self.messages[0][0] + 1 if len(self.messages) == self.max_messages else 0
+        reach = start
+        for _, least in self.messages:
+            if least is not None and least < reach:
+                reach = least
+        return reach
+
+    @property
+    def complete(self) -> bool:
+        """Whether :attr:`kept` holds the whole page."""
+        return not self.kept or self.kept[0]["seq"] <= self.reach
+
+
+def history_page(source: HistorySource, session_id: str, *, before: int | None,
+                 max_messages: int) -> dict[str, Any]:
+    """The ``value`` of a ``session.history`` answer (blocking for stored logs). Raises :class:`RpcError` when it
+    cannot be given."""
+    tail = before is None
+    session = source.live(session_id)
+    tail_error: RpcError | None = None
+    if session is not None:
+        events: Sequence[Event] = session.events[:]  # one C-level slice: an atomic copy while an agent appends
+        start, end = page_bounds(events, before, max_messages)
+        page: Sequence[Event] = events[start:end]
+        has_more = start > 0
+        fold: Fold | None = None
+        fold_error: Exception | None = None
+        if tail and source.registry is not None:
+            try:
+                fold = source.registry.fold_for(events)
+            except Exception as exc:
+                fold_error = exc
+    else:
+        backend = source.backend
+        if backend is None:
+            raise not_found(session_id)
+        registry = source.registry
+        window = PageWindow(before, max_messages, registry.fold_for() if tail and registry is not None else None)
+        view = read_events(session_id, window.see, backend=backend)
+        health = view.health
+        if health.refused:
+            if not (health.code == "internal" and view.meta is not None):  # read, but its plan cannot be shown
+                raise refusal(session_id, health)
+            tail_error = RpcError("internal", health.reason, status=500)
+        reach = window.reach
+        if not window.complete:  # a result pointed back before what was let go: read the page's events again
+            again: list[Event] = []
+            end_seq = window.next_seq if before is None else before
+            read_events(session_id, lambda run, _kinds: again.extend(e for e in run if reach <= e["seq"] < end_seq),
+                        backend=backend)
+            window.kept = deque(again)
+        page = [event for event in window.kept if event["seq"] >= reach]
+        has_more = reach > 0
+        fold, fold_error = window.fold, window.fold_error
+    value: dict[str, Any] = {"events": [source.entry(event) for event in page], "hasMore": has_more}
+    if tail:
+        if tail_error is not None:
+            raise tail_error
+        if source.registry is not None:
+            try:
+                if fold_error is not None:
+                    raise fold_error
+                assert fold is not None
+                block = fold.snapshot()
+            except Exception as exc:
+                # SPEC §13.10: a hand-written event the view schema refuses fails the tail read with ``internal``.
+                raise RpcError("internal", f"could not build the session's projections: {exc}", status=500) from None
             value["projections"] = block
     return value

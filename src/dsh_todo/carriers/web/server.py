@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import uvicorn
 
+from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
 from dsh_todo.carriers.web.app import WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
@@ -67,8 +68,10 @@ class BackgroundServer:
         self._sock = bind(host, port)
         self.port: int = self._sock.getsockname()[1]
         self.app = WebApp(ctx, token=token, port=self.port)
-        config = uvicorn.Config(self.app.asgi, log_config=None, access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=3, log_level="warning")
+        # Each connection may hold a second descriptor for a while (a log being read for it): two apiece.
+        self.slots = ConnectionSlots(connection_cap(fds_each=2), label="dsh-todo web", log=log)
+        config = self.slots.config(self.app.asgi, log_config=None, access_log=False, lifespan="on",
+                                   timeout_graceful_shutdown=3, log_level="warning")
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -89,9 +92,13 @@ class BackgroundServer:
             time.sleep(0.005)
         return self.url
 
+    async def _serve(self) -> None:
+        self.slots.install(asyncio.get_running_loop())
+        await self.server.serve(sockets=[self._sock])
+
     def _run(self) -> None:
         try:
-            asyncio.run(self.server.serve(sockets=[self._sock]))
+            asyncio.run(self._serve())
         except BaseException as exc:  # reported by start() or stop()
             self._error = exc
             log.exception("the web server stopped with an error")

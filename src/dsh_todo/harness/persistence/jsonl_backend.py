@@ -192,7 +192,7 @@ class JsonlBackend:
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
     def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
-             plan_only: bool = False, unique: bool = False) -> Scanned:
+             plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
         not where its header says, or its id stored twice under this root; both are checked on the header alone,
         before the rest is read (a misplaced copy of a million events is refused at once).
@@ -203,7 +203,7 @@ class JsonlBackend:
         meta = self._placed(path, None)
         if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
-        found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only)
+        found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only, expand=expand)
         self._check_identity(path, found.meta, None)
         if not unique:
             self.find(str(found.meta["id"]))

@@ -95,9 +95,10 @@ class _Pass:
     """Feeds a :class:`LogScanner` and takes its events off it piece by piece."""
 
     def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None,
-                 bulk: bool = False) -> None:
+                 bulk: bool = False, expand: bool = False) -> None:
         self.scanner = scanner
-        scanner.expand = keep  # without keeping, a packed row is checked and counted, and stands as its last member
+        # Without keeping (or ``expand``), a packed row is checked and counted, and stands as its last member.
+        scanner.expand = keep or expand
         # Without keeping, runs of lines proven clean in bulk hand over only the events the plan fold and the open
         # turn need (bulk.prove): for a reader of the plan, never for an observer that wants every event.
         scanner.bulk = bulk and not keep
@@ -211,20 +212,22 @@ def _settled(before: tuple[int, ...], after: tuple[int, ...], limit: int | None)
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
-             refuse_unknown: bool = True, plan_only: bool = False) -> Scanned:
+             refuse_unknown: bool = True, plan_only: bool = False, expand: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
     (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
     ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (and without ``keep``), of a run
     of lines proven clean in bulk it sees only the events a plan fold looks at (:mod:`.bulk`), the open turn is kept
-    all the same, and the verdict is the same. A log that changes while it is read (a writer appending) is read
-    again, then only as far as it reached when that second pass began."""
+    all the same, and the verdict is the same. With ``expand`` (and without ``keep``), ``observe`` sees a packed
+    row's every member, as a kept read holds them, instead of the row standing as its last. A log that changes
+    while it is read (a writer appending) is read again, then only as far as it reached when that second pass
+    began."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
     limit: int | None = None
     while True:
         before = _identity(path)
         try:
             with paused_gc():
-                found = read(path, keep, observe, limit, plan_only)
+                found = read(path, keep, observe, limit, plan_only, expand)
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
@@ -237,7 +240,7 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
 
 
 def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
-              bulk: bool = False) -> Scanned:
+              bulk: bool = False, expand: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
         limit = max_line()
@@ -246,7 +249,7 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
             if len(header) > limit:
                 raise too_long("the header", limit)
             raise CorruptSessionLogError("empty or header-less session log")
-        one = _Pass(LogScanner(header), path, keep, observe, bulk)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk, expand)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
@@ -338,7 +341,7 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
 
 
 def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
-               bulk: bool = False) -> Scanned:
+               bulk: bool = False, expand: bool = False) -> Scanned:
     """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
         frames = _frames(_Bounded(file, end))
@@ -349,7 +352,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         if head is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
         header = header_frame(_frame(head, at, 0))
-        one = _Pass(LogScanner(header), path, keep, observe, bulk)
+        one = _Pass(LogScanner(header), path, keep, observe, bulk, expand)
         dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None
