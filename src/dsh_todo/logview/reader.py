@@ -184,12 +184,12 @@ def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _R
         plan.see(events)
     else:
         _both(plan, observe)(events, [event.get("type") for event in events])
-        events = []
     torn = getattr(stored, "torn", None)
     live = backend.writer_alive(session_id)
-    return _Read(dict(stored.meta), events, len(events), None if torn is None else torn.truncate_to,
-                 0 if torn is None else len(torn.recovered), plan,
-                 [] if live else interrupted_turn_closers(events), live)
+    closers = [] if live else interrupted_turn_closers(events)
+    return _Read(dict(stored.meta), None if observe is not None else events, len(events),
+                 None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered), plan,
+                 closers, live)
 
 
 def _from_checkpoint(backend: JsonlBackend, log: Path, unique: bool) -> _Read | None:
