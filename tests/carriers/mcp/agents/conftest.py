@@ -1,0 +1,17 @@
+"""Fixtures for the coding-agent CLI tests: each CLI's command, installed on first use (see :mod:`.install`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.carriers.mcp.agents.install import binary
+
+
+def cli(name: str) -> Path:
+    """One CLI's command; the test skips with the reason when it cannot be installed here."""
+    found = binary(name)
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
