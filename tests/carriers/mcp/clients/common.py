@@ -152,8 +152,9 @@ def assert_exited(returncode: int | None, pid: int, why: str = "") -> None:
     assert not group_alive(pid), "a process of the server's group is still running"
 
 
-def stored_session(root: Path) -> SessionView:
-    """The one session under ``root``, as :func:`stored_run` requires it."""
+def stored_session(root: Path, calls: tuple[str, ...] = (ACCEPTED, REFUSED)) -> SessionView:
+    """The one session under ``root``, as :func:`stored_run` requires it; ``calls`` are the arguments of the
+    ``tool/call`` events it must hold, in order (a client that checks the schema itself never sends ``REFUSED``)."""
     [listed] = list_sessions(JsonlBackend(root))
     assert listed.session_id is not None
     view = read_session(listed.session_id, root=root)
@@ -163,7 +164,7 @@ def stored_session(root: Path) -> SessionView:
     assert events[-1]["type"] == "turn/end"
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
     assert [e["type"] for e in events].count("turn/start") == 1
-    assert [e["data"]["arguments"] for e in events if e["type"] == "tool/call"] == [ACCEPTED, REFUSED]
+    assert [e["data"]["arguments"] for e in events if e["type"] == "tool/call"] == list(calls)
     assert view.plan == CANONICAL
     assert [e["data"]["todos"] for e in events if e["type"] == "todo/write"] == [CANONICAL]
     return view
