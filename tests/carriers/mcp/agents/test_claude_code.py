@@ -1,0 +1,107 @@
+"""Claude Code (``claude -p``, headless) driving ``dsh-todo mcp``, set up with the README's own ``claude mcp add``.
+
+The run: the README's Claude Code line, placeholders filled in, adds the server to the test's home; then ``claude -p``
+plays three model turns against a scripted Anthropic Messages endpoint (:mod:`.anthropic_fake`): the accepted list,
+a status the schema refuses, a final text. Claude Code checks no MCP tool's arguments against its schema, so the
+refused call reaches our registry and the model reads its ``Error: invalid arguments: …`` line.
+
+How Claude Code 2.1 shows our tool to its model: named ``mcp__dsh-todo__todo_write`` (``mcp__<server>__<tool>``),
+with our description and input schema as they are. By default it defers every MCP tool behind its ``ToolSearch``
+tool (the model sees only the name until it searches); ``ENABLE_TOOL_SEARCH=false`` lists ours up front, so the tool
+list the model is sent holds our description and schema. A success reaches the model as the result's ``content``
+blocks (one text block), an error as that text alone with ``is_error``, no wording of Claude Code's around either.
+
+Running as root (as in CI containers), ``--dangerously-skip-permissions`` is refused unless ``IS_SANDBOX=1``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.carriers.mcp.agents.anthropic_fake import our_tool, script, tool_results
+from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
+from tests.carriers.mcp.agents.conftest import cli
+from tests.carriers.mcp.clients.common import ACCEPTED, FINAL_TEXT, REFUSED, TEXT_OF, native_tool, stored_session
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[4]
+README = REPO / "README.md"
+PROJECT_PLACEHOLDER = "/path/to/dsh-todo"
+ROOT_PLACEHOLDER = "/home/me/.dsh-todo/sessions"
+
+
+def readme_command(root: Path) -> list[str]:
+    """The README's ``claude mcp add dsh-todo -- uv run …`` line, its two placeholders replaced."""
+    [line] = re.findall(r"^claude mcp add dsh-todo -- .*$", README.read_text(encoding="utf-8"), re.M)
+    swap = {PROJECT_PLACEHOLDER: str(REPO), ROOT_PLACEHOLDER: str(root)}
+    return [swap.get(word, word) for word in shlex.split(line)]
+
+
+def environment(base_url: str) -> dict[str, str]:
+    """Claude Code pointed at the fake model, headless and quiet; ``uv run`` using this test run's environment as
+    it is (no sync: the suite's environment is not the test's to change)."""
+    return {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "IS_SANDBOX": "1",
+        "ENABLE_TOOL_SEARCH": "false",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "UV_PROJECT_ENVIRONMENT": sys.prefix,
+        "UV_NO_SYNC": "1",
+        "UV_OFFLINE": "1",
+    }
+
+
+def text_of(result: dict[str, Any]) -> str:
+    """The text a ``tool_result`` block carries: a plain string, or exactly one text block."""
+    content = result["content"]
+    if isinstance(content, str):
+        return content
+    [block] = content
+    assert block["type"] == "text", block
+    return str(block["text"])
+
+
+def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> None:
+    claude = cli("claude")
+    if shutil.which("uv") is None:
+        pytest.skip("uv is not on PATH, and the README's Claude Code line runs the server with it")
+    root, home, cwd = tmp_path / "sessions", tmp_path / "home", tmp_path / "project"
+    cwd.mkdir()
+    command = readme_command(root)
+    assert command[:4] == ["claude", "mcp", "add", "dsh-todo"]
+    with fake_model(script([ACCEPTED, REFUSED], FINAL_TEXT)) as model:
+        env = environment(model.url)
+        added = run_cli([claude, *command[1:]], cwd=cwd, home=home, env=env, timeout=60)
+        assert added.returncode == 0, added
+        run = run_cli([claude, "-p", "Fix the bug", "--dangerously-skip-permissions"], cwd=cwd, home=home, env=env)
+    assert run.returncode == 0, run
+    assert run.stdout.strip() == FINAL_TEXT, run
+    turns = [request for request in model.requests if our_tool(request.body) is not None]
+    assert len(turns) == 3, [request.path for request in model.requests]
+    # Our tool, as Claude Code lists it for its model on every turn: prefixed name, our description and schema.
+    ours = native_tool()
+    for request in turns:
+        tool = our_tool(request.body)
+        assert tool == {"name": "mcp__dsh-todo__todo_write", "description": ours["description"],
+                        "input_schema": ours["parameters"]}
+    # What the model read back: our exact lines, the refusal flagged as an error, nothing else.
+    results = tool_results(turns[-1].body)
+    assert [(result["tool_use_id"], text_of(result), result.get("is_error", False)) for result in results] == [
+        ("toolu_01", TEXT_OF[ACCEPTED], False),
+        ("toolu_02", TEXT_OF[REFUSED], True),
+    ]
+    assert [len(tool_results(request.body)) for request in turns] == [0, 1, 2]
+    no_server_left(root)
+    stored_session(root, calls=(ACCEPTED, REFUSED))
