@@ -16,10 +16,7 @@ Running as root (as in CI containers), ``--dangerously-skip-permissions`` is ref
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +25,14 @@ import pytest
 from tests.carriers.mcp.agents.anthropic_fake import our_tool, script, tool_results
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
+from tests.carriers.mcp.agents.readme import claude_line, uv_environment
 from tests.carriers.mcp.clients.common import ACCEPTED, FINAL_TEXT, REFUSED, TEXT_OF, native_tool, stored_session
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[4]
-README = REPO / "README.md"
-PROJECT_PLACEHOLDER = "/path/to/dsh-todo"
-ROOT_PLACEHOLDER = "/home/me/.dsh-todo/sessions"
-
-
-def readme_command(root: Path) -> list[str]:
-    """The README's ``claude mcp add dsh-todo -- uv run …`` line, its two placeholders replaced."""
-    [line] = re.findall(r"^claude mcp add dsh-todo -- .*$", README.read_text(encoding="utf-8"), re.M)
-    swap = {PROJECT_PLACEHOLDER: str(REPO), ROOT_PLACEHOLDER: str(root)}
-    return [swap.get(word, word) for word in shlex.split(line)]
-
 
 def environment(base_url: str) -> dict[str, str]:
-    """Claude Code pointed at the fake model, headless and quiet; ``uv run`` using this test run's environment as
-    it is (no sync: the suite's environment is not the test's to change)."""
+    """Claude Code pointed at the fake model, headless and quiet (and the README's ``uv run`` as the suite runs)."""
     return {
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": "sk-ant-fake",
@@ -57,9 +42,7 @@ def environment(base_url: str) -> dict[str, str]:
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
-        "UV_PROJECT_ENVIRONMENT": sys.prefix,
-        "UV_NO_SYNC": "1",
-        "UV_OFFLINE": "1",
+        **uv_environment(),
     }
 
 
@@ -79,7 +62,7 @@ def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> N
         pytest.skip("uv is not on PATH, and the README's Claude Code line runs the server with it")
     root, home, cwd = tmp_path / "sessions", tmp_path / "home", tmp_path / "project"
     cwd.mkdir()
-    command = readme_command(root)
+    command = claude_line(root)
     assert command[:4] == ["claude", "mcp", "add", "dsh-todo"]
     with fake_model(script([ACCEPTED, REFUSED], FINAL_TEXT)) as model:
         env = environment(model.url)
