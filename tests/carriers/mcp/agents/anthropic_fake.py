@@ -26,20 +26,34 @@ TOOL_SUFFIX = "todo_write"
 
 
 def our_tool(body: Any) -> dict[str, Any] | None:
-    """Our tool as the request offers it (``name``, ``description``, ``input_schema``), or ``None``."""
+    """Our tool as the request offers it (``name``, ``description``, ``input_schema``, and ``defer_loading`` when
+    Claude Code defers it), or ``None``."""
     tools = body.get("tools") if isinstance(body, dict) else None
     found = [tool for tool in tools or [] if str(tool.get("name", "")).endswith(TOOL_SUFFIX)]
     assert len(found) <= 1, f"more than one tool named *{TOOL_SUFFIX}: {[tool['name'] for tool in found]}"
     return found[0] if found else None
 
 
+def _names(body: Any) -> list[str]:
+    return [str(tool.get("name")) for tool in body.get("tools") or []] if isinstance(body, dict) else []
+
+
 def tool_results(body: Any) -> list[dict[str, Any]]:
-    """The ``tool_result`` blocks of the request's user messages, in order: what the model reads back."""
+    """The ``tool_result`` blocks answering calls of our tool, in order: what the model read back from it (results
+    of Claude Code's own tools, such as ``ToolSearch``, left out)."""
+    ours: set[str] = set()
     found = []
     for message in body.get("messages", []) if isinstance(body, dict) else []:
         content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, list):
-            found += [block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
+        if not isinstance(content, list):
+            continue
+        blocks = [block for block in content if isinstance(block, dict)]
+        if message.get("role") == "assistant":
+            ours |= {block["id"] for block in blocks
+                     if block.get("type") == "tool_use" and str(block.get("name", "")).endswith(TOOL_SUFFIX)}
+        elif message.get("role") == "user":
+            found += [block for block in blocks
+                      if block.get("type") == "tool_result" and block.get("tool_use_id") in ours]
     return found
 
 
@@ -84,9 +98,12 @@ def tool_use(body: Any, name: str, raw: str, call_id: str) -> Reply:
     return _message(body, [block], "tool_use")
 
 
-def script(calls: Sequence[str], final: str) -> Answer:
+def script(calls: Sequence[str], final: str, search: str | None = None) -> Answer:
     """The agent's turns: a call of our tool with each of ``calls`` (JSON text) in order, one per request, then
-    ``final``; side requests (no tool of ours offered) get a short text, token counts a small number."""
+    ``final``; side requests (no tool of ours offered) get a short text, token counts a small number.
+
+    With ``search`` (our tool's name), a request that offers ``ToolSearch`` but not our tool (Claude Code defers MCP
+    tools so) first gets a ``ToolSearch`` call loading it, as a model that sees only the name must do."""
 
     def answer(request: Request) -> Reply:
         path = request.path.split("?")[0]
@@ -95,6 +112,8 @@ def script(calls: Sequence[str], final: str) -> Answer:
         if request.method != "POST" or not path.endswith("/v1/messages"):
             return Reply(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
         tool = our_tool(request.body)
+        if tool is None and search is not None and "ToolSearch" in _names(request.body):
+            return tool_use(request.body, "ToolSearch", json.dumps({"query": f"select:{search}"}), "toolu_search")
         if tool is None:
             return text(request.body, "Planning")
         done = len(tool_results(request.body))

@@ -35,10 +35,11 @@ def our_tool(body: Any) -> dict[str, Any] | None:
 
 
 def function_responses(body: Any) -> list[dict[str, Any]]:
-    """The ``functionResponse`` parts of the request's contents, in order: what the model reads back."""
+    """The ``functionResponse`` parts answering calls of our tool, in order: what the model read back from it."""
     found = []
     for content in body.get("contents", []) if isinstance(body, dict) else []:
-        found += [part["functionResponse"] for part in content.get("parts", []) if "functionResponse" in part]
+        found += [part["functionResponse"] for part in content.get("parts", []) if "functionResponse" in part
+                  and str(part["functionResponse"].get("name", "")).endswith(TOOL_SUFFIX)]
     return found
 
 

@@ -6,16 +6,21 @@ a status the schema refuses, a final text. Claude Code checks no MCP tool's argu
 refused call reaches our registry and the model reads its ``Error: invalid arguments: …`` line.
 
 How Claude Code 2.1 shows our tool to its model: named ``mcp__dsh-todo__todo_write`` (``mcp__<server>__<tool>``),
-with our description and input schema as they are. By default it defers every MCP tool behind its ``ToolSearch``
-tool (the model sees only the name until it searches); ``ENABLE_TOOL_SEARCH=false`` lists ours up front, so the tool
-list the model is sent holds our description and schema. A success reaches the model as the result's ``content``
-blocks (one text block), an error as that text alone with ``is_error``, no wording of Claude Code's around either.
+with our description and input schema as they are. By default it defers every MCP tool: the system prompt names it,
+and only once the model has called ``ToolSearch`` (``select:<name>``, answered with a ``tool_reference`` block) does
+the tool list carry it, marked ``defer_loading: true`` (the API expands the reference into the definition). With
+``ENABLE_TOOL_SEARCH=false`` it is listed from the first request, unmarked. Both ways are played. A success reaches
+the model as the result's ``content`` blocks (one text block), an error as that text alone with ``is_error``, no
+wording of Claude Code's around either.
 
-Running as root (as in CI containers), ``--dangerously-skip-permissions`` is refused unless ``IS_SANDBOX=1``.
+Claude Code ends the server (``uv``, which passes the signals on to ``dsh-todo``) with SIGINT then SIGTERM 100 ms
+later, stdin left open. Running as root (as in CI containers), ``--dangerously-skip-permissions`` is refused
+unless ``IS_SANDBOX=1``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,13 +36,17 @@ from tests.carriers.mcp.clients.common import ACCEPTED, FINAL_TEXT, REFUSED, TEX
 pytestmark = pytest.mark.slow
 
 
-def environment(base_url: str) -> dict[str, str]:
-    """Claude Code pointed at the fake model, headless and quiet (and the README's ``uv run`` as the suite runs)."""
+NAME = "mcp__dsh-todo__todo_write"
+
+
+def environment(base_url: str, deferred: bool) -> dict[str, str]:
+    """Claude Code pointed at the fake model, headless and quiet (and the README's ``uv run`` as the suite runs);
+    MCP tools deferred behind ``ToolSearch`` (the default) or not."""
     return {
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "IS_SANDBOX": "1",
-        "ENABLE_TOOL_SEARCH": "false",
+        **({} if deferred else {"ENABLE_TOOL_SEARCH": "false"}),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
@@ -56,7 +65,8 @@ def text_of(result: dict[str, Any]) -> str:
     return str(block["text"])
 
 
-def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> None:
+@pytest.mark.parametrize("deferred", [True, False], ids=["tool-search", "listed"])
+def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path, deferred: bool) -> None:
     claude = cli("claude")
     if shutil.which("uv") is None:
         pytest.skip("uv is not on PATH, and the README's Claude Code line runs the server with it")
@@ -64,8 +74,8 @@ def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> N
     cwd.mkdir()
     command = claude_line(root)
     assert command[:4] == ["claude", "mcp", "add", "dsh-todo"]
-    with fake_model(script([ACCEPTED, REFUSED], FINAL_TEXT)) as model:
-        env = environment(model.url)
+    with fake_model(script([ACCEPTED, REFUSED], FINAL_TEXT, search=NAME)) as model:
+        env = environment(model.url, deferred)
         added = run_cli([claude, *command[1:]], cwd=cwd, home=home, env=env, timeout=60)
         assert added.returncode == 0, added
         run = run_cli([claude, "-p", "Fix the bug", "--dangerously-skip-permissions"], cwd=cwd, home=home, env=env)
@@ -75,10 +85,17 @@ def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> N
     assert len(turns) == 3, [request.path for request in model.requests]
     # Our tool, as Claude Code lists it for its model on every turn: prefixed name, our description and schema.
     ours = native_tool()
+    listed = {"name": NAME, "description": ours["description"], "input_schema": ours["parameters"]}
     for request in turns:
-        tool = our_tool(request.body)
-        assert tool == {"name": "mcp__dsh-todo__todo_write", "description": ours["description"],
-                        "input_schema": ours["parameters"]}
+        assert our_tool(request.body) == ({**listed, "defer_loading": True} if deferred else listed)
+    if deferred:  # before: one request, which named the tool and offered ToolSearch to load it
+        [before] = [request for request in model.requests if request.body and request.body.get("messages")
+                    and our_tool(request.body) is None]
+        assert NAME in json.dumps(before.body["messages"]) and "ToolSearch" in json.dumps(before.body["tools"])
+        [loaded] = [block for message in turns[0].body["messages"] if message["role"] == "user"
+                    and isinstance(message["content"], list) for block in message["content"]
+                    if block.get("type") == "tool_result"]
+        assert loaded["content"] == [{"type": "tool_reference", "tool_name": NAME}]
     # What the model read back: our exact lines, the refusal flagged as an error, nothing else.
     results = tool_results(turns[-1].body)
     assert [(result["tool_use_id"], text_of(result), result.get("is_error", False)) for result in results] == [
