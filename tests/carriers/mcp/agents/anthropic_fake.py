@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.carriers.mcp.agents.common import Answer, Reply, Request, sse
 
-__all__ = ["TOOL_SUFFIX", "our_tool", "script", "tool_results"]
+__all__ = ["TOOL_SUFFIX", "our_tool", "script", "tool_names", "tool_results"]
 
 TOOL_SUFFIX = "todo_write"
 """How our tool's name ends in the tool list (Claude Code prefixes MCP tools with ``mcp__<server>__``)."""
@@ -34,7 +34,8 @@ def our_tool(body: Any) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
-def _names(body: Any) -> list[str]:
+def tool_names(body: Any) -> list[str]:
+    """The names of the tools a request offers (none for a request that is not a model turn)."""
     return [str(tool.get("name")) for tool in body.get("tools") or []] if isinstance(body, dict) else []
 
 
@@ -112,7 +113,7 @@ def script(calls: Sequence[str], final: str, search: str | None = None) -> Answe
         if request.method != "POST" or not path.endswith("/v1/messages"):
             return Reply(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
         tool = our_tool(request.body)
-        if tool is None and search is not None and "ToolSearch" in _names(request.body):
+        if tool is None and search is not None and "ToolSearch" in tool_names(request.body):
             return tool_use(request.body, "ToolSearch", json.dumps({"query": f"select:{search}"}), "toolu_search")
         if tool is None:
             return text(request.body, "Planning")
