@@ -56,16 +56,22 @@ def _reply(request: Request, parts: list[dict[str, Any]]) -> Reply:
     return Reply(body=_response(parts))
 
 
-def _fitting(schema: Any) -> Any:
-    """A small value that fits a response schema: the first choice of each enum (for Gemini CLI's checks, that the
-    user speaks next, no loop), 1 for a number (its router's complexity score must be at least 1)."""
+NO_LOOP = {"unproductive_state_confidence": 0}
+"""Answers Gemini CLI's checks need that the generic rule would get wrong: its loop check's confidence (0: no loop)."""
+
+
+def _fitting(schema: Any, name: str = "") -> Any:
+    """A small value that fits a response schema: the first choice of each enum (for Gemini CLI's next-speaker
+    check, the user), 1 for a number (its router's complexity score must be at least 1), :data:`NO_LOOP` by name."""
+    if name in NO_LOOP:
+        return NO_LOOP[name]
     if not isinstance(schema, dict):
         return ""
     kind = str(schema.get("type", "")).lower()
     if schema.get("enum"):
         return schema["enum"][0]
     if kind == "object":
-        return {name: _fitting(value) for name, value in schema.get("properties", {}).items()}
+        return {key: _fitting(value, key) for key, value in schema.get("properties", {}).items()}
     if kind == "array":
         return []
     if kind == "boolean":
@@ -76,6 +82,7 @@ def _fitting(schema: Any) -> Any:
 
 
 def _side(request: Request) -> Reply:
+    """A request that is not a turn of the agent: JSON fitting its response schema when it gives one, else text."""
     config = request.body.get("generationConfig", {}) if isinstance(request.body, dict) else {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
     if schema is not None:
