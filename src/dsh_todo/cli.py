@@ -32,7 +32,8 @@ Examples:
   dsh-todo sessions             list the sessions and their plans
   dsh-todo watch --latest       follow the newest session's plan live
 
-Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
+Exit codes: 0 done, 1 a failed turn, an OS refusal (a full disk) or an unexpected error, 2 bad input, setup or
+stored log; run stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal (130, 143, 129).
 
 Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
 
