@@ -32,7 +32,8 @@ Examples:
   dsh-todo sessions             list the sessions and their plans
   dsh-todo watch --latest       follow the newest session's plan live
 
-Exit codes: 0 done, 1 a failed turn or an unexpected error, 2 bad input, setup or stored log.
+Exit codes: 0 done, 1 a failed turn, an OS refusal (a full disk) or an unexpected error, 2 bad input, setup or
+stored log; run stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal (130, 143, 129).
 
 Run 'dsh-todo COMMAND --help' for a command's options; add --debug to see a traceback."""
 
@@ -104,12 +105,33 @@ def _exit_codes() -> tuple[tuple[type[BaseException], int], ...]:
     """What each group of the error tree (:mod:`dsh_todo.harness.errors`) means to a shell, first match wins.
 
     Whatever the person or model sent, however the setup is wrong, whatever stored log cannot be read: 2, the
-    person can fix it. A model endpoint failing or the operating system refusing (a full disk, no permission): 1.
+    person can fix it. A model endpoint failing or the operating system refusing (a full disk, no permission): 1,
+    also when the refusal reaches us as a log that could not be written (:class:`SessionWriteError`).
     """
-    from dsh_todo.harness.errors import EncodingError, InputError, ModelError, SessionLogError, SetupError
+    from dsh_todo.harness.errors import (
+        EncodingError,
+        InputError,
+        ModelError,
+        SessionLogError,
+        SessionWriteError,
+        SetupError,
+    )
 
-    return ((InputError, 2), (SetupError, 2), (SessionLogError, 2), (EncodingError, 2), (ModelError, 1),
-            (OSError, 1))
+    return ((InputError, 2), (SetupError, 2), (SessionWriteError, 1), (SessionLogError, 2), (EncodingError, 2),
+            (ModelError, 1), (OSError, 1))
+
+
+def _show_debug_logs() -> None:
+    """``--debug``: our loggers' tracebacks too. Without it a warning is its one line (a writer that cannot write
+    says so once per episode, :mod:`dsh_todo.harness.persistence.batching`), and only :data:`logging.lastResort`
+    prints it."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logger = logging.getLogger("dsh_todo")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
 
 
 def one_line(exc: BaseException) -> str:
@@ -133,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(words)
     _restore_sigpipe(args.spec)
     debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
+    if debug:
+        _show_debug_logs()
     try:
         code: int = args.spec.run(args)
     except KeyboardInterrupt:

@@ -118,23 +118,19 @@ def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> 
 def serve_until_stopped(printer: PlanPrinter) -> None:
     """Keep the page up after the demo until Ctrl-C, SIGTERM or SIGHUP, whatever stdin is: whoever opens the
     printed URL after the turns ended (from an IDE's run button, a script, ``nohup``) still finds the page."""
-    import signal
     import threading
 
+    from dsh_todo.carriers.stopping import STOPPING
+
     done = threading.Event()
-
-    def on_signal(_signum: int, _frame: object) -> None:
-        done.set()
-
-    wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {sig: signal.signal(sig, on_signal) for sig in wanted}
+    STOPPING.install()
     try:
+        STOPPING.serve(done.set)
         printer.say("done; the page stays up until you press Ctrl-C (or the process gets SIGTERM)")
         while not done.wait(0.5):
             pass
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        STOPPING.done()
 
 
 def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
 from dsh_todo.harness.errors import CommandError
+
+if TYPE_CHECKING:
+    from dsh_todo.harness import Agent
+    from dsh_todo.harness.agent_loop import AgentLoop
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +23,22 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """The turn, with the stop signals handled from the start (:mod:`dsh_todo.carriers.stopping`): SIGTERM, SIGINT
+    and SIGHUP end the turn ``aborted``, the log flushed and let go, and the exit status is 128 + the signal's number
+    (130 for Ctrl-C, as a shell reports a command its signal ended)."""
+    from dsh_todo.carriers.stopping import STOPPING
+
+    STOPPING.install()
+    try:
+        return _run_turn(args)
+    finally:
+        STOPPING.done()
+
+
+def _run_turn(args: argparse.Namespace) -> int:
     import asyncio
 
+    from dsh_todo.carriers.stopping import STOPPING
     from dsh_todo.carriers.terminal import PlanPrinter, safe
     from dsh_todo.harness import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
@@ -51,16 +70,36 @@ def _run(args: argparse.Namespace) -> int:
         except SessionLogError as exc:
             raise CommandError(str(exc)) from None
         loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)  # each call durable as it returns
-        outcome = asyncio.run(loop.run_turn(Agent("dsh-todo", session), args.prompt))
+        reason = asyncio.run(_turn(loop, Agent("dsh-todo", session), args.prompt))
         path = ctx.session_persistence.locate(session_id)
     finally:
         ctx.dispose()
     print(f"session {safe(session_id)}: {safe(path)}", file=sys.stderr)
-    if outcome.reason["kind"] != "completed":
-        detail = outcome.reason.get("error", {}).get("message", "")
-        print(f"turn ended: {outcome.reason['kind']} {detail}".rstrip(), file=sys.stderr)
-        return 1
-    return 0
+    if reason["kind"] != "completed":
+        detail = reason.get("error", {}).get("message", "")
+        print(f"turn ended: {reason['kind']} {detail}".rstrip(), file=sys.stderr)
+    if STOPPING.signal is not None and reason["kind"] == "aborted":  # one that came after the turn ended stops nothing
+        return 128 + STOPPING.signal
+    return 0 if reason["kind"] == "completed" else 1
+
+
+async def _turn(loop: AgentLoop, agent: Agent, prompt: str) -> dict[str, Any]:
+    """The turn's ``turn/end`` reason. A stop signal cancels the turn (``aborted``, whatever it was waiting for: a
+    model request, a tool), as Ctrl-C always did; one that came during the boot cancels it as soon as it starts."""
+    import asyncio
+
+    from dsh_todo.carriers.stopping import STOPPING
+    from dsh_todo.harness.turns import aborted
+
+    task = asyncio.current_task()
+    assert task is not None
+    STOPPING.serve(task.cancel)
+    try:
+        return (await loop.run_turn(agent, prompt)).reason
+    except asyncio.CancelledError:
+        if STOPPING.signal is None:
+            raise
+        return aborted()
 
 
 COMMAND = Command(

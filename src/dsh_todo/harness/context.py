@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from dsh_todo.harness.disposer import Disposer as Disposer
+from dsh_todo.harness.errors import DshTodoError
 
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
@@ -119,6 +120,8 @@ class Scope:
         for disposer in reversed(disposers):
             try:
                 disposer()
+            except DshTodoError as exc:  # a known failure (a log that cannot be written): its line, no traceback
+                log.warning("disposer of %s failed: %s", self.label, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             except Exception:
                 log.exception("disposer of %s failed", self.label)
 

@@ -252,7 +252,14 @@ class SessionLockedError(SessionLogError):
 
 
 class SessionWriteError(SessionLogError):
-    """A batch could not be made durable; it stays queued and the next flush retries it."""
+    """A batch could not be made durable; it stays queued and the next flush retries it.
+
+    ``repeat``: the same episode of failed writes was already said (warned, or raised to an earlier caller), so a
+    caller that only tidies up (a close at exit) need not say it again."""
+
+    def __init__(self, message: str, *, repeat: bool = False) -> None:
+        super().__init__(message)
+        self.repeat = repeat
 
 
 class EncodingError(DshTodoError, ValueError):

@@ -6,6 +6,8 @@ wake-ups, flushes racing appends), not a file.
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -106,3 +108,37 @@ def test_flushes_racing_appends_write_every_event_once_in_order(writes: WriteBeh
         thread.join()
     assert writer.wait_for(total)
     assert [seq for batch in writer.batches for seq in batch] == list(range(total))
+
+
+class FailingWriter(MemoryWriter):
+    """Refuses its next ``failures`` batches as a full disk does, then writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 0
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().append(events)
+
+
+def test_a_full_disk_is_said_once_per_episode_and_once_more_when_it_recovers(
+        writes: WriteBehind, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Repro (issue 22 item 4): the writer thread warned ``could not write … will retry`` with a traceback on every
+    retry, once a second for as long as the disk stayed full. Now one line once the failure outlasts a retry (a
+    flush's caller would have said it at once), one when it ends, no traceback (``--debug`` shows them)."""
+    monkeypatch.setattr(batching, "RETRY_PAUSE_S", 0.01)
+    writer = FailingWriter()
+    queue = writes.open(writer)
+    with caplog.at_level(logging.WARNING, logger="dsh_todo.persistence"):
+        for episode in range(2):
+            writer.failures = 5
+            writes.enqueue(queue, event(episode))
+            assert writer.wait_for(episode + 1)
+            writes.flush()  # waits for the session's I/O lock: the thread has said what it says after a write
+    said = [(record.getMessage(), bool(record.exc_info)) for record in caplog.records]
+    assert said == [('could not write 1 events of session "s": [Errno 28] No space left on device; retrying until '
+                     'it can', False),
+                    ('session "s" is written again', False)] * 2

@@ -8,7 +8,9 @@ another session's identity, a bad value, a damaged file.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import logging
 import shutil
 import threading
 from collections.abc import Iterator
@@ -450,3 +452,30 @@ def test_fixture_loaded_and_checkpointed_by_the_runtime(intact_name: str, tmp_pa
     log = next(root.glob("*/*/session.jsonl*"))
     assert (log.parent / CHECKPOINT_NAME).exists() == bool(session.seq)
     assert read_plan(log).plan == fixture.expected["todos"]
+
+
+def test_a_checkpoint_the_disk_refuses_is_said_once_per_episode(runtime: Context, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """Repro (issue 22 item 4): every turn whose checkpoint the full disk refused logged ``could not write the
+    projection checkpoint`` with a traceback. Now one line per session until a checkpoint is written again."""
+    cache = runtime.get("session_projection_cache")
+    written = cache.backend.write_checkpoint
+    refusing = True
+
+    def write(*args: Any) -> None:
+        if refusing:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written(*args)
+
+    monkeypatch.setattr(cache.backend, "write_checkpoint", write)
+    session = runtime.sessions.create("s", cwd="/w")
+    with caplog.at_level(logging.WARNING, logger="dsh_todo.persistence"):
+        for number in range(1, 7):
+            refusing = number not in (4,)  # written once, in turn 4: the second episode starts at turn 5
+            turn(runtime, session, number, ("a", "in_progress"))
+            runtime.session_persistence.flush("s")
+            cache.settle()
+    said = [(record.getMessage(), bool(record.exc_info)) for record in caplog.records]
+    assert said == [('could not write the projection checkpoint of session "s": [Errno 28] No space left on device',
+                     False)] * 2

@@ -208,7 +208,11 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
     :mod:`dsh_todo.carriers.acp.stdio`), every line read by :class:`~dsh_todo.carriers.acp.lines.LineTransport`."""
     from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
     from dsh_todo.carriers.acp.stdio import stdio_streams
+    from dsh_todo.carriers.stopping import STOPPING
 
+    task = asyncio.current_task()
+    assert task is not None
+    STOPPING.serve(task.cancel)  # a stop signal ends the connection as a client that left does
     reader, writer = await stdio_streams(limit=4 * CHUNK)  # read in chunks: the limit only bounds what is buffered
     # TodoAgent implements the methods it supports; the SDK's router answers "method not found" for the rest. Our
     # transport reads the lines (dsh_todo.carriers.acp.lines): what is not a JSON-RPC message is answered there.
@@ -218,6 +222,7 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
 def main(*, storage: Storage, script: str | None = None, model: str | None = None,
          allow_parallel: bool = True) -> int:
     """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
+    from dsh_todo.carriers.stopping import STOPPING
     from dsh_todo.runtime import open_storage
 
     try:
@@ -225,14 +230,19 @@ def main(*, storage: Storage, script: str | None = None, model: str | None = Non
     except ModelError as exc:
         print(f"dsh-todo acp: {exc}", file=sys.stderr)
         return 2
-    ctx = open_storage(storage, allow_parallel=allow_parallel)
-    print(f"dsh-todo acp: model {llm.provider}/{llm.model}, tools {', '.join(ctx.tools.names()) or 'none'} "
-          f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
-          file=sys.stderr, flush=True)
+    STOPPING.install()
     try:
-        asyncio.run(serve_stdio(ctx, llm))
-    except KeyboardInterrupt:
-        pass
+        ctx = open_storage(storage, allow_parallel=allow_parallel)
+        print(f"dsh-todo acp: model {llm.provider}/{llm.model}, tools {', '.join(ctx.tools.names()) or 'none'} "
+              f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
+              file=sys.stderr, flush=True)
+        try:
+            asyncio.run(serve_stdio(ctx, llm))
+        except asyncio.CancelledError:
+            if not STOPPING.requested:
+                raise
+        finally:
+            ctx.dispose()
     finally:
-        ctx.dispose()
+        STOPPING.done()
     return 0

@@ -19,28 +19,26 @@ import os
 import signal
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_todo.carriers.mcp.calls import CallSession, Connections
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
+from dsh_todo.carriers.stopping import STOPPING
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
 
-__all__ = ["STOP_SIGNALS", "main", "serve_stdio"]
-
-STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-"""Signals that end a connection as the end of its input does."""
+__all__ = ["main", "serve_stdio"]
 
 
 async def serve_stdio(connections: Connections, *, version: str, structured: bool = False,
                       stop: asyncio.Event | None = None, stdin: BinaryIO | None = None, stdout_fd: int | None = None,
                       direct: Direct | None = None) -> None:
     """Serve one client on stdin/stdout (or ``stdin`` and ``stdout_fd``) until its input ends or ``stop`` is set (by
-    default: one of :data:`STOP_SIGNALS`); every request is answered. Closing ``connections`` (the turn ``completed``,
-    the log flushed, the lock let go) is the caller's. ``direct``: the direct path to use (tests count what it
-    answers, or decline everything)."""
+    default: at a stop signal, :mod:`dsh_todo.carriers.stopping`); every request is answered. Closing
+    ``connections`` (the turn ``completed``, the log flushed, the lock let go) is the caller's. ``direct``: the
+    direct path to use (tests count what it answers, or decline everything)."""
     if direct is None:
         direct = Direct(connections, server_version=version, structured=structured)
 
@@ -51,49 +49,8 @@ async def serve_stdio(connections: Connections, *, version: str, structured: boo
 
     if stop is None:
         stop = asyncio.Event()
-        STOPPING.serve(stop)
+        STOPPING.serve(stop.set)
     await serve_lines(direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd, stop=stop)
-
-
-class Stopping:
-    """:data:`STOP_SIGNALS` for the whole life of the command: while a connection is served they set its ``stop``
-    (on its loop); before (the boot) they are remembered, so serving ends at once; after (closing the session,
-    flushing) they change nothing.
-
-    Python-level handlers (``signal.signal``), not the loop's: the loop's are removed when it closes, which puts the
-    default back (SIGTERM and SIGHUP kill, SIGINT raises ``KeyboardInterrupt``) while the session is still being
-    closed, and Claude Code's SIGTERM comes 100 ms after its SIGINT."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-
-    def install(self) -> None:
-        for number in STOP_SIGNALS:
-            signal.signal(number, self._handle)
-
-    def ignore(self) -> None:
-        """The command is done: later signals are ignored, also while the interpreter shuts down (which puts the
-        default handlers back, so a SIGTERM 100 ms after a SIGINT would kill a process that has already exited 0)."""
-        for number in STOP_SIGNALS:
-            signal.signal(number, signal.SIG_IGN)
-
-    def serve(self, stop: asyncio.Event) -> None:
-        """``stop`` is the running connection's: set it on the next signal (or now, if one came already)."""
-        self._loop, self._stop = asyncio.get_running_loop(), stop
-        if self.requested:
-            stop.set()
-
-    def _handle(self, _signum: int, _frame: object) -> None:
-        self.requested = True
-        loop, stop = self._loop, self._stop
-        if loop is not None and stop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
-
-
-STOPPING: Final = Stopping()
-"""The command's one :class:`Stopping` (signal handlers are per process)."""
 
 
 def server_version() -> str:
@@ -143,7 +100,7 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
         connections.close()
         ctx.dispose()
         if not http:
-            STOPPING.ignore()
+            STOPPING.done()
     return 0
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import socket
 import sys
 import threading
@@ -22,6 +21,7 @@ from urllib.parse import quote
 import uvicorn
 
 from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
+from dsh_todo.carriers.stopping import STOPPING
 from dsh_todo.carriers.web.app import WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
@@ -139,29 +139,27 @@ def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, toke
     if problem is not None:
         print(f"dsh-todo web: {problem}", file=err)
         return 2
-    ctx = open_storage(storage)  # a storage that cannot be opened is the caller's one-line error (cli.main)
+    STOPPING.install()  # SIGTERM and SIGHUP stop it as Ctrl-C does, once, until the process is gone
     try:
+        ctx = open_storage(storage)  # a storage that cannot be opened is the caller's one-line error (cli.main)
         try:
-            server = BackgroundServer(ctx, host=host, port=port, token=token)
-        except OSError as exc:
-            print(f"dsh-todo web: {ListenError(host, port, exc)}", file=err)
-            return 2
-        done = threading.Event()
-
-        def on_signal(_signum: int, _frame: Any) -> None:
-            done.set()
-
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            url = server.start()
-            print(url, file=out, flush=True)
-            print(f"dsh-todo web: serving the {storage.describe()} (Ctrl+C to stop)", file=err, flush=True)
-            while not done.wait(0.5):
-                pass
+            try:
+                server = BackgroundServer(ctx, host=host, port=port, token=token)
+            except OSError as exc:
+                print(f"dsh-todo web: {ListenError(host, port, exc)}", file=err)
+                return 2
+            done = threading.Event()
+            STOPPING.serve(done.set)
+            try:
+                url = server.start()
+                print(url, file=out, flush=True)
+                print(f"dsh-todo web: serving the {storage.describe()} (Ctrl+C to stop)", file=err, flush=True)
+                while not done.wait(0.5):
+                    pass
+            finally:
+                server.stop()
         finally:
-            server.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            ctx.dispose()
     finally:
-        ctx.dispose()
+        STOPPING.done()
     return 0

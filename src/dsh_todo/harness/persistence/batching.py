@@ -15,7 +15,13 @@ GIL. Each session's batches are written under its own I/O lock, taken *before* t
 from the caller and a timed write from the thread can never reorder two batches.
 
 A batch that fails to write (disk full, say) goes back to the head of its queue and is retried after a pause; the
-log stays consistent because a failed append is cut back before the error surfaces.
+log stays consistent because a failed append is cut back before the error surfaces. A failure is said once per
+*episode* (from the first failed write of a session to its next successful one), on one line, and its end once
+more: a disk that stays full for an hour is two lines, not one traceback a second. A flush that fails raises
+:class:`SessionWriteError` to its caller, who says it; its ``repeat`` tells whether the episode was said already (a
+close at exit then stays quiet about what its caller has just reported). The writer thread says it only once it has
+outlasted a retry, so a failure a flush's caller is about to report (a turn's end flushed by its front door) is one
+line, the caller's. Tracebacks only at ``DEBUG`` (``dsh-todo --debug``).
 
 Durability listeners (:meth:`WriteBehind.on_written`) hear about every batch once it is fsynced, with where it
 landed; they run on whichever thread wrote it, still under the session's I/O lock, so they see one session's
@@ -52,7 +58,7 @@ class SessionQueue:
     finds the queue disarmed and opens a window itself.
     """
 
-    __slots__ = ("armed", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "writer")
+    __slots__ = ("armed", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "said", "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
@@ -64,6 +70,10 @@ class SessionQueue:
         self.next_seq = writer.cursor
         self.io_lock = threading.Lock()
         self.error: BaseException | None = None
+        """Why the last write failed; ``None`` once one succeeds (the episode is over)."""
+        self.said = False
+        """Whether the current episode of failed writes was said (warned by the writer thread, or raised to a
+        flush's caller)."""
 
 
 class WriteBehind:
@@ -190,12 +200,19 @@ class WriteBehind:
         errors: list[BaseException] = []
         with self._cond:
             session_ids = list(self._queues)
-        for session_id in session_ids:
-            try:
-                self.release(session_id)
-            except BaseException as exc:
-                errors.append(exc)
-        atexit.unregister(self.close)
+        try:
+            for session_id in session_ids:
+                try:
+                    self.release(session_id)
+                except SessionWriteError as exc:
+                    if exc.repeat:  # its caller was told and says it: the lost events are no news
+                        log.debug("%s", exc, exc_info=True)
+                    else:
+                        errors.append(exc)
+                except BaseException as exc:
+                    errors.append(exc)
+        finally:
+            atexit.unregister(self.close)  # failed or not, there is nothing left to retry at exit
         if errors:
             raise errors[0]
 
@@ -252,14 +269,19 @@ class WriteBehind:
                         queue.armed = True
                         queue.deadline = time.monotonic() + max(self.delay, RETRY_PAUSE_S)
                         self._cond.notify()
-                    queue.error = exc
+                    retried, queue.error = queue.error is not None, exc
+                    message = f'could not write {len(batch)} events of session "{queue.writer.session_id}": {exc}'
                     if background:
-                        log.warning('could not write %d events of session "%s"; will retry', len(batch),
-                                    queue.writer.session_id, exc_info=True)
+                        if retried and not queue.said:  # it outlasted a retry, and no flush's caller has said it
+                            queue.said = True
+                            log.warning("%s; retrying until it can", message,
+                                        exc_info=log.isEnabledFor(logging.DEBUG))
                         return
-                    raise SessionWriteError(f'could not write {len(batch)} events of session '
-                                            f'"{queue.writer.session_id}": {exc}') from exc
-                queue.error = None
+                    repeat, queue.said = queue.said, True
+                    raise SessionWriteError(message, repeat=repeat) from exc
+                if queue.said:
+                    log.warning('session "%s" is written again', queue.writer.session_id)
+                queue.error, queue.said = None, False
                 self._notify(queue)
                 if not (background and more):  # a flush took everything queued when it was called: done
                     return

@@ -33,6 +33,11 @@ such an event in the tail it reads, and refuses the log exactly as a full read d
 the stored events after it; per row, :class:`~dsh_todo.harness.projections.ProjectionRegistry` decides: a row whose
 ``ver`` is not the live unit's ``stateVersion``, whose value fails the unit's state schema, or whose ``seq`` is not
 covered by the tail (beyond the log: it would lead) is discarded, and that unit is folded from seq 0 instead.
+
+**Failures are said once.** A checkpoint that cannot be written (a full disk) is one line per session until one is
+written again, not a traceback per turn (tracebacks only at ``DEBUG``, ``dsh-todo --debug``). On dispose, a log that
+cannot be flushed gets no final checkpoint; that failure is the log's, said by whoever heard of it first
+(:class:`~dsh_todo.harness.errors.SessionWriteError`'s ``repeat``), so it is said here only if nobody had.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import SessionWriteError
 from dsh_todo.harness.persistence.contract import Batch, Rows, SessionPersistence
 from dsh_todo.harness.projections import ProjectionRegistry, Restored
 from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES, Event, Session, SessionStore
@@ -81,6 +87,8 @@ class ProjectionCache:
         self._pending: dict[str, _Pending] = {}
         self._durable: dict[str, Batch] = {}
         self._written: dict[str, int] = {}
+        self._failing: set[str] = set()
+        """Sessions whose last checkpoint write failed (said once, until one is written again)."""
         self._checked: dict[str, int] = {}
         self._tainted: set[str] = set()
         self._cut_at: dict[str, float] = {}
@@ -157,8 +165,15 @@ class ProjectionCache:
                 if not self.persistence.closed:
                     self.persistence.flush(session.id)
                 self._final(session)
-            except Exception:
-                log.warning('could not checkpoint session "%s" on dispose', session.id, exc_info=True)
+            except SessionWriteError as exc:
+                if exc.repeat:
+                    log.debug('no checkpoint of session "%s" on dispose: %s', session.id, exc, exc_info=True)
+                else:
+                    log.warning('could not checkpoint session "%s" on dispose: %s', session.id, exc,
+                                exc_info=log.isEnabledFor(logging.DEBUG))
+            except Exception as exc:
+                log.warning('could not checkpoint session "%s" on dispose: %s', session.id, exc,
+                            exc_info=log.isEnabledFor(logging.DEBUG))
         self.settle()
         with self._behind:
             thread, self._thread = self._thread, None
@@ -242,9 +257,13 @@ class ProjectionCache:
                 return
             try:
                 self.backend.write_checkpoint(session_id, header, rows, seq, batch)
-            except Exception:
-                log.warning('could not write the projection checkpoint of session "%s"', session_id, exc_info=True)
+            except Exception as exc:
+                if session_id not in self._failing:
+                    self._failing.add(session_id)
+                    log.warning('could not write the projection checkpoint of session "%s": %s', session_id, exc,
+                                exc_info=log.isEnabledFor(logging.DEBUG))
                 return
+            self._failing.discard(session_id)
             self._written[session_id] = seq
 
     def _forget(self, session_id: str) -> None:
@@ -252,6 +271,7 @@ class ProjectionCache:
             self._pending.pop(session_id, None)
             self._durable.pop(session_id, None)
         self._written.pop(session_id, None)
+        self._failing.discard(session_id)
         self._checked.pop(session_id, None)
         self._cut_at.pop(session_id, None)
         self._tainted.discard(session_id)
