@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,7 +49,7 @@ class Capturing:
         self.coordinator: Coordinator | None = None
 
     def apply(self, ctx: Context) -> None:
-        coordinator = Coordinator(ctx.sessions, self.recorder, ctx.session_telemetry.redact, self.capture)
+        coordinator = Coordinator(ctx.sessions, self.recorder, ctx.session_telemetry.rules, self.capture)
         self.coordinator = coordinator
         ctx.on_dispose(coordinator.stop)
 
@@ -189,8 +188,8 @@ def test_a_redact_rule_changes_what_leaves_and_never_the_log(contexts: Callable[
     ctx = contexts()
     sink = mount(ctx)
     secret = "sk-0123456789"
-    ctx.session_telemetry.rule(lambda record, next: dataclasses.replace(
-        next(), body={"text": str(next().body.get("text", "")).replace(secret, "[REDACTED]")}))
+    ctx.session_telemetry.rule(lambda record, next: next()._replace(
+        body={"text": str(next().body.get("text", "")).replace(secret, "[REDACTED]")}))
     session = ctx.sessions.create("red")
     session.append("feedback/record", {"text": f"my key is {secret}"})
     assert sink.records[0].body == {"text": "my key is [REDACTED]"}
@@ -206,11 +205,11 @@ def test_rules_stack_first_added_outermost(contexts: Callable[..., Context]) -> 
         order.append("outer-before")
         inner_record = next()
         order.append("outer-after")
-        return dataclasses.replace(inner_record, attributes={**inner_record.attributes, "outer": 1})
+        return inner_record._replace(attributes={**inner_record.attributes, "outer": 1})
 
     def inner(record: TelemetryRecord, next: Callable[[], TelemetryRecord]) -> TelemetryRecord:
         order.append("inner")
-        return dataclasses.replace(next(), attributes={**next().attributes, "inner": 1})
+        return next()._replace(attributes={**next().attributes, "inner": 1})
 
     ctx.session_telemetry.rule(outer)
     ctx.session_telemetry.rule(inner)

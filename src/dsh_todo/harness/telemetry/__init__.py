@@ -11,7 +11,7 @@ A deployment's redact rules are plugins of its own that inject ``session_telemet
     def apply(ctx):
         def hide_keys(record, next):
             record = next()
-            return dataclasses.replace(record, body=scrub(record.body))
+            return record._replace(body=scrub(record.body))
         ctx.session_telemetry.rule(hide_keys)   # removed again when that plugin is disposed
 """
 

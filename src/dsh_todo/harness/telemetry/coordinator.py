@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from dsh_todo.harness.disposer import Disposer
 from dsh_todo.harness.telemetry.record import TelemetryRecord, agent_error_record, ledger_record, shutdown_record
+from dsh_todo.harness.telemetry.service import Rule, redact
 
 if TYPE_CHECKING:
     from dsh_todo.harness.session import Event, Session, SessionStore
@@ -45,22 +46,23 @@ class Sink(Protocol):
     def emit(self, record: TelemetryRecord) -> None: ...
 
 
-Redact = Callable[[TelemetryRecord], TelemetryRecord]
-"""The redact rules as one function: the record that leaves, or raises to withhold it."""
-
-_handed_off: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
-"""Per session, the highest seq handed to a backend (handed off, not delivered)."""
+_HANDED_OFF: Final = object()
+"""The cursor's key in ``session.extensions``: per session, the highest seq handed to a backend (handed off, not
+delivered). Kept on the session, it lives exactly as long as the session, as DSH's module-scope ``WeakMap`` does."""
 
 
 class Coordinator:
     """One backend's capture over the ``sessions`` service; :meth:`stop` (or disposing its plugin) ends it."""
 
-    def __init__(self, sessions: SessionStore, sink: Sink, redact: Redact, capture: Capture = "live") -> None:
+    def __init__(self, sessions: SessionStore, sink: Sink, rules: Sequence[Rule], capture: Capture = "live") -> None:
+        """``rules`` is the seam's live list (``session_telemetry.rules``): rules added later apply from then on."""
         self._sessions = sessions
         self._sink = sink
-        self._redact = redact
+        self._rules = rules
         self.capture = capture
         self._adopted: weakref.WeakSet[Session] = weakref.WeakSet()
+        """The adopted sessions, for the shutdown records at stop; ``session.extensions[self]`` answers the hot
+        path's "is it adopted?" without building a weak reference per event."""
         self._chunks: weakref.WeakKeyDictionary[Session, set[tuple[object, object]]] = weakref.WeakKeyDictionary()
         self._registrations: list[Disposer] = []
         if capture == "live":
@@ -74,7 +76,7 @@ class Coordinator:
     def capture_session(self, session: Session, through_seq: int | None = None) -> None:
         """Hand over the log after the cursor, through ``through_seq`` when given; each event contained on its own,
         so one withheld record never starves the rest of the replay."""
-        cursor = _handed_off.get(session, session.first_live_seq - 1)
+        cursor = session.extensions.get(_HANDED_OFF, session.first_live_seq - 1)
         for event in session.events:
             seq = event["seq"]
             if through_seq is not None and seq > through_seq:
@@ -88,13 +90,14 @@ class Coordinator:
                 log.warning("telemetry: capture of %s seq %s failed", event["type"], seq, exc_info=True)
 
     def _adopt(self, session: Session) -> None:
-        if session in self._adopted:
+        if self in session.extensions:
             return
+        session.extensions[self] = True
         self._adopted.add(session)
         self.capture_session(session)
 
     def _on_event(self, session: Session, event: Event) -> None:
-        if session not in self._adopted:  # live but refused by a later open hook, or not ours
+        if self not in session.extensions:  # not adopted: it went live in another store, or before we started
             return
         try:
             self._capture(session, event)
@@ -115,9 +118,10 @@ class Coordinator:
             if key in seen:  # only the first chunk of a (turn, step) leaves: the stream-started signal
                 return
             seen.add(key)
-        record = self._redact(ledger_record(session, event))
-        self._sink.emit(record)
-        _handed_off[session] = event["seq"]
+        rules = self._rules
+        record = ledger_record(session, event)
+        self._sink.emit(redact(rules, record) if rules else record)
+        session.extensions[_HANDED_OFF] = event["seq"]
 
     def _seen(self, session: Session) -> set[tuple[object, object]]:
         seen = self._chunks.get(session)
@@ -128,7 +132,7 @@ class Coordinator:
     # -- operational records ----------------------------------------------------------------------------------
 
     def _on_close(self, session: Session) -> None:
-        if session not in self._adopted:
+        if session.extensions.pop(self, None) is None:
             return
         self._adopted.discard(session)
         self._send(shutdown_record, session)
@@ -138,7 +142,7 @@ class Coordinator:
 
     def _send(self, build: Callable[..., TelemetryRecord], *args: Any) -> None:
         try:
-            self._sink.emit(self._redact(build(*args)))
+            self._sink.emit(redact(self._rules, build(*args)))
         except Exception:
             log.warning("telemetry: an operational record failed", exc_info=True)
 
@@ -149,6 +153,7 @@ class Coordinator:
             disposer()
         self._registrations.clear()
         for session in list(self._adopted):
+            session.extensions.pop(self, None)
             if not session.closed:
                 self._send(shutdown_record, session)
         self._adopted = weakref.WeakSet()

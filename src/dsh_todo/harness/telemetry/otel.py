@@ -237,10 +237,10 @@ def apply(ctx: Context, config: Config) -> None:
     backend = OtelBackend(config)
     if config.mode == "FULL":
         seam.mount(_Mounted("full", backend.emit))
-        coordinator = Coordinator(ctx.sessions, backend, seam.redact, "live")
+        coordinator = Coordinator(ctx.sessions, backend, seam.rules, "live")
     else:
         seam.mount(_Mounted("feedback-only", None))
-        coordinator = Coordinator(ctx.sessions, backend, seam.redact, "on-demand")
+        coordinator = Coordinator(ctx.sessions, backend, seam.rules, "on-demand")
 
         def release(session: Session, event: Event) -> None:
             if event["type"] != "feedback/record":

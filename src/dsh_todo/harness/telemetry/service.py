@@ -14,7 +14,7 @@ the record. The seam ships no rules: with none added, records leave exactly as c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from dsh_todo.harness.disposer import Disposer
@@ -24,6 +24,19 @@ Sharing = Literal["full", "feedback-only", "disabled"]
 """What a mounted backend discloses about what leaves the machine (DSH's ``SessionTelemetrySharingStatus``)."""
 
 Rule = Callable[[TelemetryRecord, Callable[[], TelemetryRecord]], TelemetryRecord]
+
+
+def redact(rules: Sequence[Rule], record: TelemetryRecord) -> TelemetryRecord:
+    """``record`` through ``rules`` (first outermost); raises when a rule withholds it."""
+    if not rules:
+        return record
+
+    def layer(index: int) -> TelemetryRecord:
+        if index == len(rules):
+            return record
+        return rules[index](record, lambda: layer(index + 1))
+
+    return layer(0)
 
 
 class Backend(Protocol):
@@ -39,29 +52,21 @@ class SessionTelemetry:
     """The ``session_telemetry`` service."""
 
     def __init__(self) -> None:
-        self._rules: list[Rule] = []
+        self.rules: list[Rule] = []
+        """The redact rules, outermost first; a coordinator reads this very list, so it sees rules added later."""
         self._backend: Backend | None = None
 
     # -- redaction --------------------------------------------------------------------------------------------
 
     def rule(self, rule: Rule) -> Disposer:
         """Add a redact rule (innermost so far); the disposer removes it."""
-        rules = self._rules
+        rules = self.rules
         rules.append(rule)
         return Disposer(lambda: rules.remove(rule) if rule in rules else None)
 
     def redact(self, record: TelemetryRecord) -> TelemetryRecord:
         """The record as the rules let it leave; raises when a rule withholds it."""
-        rules = self._rules
-        if not rules:
-            return record
-
-        def layer(index: int) -> TelemetryRecord:
-            if index == len(rules):
-                return record
-            return rules[index](record, lambda: layer(index + 1))
-
-        return layer(0)
+        return redact(self.rules, record)
 
     # -- the backend --------------------------------------------------------------------------------------------
 
