@@ -306,3 +306,33 @@ def test_the_seam_alone_adds_nothing_to_the_append_path(contexts: Callable[..., 
     ctx = contexts()
     assert len(ctx.sessions.listeners) == without
     assert ctx.session_telemetry.sharing is None
+
+
+def test_sessions_live_before_the_backend_are_adopted_with_what_they_logged(contexts: Callable[..., Context]) -> None:
+    """A backend mounted late (or remounted with no cursor) hands over the live session's log from its first live
+    event: nothing of it had left the process yet."""
+    ctx = contexts()
+    session = ctx.sessions.create("early")
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    sink = mount(ctx)
+    assert sink.ledger() == [("turn/start", 0), ("step/start", 1)]
+    session.append("step/end", {"turn": 1, "step": 1})
+    assert sink.ledger() == [("turn/start", 0), ("step/start", 1), ("step/end", 2)]
+
+
+def test_a_session_refused_as_it_opens_gets_no_shutdown_record(contexts: Callable[..., Context]) -> None:
+    ctx = contexts()
+    plugin = Capturing()
+    handle = ctx.plugin(plugin)
+
+    def refuse(session: Any) -> None:
+        if session.id == "refused":
+            raise RuntimeError("another writer holds it")
+
+    ctx.sessions.on_open(refuse)
+    with pytest.raises(RuntimeError, match="another writer holds it"):
+        ctx.sessions.create("refused")
+    ctx.sessions.create("kept")
+    handle.dispose()
+    assert [r.attributes["session.id"] for r in plugin.recorder.records] == ["kept"]
