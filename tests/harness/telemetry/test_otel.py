@@ -354,3 +354,19 @@ def test_the_anonymous_id_is_kept_and_reused(tmp_path: Path) -> None:
     replaced = anonymous_user_id({"DSH_HOME": str(other)}, new_id=lambda: "7c9e6679-7425-40de-944b-e07fc1f90ae7")
     assert replaced == "7c9e6679-7425-40de-944b-e07fc1f90ae7"
     assert (other / ".anonymous-user-id").read_text(encoding="utf-8") == replaced + "\n"
+
+
+def test_a_stuck_collector_never_slows_or_fails_the_append(tmp_path: Path, silent_collector: str) -> None:
+    """The SDK's queue full, its export thread waiting on a collector that never answers: appends still take
+    microseconds, the log keeps every event, and the SDK drops what does not fit (its documented loss policy)."""
+    config = (f"    mode: FULL\n    shutdownTimeoutMillis: 200\n    exporter: {{endpoint: '{silent_collector}',"
+              " timeout: 3}\n    processor: {max_queue_size: 4, max_export_batch_size: 2, schedule_delay_millis: 1}")
+    ctx = boot(write_composition(tmp_path, config))
+    session = ctx.sessions.create("flood")
+    started = time.monotonic()
+    for turn in range(5_000):
+        session.append("turn/start", {"turn": turn})
+    took = time.monotonic() - started
+    assert session.seq == 5_000
+    assert took < 1.0, f"5,000 appends took {took:.2f} s"
+    ctx.dispose()

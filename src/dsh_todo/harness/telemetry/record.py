@@ -61,19 +61,29 @@ def severity_of(event: Event) -> Severity:
 
 def identity_of(session: Session, event: Event) -> dict[str, str | int]:
     """The ledger attributes: the event's identity plus the header's self-contained facts, when it has them."""
-    attributes: dict[str, str | int] = {
-        "session.id": session.id, "event.type": event["type"], "event.seq": event["seq"]}
-    header = session.header
+    facts = session.extensions.get(_HEADER_FACTS)
+    if facts is None:  # a header's facts never change once the session is live: read them once
+        facts = session.extensions[_HEADER_FACTS] = header_facts(session.header)
+    return {"session.id": session.id, "event.type": event["type"], "event.seq": event["seq"], **facts}
+
+
+_HEADER_FACTS: Final = object()
+"""Where :func:`identity_of` keeps a session's header facts, in ``session.extensions``."""
+
+
+def header_facts(header: Mapping[str, Any]) -> dict[str, str | int]:
+    """``session.cwd``, ``session.parent_id`` and ``session.seed_length``, those the header has."""
+    facts: dict[str, str | int] = {}
     cwd = header.get("cwd")
     if isinstance(cwd, str):
-        attributes["session.cwd"] = cwd
+        facts["session.cwd"] = cwd
     parent = header.get("parentSession")
     if parent is not None:
-        attributes["session.parent_id"] = str(parent)
+        facts["session.parent_id"] = str(parent)
     seed_length = header.get("seedLength")
     if type(seed_length) is int:
-        attributes["session.seed_length"] = seed_length
-    return attributes
+        facts["session.seed_length"] = seed_length
+    return facts
 
 
 def ledger_record(session: Session, event: Event) -> TelemetryRecord:
