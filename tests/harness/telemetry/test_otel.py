@@ -370,3 +370,13 @@ def test_a_stuck_collector_never_slows_or_fails_the_append(tmp_path: Path, silen
     assert session.seq == 5_000
     assert took < 1.0, f"5,000 appends took {took:.2f} s"
     ctx.dispose()
+
+
+def test_a_second_backend_is_refused(tmp_path: Path) -> None:
+    path = write_composition(tmp_path, "    mode: DISABLED")
+    path.write_text(path.read_text(encoding="utf-8") + "- id: telemetry-otel-2\n"
+                    "  name: '@deepseek-ai/dsh-session-telemetry-otel'\n", encoding="utf-8")
+    with pytest.raises(BootError) as raised:
+        boot(path)
+    assert str(raised.value) == ('composition row "telemetry-otel-2" (@deepseek-ai/dsh-session-telemetry-otel): '
+                                 "ValueError: a session telemetry backend is already mounted")

@@ -97,7 +97,7 @@ class Coordinator:
         self.capture_session(session)
 
     def _on_event(self, session: Session, event: Event) -> None:
-        if self not in session.extensions:  # not adopted: it went live in another store, or before we started
+        if self not in session.extensions:  # not adopted yet (an earlier open hook appending): adoption replays it
             return
         try:
             self._capture(session, event)

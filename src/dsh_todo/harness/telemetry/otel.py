@@ -242,24 +242,25 @@ def _millis(seconds: float) -> str:
 class _Mounted:
     """What the ``session_telemetry`` service sees: the disclosure, and direct records only in ``FULL``."""
 
-    def __init__(self, sharing: Sharing, direct: Callable[[TelemetryRecord], None] | None) -> None:
+    def __init__(self, sharing: Sharing) -> None:
         self._sharing: Sharing = sharing
-        self._direct = direct
+        self.direct: Callable[[TelemetryRecord], None] | None = None
 
     @property
     def sharing(self) -> Sharing:
         return self._sharing
 
     def emit(self, record: TelemetryRecord) -> None:
-        if self._direct is not None:
-            self._direct(record)
+        if self.direct is not None:
+            self.direct(record)
 
 
 def apply(ctx: Context, config: Config) -> None:
     seam = ctx.session_telemetry
     sessions = ctx.sessions
+    mounted = _Mounted(SHARING[config.mode])
+    seam.mount(mounted)  # first: a second backend is refused before anything of this one is built
     if config.mode == "DISABLED":
-        seam.mount(_Mounted("disabled", None))
 
         def say_local(_session: Session, event: Event) -> None:
             if event["type"] == "feedback/record":
@@ -272,10 +273,9 @@ def apply(ctx: Context, config: Config) -> None:
     require("otel")
     backend = OtelBackend(config)
     if config.mode == "FULL":
-        seam.mount(_Mounted("full", backend.emit))
+        mounted.direct = backend.emit
         coordinator = Coordinator(ctx.sessions, backend, seam.rules, "live")
     else:
-        seam.mount(_Mounted("feedback-only", None))
         coordinator = Coordinator(ctx.sessions, backend, seam.rules, "on-demand")
 
         def release(session: Session, event: Event) -> None:
