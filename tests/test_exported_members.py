@@ -33,6 +33,8 @@ SURFACE: dict[str, list[str]] = {
         "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionPersistence", "SessionWriteError",
         "StoredLog", "StoredSession", "TornTail", "encode_segment", "interrupted_turn_closers", "project_key"],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
+    "dsh_todo.harness.telemetry": ["Backend", "Capture", "Channel", "Coordinator", "Rule", "SessionTelemetry",
+                                   "Severity", "Sharing", "Sink", "TelemetryRecord", "apply", "inject", "name"],
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
                                "apply", "define_tool", "error_result", "inject", "name"],
     "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",

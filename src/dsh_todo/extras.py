@@ -19,6 +19,7 @@ EXTRAS: Final = {
     "mcp": ("the MCP server", ("mcp", "mcp_types")),
     "acp": ("the ACP agent", ("acp",)),
     "postgres": ("PostgreSQL storage", ("psycopg",)),
+    "otel": ("session telemetry over OpenTelemetry", ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")),
     "openai-agents": ("the OpenAI Agents SDK adapter", ("agents",)),
     "langchain": ("the LangChain adapter", ("langchain_core",)),
     "pydantic-ai": ("the pydantic-ai adapter", ("pydantic_ai",)),

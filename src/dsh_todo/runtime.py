@@ -121,6 +121,8 @@ STANDARD_PLUGINS: dict[str, str] = {
     "@deepseek-ai/dsh-invariants": "dsh_todo.harness.invariants",
     "@deepseek-ai/dsh-tool-todo": "dsh_todo.tool_todo",
     "@deepseek-ai/dsh-tool-todo/invariant": "dsh_todo.tool_todo.invariant",
+    "@deepseek-ai/dsh-session-telemetry": "dsh_todo.harness.telemetry",
+    "@deepseek-ai/dsh-session-telemetry-otel": "dsh_todo.harness.telemetry.otel",
 }
 """Our own plugins' modules by package name: the entry points pyproject.toml declares (a test holds them equal),
 imported directly, since looking a name up among the entry points reads every installed distribution's metadata

@@ -115,6 +115,7 @@ class AgentLoop:
                 try:
                     reply = await self.model.complete(request)
                 except ModelError as exc:
+                    turns.report_error(exc)
                     turns.end_step()
                     scope.reason = {"kind": "error", "error": {"name": "ModelError", "message": str(exc)}}
                     break

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import SessionPersistence
     from dsh_todo.harness.projections import ProjectionRegistry
     from dsh_todo.harness.session import SessionStore
+    from dsh_todo.harness.telemetry.service import SessionTelemetry
     from dsh_todo.harness.tools.registry import ToolRegistry
 
 log = logging.getLogger("dsh_todo.context")
@@ -223,6 +224,8 @@ class Context:
     @overload
     def get(self, name: Literal["session_persistence"]) -> SessionPersistence | None: ...
     @overload
+    def get(self, name: Literal["session_telemetry"]) -> SessionTelemetry | None: ...
+    @overload
     def get(self, name: str) -> Any: ...
 
     def get(self, name: str) -> Any:
@@ -255,6 +258,10 @@ class Context:
     @property
     def session_persistence(self) -> SessionPersistence:
         return _present("session_persistence", self.get("session_persistence"))
+
+    @property
+    def session_telemetry(self) -> SessionTelemetry:
+        return _present("session_telemetry", self.get("session_telemetry"))
 
     # -- scopes ---------------------------------------------------------------------------------------------
     def _child(self, label: str, needs: Iterable[str], start: Callable[[Context], Any]) -> Scope:

@@ -13,6 +13,7 @@ KNOWN_SESSION_EVENT_TYPES = frozenset({
     "agent/inbox/spliced",
     "assistant/chunk",
     "assistant/message",
+    "feedback/record",
     "request/context",
     "request/header",
     "session/end-seed",

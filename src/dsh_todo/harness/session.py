@@ -30,6 +30,9 @@ Event = Mapping[str, Any]
 
 Observer = Callable[["Session", Event], object]
 
+AgentErrorHook = Callable[[str, "Session", int, int, BaseException], object]
+"""``(agent_id, session, turn, step, error)``: an agent's turn failed with ``error`` (DSH's ``agent/error``)."""
+
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -101,10 +104,18 @@ class Session:
         self.closed = False
         self.extensions: dict[object, Any] = {}
         """Per-session state owned by services (keyed by the service object), e.g. projection cells."""
+        self.first_live_seq = 0
+        """The seq of the first event appended here rather than restored: what came before is history this process
+        did not log (a resume's seed), which observers such as telemetry must not report as new."""
 
     @property
     def seq(self) -> int:
         return len(self._events)
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The ``sessions`` service this session is live in (``None`` for a detached one)."""
+        return self._store
 
     @property
     def publishing(self) -> bool:
@@ -167,6 +178,7 @@ class Session:
             if event.get("seq") != expected:
                 raise SessionAppendError(f"restored event {expected} has seq {event.get('seq')!r}")
             self._events.append(event if isinstance(event, FrozenDict) else freeze_trusted(dict(event)))
+        self.first_live_seq = len(self._events)
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r} seq={self.seq}>"
@@ -181,6 +193,7 @@ class SessionStore:
         self.listeners: list[Observer] = []
         self._on_open: list[Callable[[Session], object]] = []
         self._on_close: list[Callable[[Session], object]] = []
+        self._on_agent_error: list[AgentErrorHook] = []
         self.clock = clock
 
     def create(self, session_id: str, *, cwd: str | None = None, **header: Any) -> Session:
@@ -247,6 +260,19 @@ class SessionStore:
     def on_close(self, hook: Callable[[Session], object]) -> Disposer:
         """Run ``hook(session)`` after a session is closed."""
         return _add(self._on_close, hook)
+
+    def on_agent_error(self, hook: AgentErrorHook) -> Disposer:
+        """Run ``hook(agent_id, session, turn, step, error)`` when an agent's turn fails (:meth:`agent_error`)."""
+        return _add(self._on_agent_error, hook)
+
+    def agent_error(self, agent_id: str, session: Session, turn: int, step: int, error: BaseException) -> None:
+        """Tell the hooks that an agent's turn failed: the live signal the log has no event for (its ``turn/end``
+        says *that* it failed; operators alert on this). Hook failures are logged, never raised into the agent."""
+        for hook in list(self._on_agent_error):
+            try:
+                hook(agent_id, session, turn, step, error)
+            except Exception:
+                log.warning("agent error hook failed for session %s", session.id, exc_info=True)
 
     def forget(self) -> None:
         """Close and let go of every session (the service is being disposed); whoever holds one can still read it.

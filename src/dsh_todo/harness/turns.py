@@ -341,6 +341,16 @@ class Turns:
                               error=lossless_data("tool/result", result.error, "data.error")))
         return self.session.append("tool/result", data, surface_op="append", source_event_seqs=(call_seq,))
 
+    def report_error(self, error: BaseException) -> None:
+        """Tell the session's store that this agent's turn failed with ``error`` (DSH's ``agent/error``), at the
+        turn and step where it stands; written before the failed turn's ``turn/end``, as DSH does."""
+        store = self.session.store
+        if store is None:
+            return
+        where = self.position()
+        turn, step = (where.turn, where.step) if where is not None else (self.owned or 0, 0)
+        store.agent_error(self.agent.id, self.session, turn, step, error)
+
     # Durability and lifetime ---------------------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -397,6 +407,8 @@ class TurnScope:
             return
         if self.opened:
             reason = turn_end_reason(exc) if exc is not None else self.reason or completed()
+            if exc is not None and reason["kind"] == "error":
+                self.turns.report_error(exc)
             self.turns.end(reason)
         self.turn = None
         self.opened = False
