@@ -1,0 +1,39 @@
+"""The README's copy-paste MCP client snippets, as the CLI tests use them: each test configures its CLI with the
+snippet a reader would copy, so a snippet that stops working fails a test instead of a reader."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+__all__ = ["PROJECT", "snippet", "uv"]
+
+PROJECT = Path(__file__).resolve().parents[4]
+"""This checkout: what the snippets' ``/path/to/dsh-todo`` stands for."""
+DOC = PROJECT / "README.md"
+PLACEHOLDERS = ("/path/to/dsh-todo", "/home/me/.dsh-todo/sessions")
+"""The project's path and the sessions root, as the snippets write them."""
+FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
+
+
+def snippet(label: str, root: Path) -> str:
+    """The fenced block that first follows the README paragraph starting with ``label``, with the placeholders
+    replaced by this checkout and ``root``."""
+    text = DOC.read_text(encoding="utf-8")
+    start = re.search(rf"^{re.escape(label)}", text, re.M)
+    assert start is not None, f"the README has no paragraph starting with {label!r}"
+    block = FENCE.search(text, start.end())
+    assert block is not None, f"no fenced block follows {label!r} in the README"
+    body = block.group(1)
+    for placeholder in PLACEHOLDERS:
+        assert placeholder in body, f"the {label!r} snippet no longer names {placeholder}"
+    return body.replace(PLACEHOLDERS[0], str(PROJECT)).replace(PLACEHOLDERS[1], str(root))
+
+
+def uv() -> None:
+    """The snippets start the server with ``uv run``: skip, saying so, where uv is not on ``PATH``."""
+    if shutil.which("uv") is None:
+        pytest.skip("the README's snippets run dsh-todo through uv, which is not on PATH")
