@@ -2,9 +2,10 @@
 configure it, headless, against the scripted model of :mod:`.openai_fake` (the Responses API over SSE).
 
 The config is the README's Codex snippet as written (``uv run --project <this checkout> dsh-todo mcp --root
-<root>``, ``required = true``), after the root keys choosing the model and before the tables the test adds: the
-provider (``base_url`` on the fake model) and what keeps a headless run off the network (``analytics``, which
-reports to ab.chatgpt.com, and the ``plugins`` feature, which looks up github.com and chatgpt.com).
+<root>``, ``required = true``; and once in the README's other form, ``dsh-todo`` found on ``PATH``), after the root
+keys choosing the model and before the tables the test adds: the provider (``base_url`` on the fake model) and
+what keeps a headless run off the network (``analytics``, which reports to ab.chatgpt.com, and the ``plugins``
+feature, which looks up github.com and chatgpt.com).
 
 What Codex 0.171 does to our tool and results on their way to its model:
 
@@ -16,34 +17,62 @@ What Codex 0.171 does to our tool and results on their way to its model:
   our text block as it is. An ``isError`` result looks the same to the model; Codex prints the call as ``(failed)``.
 - Codex checks no schema itself: the refused arguments reach our registry, which answers them.
 
-How Codex ends the server (seen with strace): at the end of the run it sends SIGTERM and closes stdin at once
-(under a millisecond apart, SIGTERM first). Without ``required = true``, Codex sends its first model request
-without waiting for a server still starting (a server held back 0.4 s was left out of the turn, silently: no tool,
-exit 0).
+How Codex ends the server (seen with strace): at the end of the run it sends SIGTERM to the server's process group
+and closes its stdin at once (under a millisecond apart, SIGTERM first), then SIGKILL to the process it started
+12 to 14 ms later (if it is still there). Under ``uv run`` that process is uv: our server, uv's child, gets
+SIGTERM twice (from Codex, and forwarded by uv), outlives the SIGKILL and ends its turn. With ``dsh-todo`` started
+directly (the README's other form, the ``installed`` case), the SIGKILL is our server's: it must have written
+``turn/end`` and flushed its log within those milliseconds (it does: under strace, 9 ms after the SIGTERM, 3 ms
+before the SIGKILL; 5 runs of 5 passed with both cores kept busy).
+
+Without ``required = true``, Codex sends its first model request without waiting for a server still starting: a
+server held back 0.4 s was left out of the turn, silently (no tool offered, exit 0). Hence the snippet's line.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
 from tests.carriers.mcp.agents.openai_fake import MODEL, answer, response_tools, responses_turns
 from tests.carriers.mcp.agents.readme import snippet, uv
-from tests.carriers.mcp.clients.common import ACCEPTED, FINAL_TEXT, REFUSED, TEXT_OF, native_tool, stored_session
+from tests.carriers.mcp.clients.common import (
+    ACCEPTED,
+    FINAL_TEXT,
+    REFUSED,
+    TEXT_OF,
+    native_tool,
+    server_command,
+    stored_session,
+)
 
 KEY = "DSH_TODO_FAKE_KEY"
 WALL_TIME = re.compile(r"Wall time: \d+(\.\d+)? seconds\nOutput:")
 
 
-def config(model_url: str, root: Path) -> str:
-    """``config.toml``: the model's root keys, the README's snippet as written, the provider, a quiet run."""
-    return (f'model = "{MODEL}"\nmodel_provider = "fake"\n\n'
-            + snippet("Codex (`~/.codex/config.toml`", root)
+def config(model_url: str, root: Path, *, installed: bool) -> str:
+    """``config.toml``: the model's root keys, the README's snippet, the provider, a quiet run. ``installed`` takes
+    the README's other form, ``dsh-todo`` found on ``PATH`` instead of ``uv run``."""
+    servers = snippet("Codex (`~/.codex/config.toml`", root)
+    if installed:
+        servers, count = re.subn(r'^command = "uv"\nargs = \[.*\]$',
+                                 f'command = "dsh-todo"\nargs = ["mcp", "--root", "{root}"]', servers, flags=re.M)
+        assert count == 1, servers
+    return (f'model = "{MODEL}"\nmodel_provider = "fake"\n\n' + servers
             + f'\n[model_providers.fake]\nname = "fake model"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n'
             + f'env_key = "{KEY}"\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\n')
+
+
+def search_path() -> str:
+    """``PATH`` with this environment's scripts first, where ``dsh-todo`` is installed."""
+    script = Path(server_command(Path("/"))[0])
+    return os.pathsep.join([str(script.parent), os.environ.get("PATH", os.defpath)])
 
 
 def our_namespace(body: Any) -> Any:
@@ -52,16 +81,18 @@ def our_namespace(body: Any) -> Any:
     return space
 
 
-def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path) -> None:
+@pytest.mark.parametrize("installed", [False, True], ids=["uv-run", "installed"])
+def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path, installed: bool) -> None:
     codex = cli("codex")
-    uv()
+    if not installed:
+        uv()
     root, cwd, home = tmp_path / "sessions", tmp_path / "project", tmp_path / "home"
     cwd.mkdir()
     (home / ".codex").mkdir(parents=True)
     with fake_model(answer) as model:
-        (home / ".codex" / "config.toml").write_text(config(model.url, root), encoding="utf-8")
+        (home / ".codex" / "config.toml").write_text(config(model.url, root, installed=installed), encoding="utf-8")
         run = run_cli([codex, "exec", "--skip-git-repo-check", "--color", "never", "Fix the bug"], cwd=cwd, home=home,
-                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy"})
+                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy", "PATH": search_path()})
     why = f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     assert run.returncode == 0, why
     assert run.stdout == f"{FINAL_TEXT}\n", why
