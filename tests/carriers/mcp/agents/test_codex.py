@@ -23,7 +23,7 @@ and closes its stdin at once (under a millisecond apart, SIGTERM first), then SI
 SIGTERM twice (from Codex, and forwarded by uv), outlives the SIGKILL and ends its turn. With ``dsh-todo`` started
 directly (the README's other form, the ``installed`` case), the SIGKILL is our server's: it must have written
 ``turn/end`` and flushed its log within those milliseconds (it does: under strace, 9 ms after the SIGTERM, 3 ms
-before the SIGKILL; 5 runs of 5 passed with both cores kept busy).
+before the SIGKILL; 5 runs out of 5 did it with both cores kept busy).
 
 Without ``required = true``, Codex sends its first model request without waiting for a server still starting: a
 server held back 0.4 s was left out of the turn, silently (no tool offered, exit 0). Hence the snippet's line.

@@ -16,9 +16,14 @@ What opencode 1.18 does to our tool and results on their way to its model:
   result the same way (opencode prints it as a failed call, ``Error: <our text after "Error: ">``).
 - opencode checks no schema itself: the refused arguments reach our registry, which answers them.
 - Before the turn it asks the model for a session title, offering no tools: the fake model answers that with text.
+- Once each call has been answered, opencode sends ``notifications/cancelled`` for it (``"reason":
+  "AbortError: The operation was aborted."``, some 80 ms after our answer): the call is done, so the server ignores
+  it, and the log holds both calls as answered.
 
-How opencode ends the server (seen with strace): SIGTERM at the end of the run, stdin left open; it waits for MCP
-servers to start before the first model request (a server held back 2 s was still offered).
+How opencode ends the server (seen with strace): SIGTERM to our server's own pid at the end of the run, also under
+``uv run`` (it signals the server process, never uv), with stdin left open; the server ends its turn and exits 0 within
+about 50 ms, then uv exits. opencode waits for its MCP servers to start before the first model request (a server
+held back 2 s was still offered), so the snippet needs no setting for that.
 """
 
 from __future__ import annotations
