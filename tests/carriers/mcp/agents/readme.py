@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-__all__ = ["PROJECT", "snippet", "uv"]
+__all__ = ["PROJECT", "snippet", "uv_environment"]
 
 PROJECT = Path(__file__).resolve().parents[4]
 """This checkout: what the snippets' ``/path/to/dsh-todo`` stands for."""
@@ -33,7 +34,10 @@ def snippet(label: str, root: Path) -> str:
     return body.replace(PLACEHOLDERS[0], str(PROJECT)).replace(PLACEHOLDERS[1], str(root))
 
 
-def uv() -> None:
-    """The snippets start the server with ``uv run``: skip, saying so, where uv is not on ``PATH``."""
+def uv_environment() -> dict[str, str]:
+    """What the CLI's environment needs for the snippets' ``uv run``: the environment under test as the project's
+    (wherever it is), used as it is (``UV_NO_SYNC``: no install, no lock written, no network). Skips, saying so,
+    where uv is not on ``PATH``."""
     if shutil.which("uv") is None:
         pytest.skip("the README's snippets run dsh-todo through uv, which is not on PATH")
+    return {"UV_PROJECT_ENVIRONMENT": sys.prefix, "UV_NO_SYNC": "1"}

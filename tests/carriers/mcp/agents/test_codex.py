@@ -41,7 +41,7 @@ import pytest
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
 from tests.carriers.mcp.agents.openai_fake import MODEL, answer, response_tools, responses_turns
-from tests.carriers.mcp.agents.readme import snippet, uv
+from tests.carriers.mcp.agents.readme import snippet, uv_environment
 from tests.carriers.mcp.clients.common import (
     ACCEPTED,
     FINAL_TEXT,
@@ -84,15 +84,14 @@ def our_namespace(body: Any) -> Any:
 @pytest.mark.parametrize("installed", [False, True], ids=["uv-run", "installed"])
 def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path, installed: bool) -> None:
     codex = cli("codex")
-    if not installed:
-        uv()
+    uv = {} if installed else uv_environment()
     root, cwd, home = tmp_path / "sessions", tmp_path / "project", tmp_path / "home"
     cwd.mkdir()
     (home / ".codex").mkdir(parents=True)
     with fake_model(answer) as model:
         (home / ".codex" / "config.toml").write_text(config(model.url, root, installed=installed), encoding="utf-8")
         run = run_cli([codex, "exec", "--skip-git-repo-check", "--color", "never", "Fix the bug"], cwd=cwd, home=home,
-                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy", "PATH": search_path()})
+                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy", "PATH": search_path(), **uv})
     why = f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     assert run.returncode == 0, why
     assert run.stdout == f"{FINAL_TEXT}\n", why

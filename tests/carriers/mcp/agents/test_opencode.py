@@ -37,7 +37,7 @@ import pytest
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
 from tests.carriers.mcp.agents.openai_fake import MODEL, answer, chat_tools, chat_turns
-from tests.carriers.mcp.agents.readme import snippet, uv
+from tests.carriers.mcp.agents.readme import snippet, uv_environment
 from tests.carriers.mcp.clients.common import ACCEPTED, FINAL_TEXT, REFUSED, TEXT_OF, native_tool, stored_session
 
 pytestmark = pytest.mark.slow
@@ -71,13 +71,13 @@ def plugin_dependency_installed(home: Path) -> None:
 
 def test_opencode_run_writes_the_plan_through_the_readme_config(tmp_path: Path) -> None:
     opencode = cli("opencode")
-    uv()
+    uv = uv_environment()
     root, cwd, home = tmp_path / "sessions", tmp_path / "project", tmp_path / "home"
     cwd.mkdir()
     plugin_dependency_installed(home)
     with fake_model(answer) as model:
         (cwd / "opencode.json").write_text(json.dumps(config(model.url, root), indent=2), encoding="utf-8")
-        run = run_cli([opencode, "run", "Fix the bug"], cwd=cwd, home=home, env=QUIET)
+        run = run_cli([opencode, "run", "Fix the bug"], cwd=cwd, home=home, env={**QUIET, **uv})
     why = f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     assert run.returncode == 0, why
     assert run.stdout == f"{FINAL_TEXT}\n", why
