@@ -29,7 +29,7 @@ TITLE = "Plan the fix"
 
 def our_tool_name(names: Sequence[str]) -> str | None:
     """The name under which the CLI offered our tool (``todo_write``, possibly with a server prefix)."""
-    found = [name for name in names if name == "todo_write" or name.endswith("todo_write")]
+    found = [name for name in names if name == "todo_write" or name.endswith("_todo_write")]
     assert len(found) <= 1, f"more than one todo_write offered: {found}"
     return found[0] if found else None
 
@@ -64,23 +64,16 @@ def responses_turns(body: Any) -> dict[str, Any]:
 
 
 def _response_events(response_id: str, item: dict[str, Any]) -> list[bytes]:
-    """A streamed response with one output item: created, the item added and done, completed."""
-    base = {"id": response_id, "object": "response", "model": MODEL, "status": "in_progress", "output": []}
-    done = {**base, "status": "completed", "output": [item],
-            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-                      "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}}}
-    return [
-        sse({"type": "response.created", "sequence_number": 0, "response": base}, "response.created"),
-        sse({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
-            "response.output_item.added"),
-        sse({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": item},
-            "response.output_item.done"),
-        sse({"type": "response.completed", "sequence_number": 3, "response": done}, "response.completed"),
-    ]
+    """A streamed response with one output item, in the fewest events Codex 0.171 acts on: the item whole
+    (``response.output_item.done``), then ``response.completed`` with the response's id. Codex needs no
+    ``response.created``, no ``output_item.added``, no deltas and no usage."""
+    return [sse({"type": "response.output_item.done", "output_index": 0, "item": item}, "response.output_item.done"),
+            sse({"type": "response.completed", "response": {"id": response_id, "status": "completed"}},
+                "response.completed")]
 
 
 def _message(item_id: str, text: str) -> dict[str, Any]:
+    """An assistant message item holding ``text``."""
     return {"type": "message", "id": item_id, "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
@@ -118,11 +111,13 @@ def chat_turns(body: Any) -> dict[str, Any]:
 
 
 def _chunk(number: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    """One ``chat.completion.chunk`` frame of completion ``number`` carrying ``delta``."""
     return sse({"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
 
 def _usage(number: int) -> bytes:
+    """The last chunk the client asked for with ``stream_options.include_usage``: no choices, the token counts."""
     return sse({"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
                 "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 

@@ -2,10 +2,9 @@
 configure it, headless, against the scripted model of :mod:`.openai_fake` (the Responses API over SSE).
 
 The config is the README's Codex snippet as written (``uv run --project <this checkout> dsh-todo mcp --root
-<root>``, ``required = true``; and once in the README's other form, ``dsh-todo`` found on ``PATH``), after the root
-keys choosing the model and before the tables the test adds: the provider (``base_url`` on the fake model) and
-what keeps a headless run off the network (``analytics``, which reports to ab.chatgpt.com, and the ``plugins``
-feature, which looks up github.com and chatgpt.com).
+<root>``, ``required = true``), after the root keys choosing the model and before the tables the test adds: the
+provider (``base_url`` on the fake model) and what keeps a headless run off the network (``analytics``, which
+reports to ab.chatgpt.com, and the ``plugins`` feature, which looks up github.com and chatgpt.com).
 
 What Codex 0.171 does to our tool and results on their way to its model:
 
@@ -19,11 +18,9 @@ What Codex 0.171 does to our tool and results on their way to its model:
 
 How Codex ends the server (seen with strace): at the end of the run it sends SIGTERM to the server's process group
 and closes its stdin at once (under a millisecond apart, SIGTERM first), then SIGKILL to the process it started
-12 to 14 ms later (if it is still there). Under ``uv run`` that process is uv: our server, uv's child, gets
-SIGTERM twice (from Codex, and forwarded by uv), outlives the SIGKILL and ends its turn. With ``dsh-todo`` started
-directly (the README's other form, the ``installed`` case), the SIGKILL is our server's: it must have written
-``turn/end`` and flushed its log within those milliseconds (it does: under strace, 9 ms after the SIGTERM, 3 ms
-before the SIGKILL; 5 runs out of 5 did it with both cores kept busy).
+12 to 14 ms later (if it is still there). Under ``uv run`` that process is uv: our server, uv's child, gets SIGTERM
+twice (from Codex, and forwarded by uv), outlives the SIGKILL and ends its turn. Started directly, the SIGKILL is
+our server's, and on a busy machine it can come before ``turn/end``: the last test here (a known defect).
 
 Without ``required = true``, Codex sends its first model request without waiting for a server still starting: a
 server held back 0.4 s was left out of the turn, silently (no tool offered, exit 0). Hence the snippet's line.
@@ -31,8 +28,12 @@ server held back 0.4 s was left out of the turn, silently (no tool offered, exit
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import select
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -56,23 +57,11 @@ KEY = "DSH_TODO_FAKE_KEY"
 WALL_TIME = re.compile(r"Wall time: \d+(\.\d+)? seconds\nOutput:")
 
 
-def config(model_url: str, root: Path, *, installed: bool) -> str:
-    """``config.toml``: the model's root keys, the README's snippet, the provider, a quiet run. ``installed`` takes
-    the README's other form, ``dsh-todo`` found on ``PATH`` instead of ``uv run``."""
-    servers = snippet("Codex (`~/.codex/config.toml`", root)
-    if installed:
-        servers, count = re.subn(r'^command = "uv"\nargs = \[.*\]$',
-                                 f'command = "dsh-todo"\nargs = ["mcp", "--root", "{root}"]', servers, flags=re.M)
-        assert count == 1, servers
-    return (f'model = "{MODEL}"\nmodel_provider = "fake"\n\n' + servers
+def config(model_url: str, root: Path) -> str:
+    """``config.toml``: the model's root keys, the README's snippet as written, the provider, a quiet run."""
+    return (f'model = "{MODEL}"\nmodel_provider = "fake"\n\n' + snippet("Codex (`~/.codex/config.toml`", root)
             + f'\n[model_providers.fake]\nname = "fake model"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n'
             + f'env_key = "{KEY}"\n\n[analytics]\nenabled = false\n\n[features]\nplugins = false\n')
-
-
-def search_path() -> str:
-    """``PATH`` with this environment's scripts first, where ``dsh-todo`` is installed."""
-    script = Path(server_command(Path("/"))[0])
-    return os.pathsep.join([str(script.parent), os.environ.get("PATH", os.defpath)])
 
 
 def our_namespace(body: Any) -> Any:
@@ -81,17 +70,16 @@ def our_namespace(body: Any) -> Any:
     return space
 
 
-@pytest.mark.parametrize("installed", [False, True], ids=["uv-run", "installed"])
-def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path, installed: bool) -> None:
+def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path) -> None:
     codex = cli("codex")
-    uv = {} if installed else uv_environment()
+    uv = uv_environment()
     root, cwd, home = tmp_path / "sessions", tmp_path / "project", tmp_path / "home"
     cwd.mkdir()
     (home / ".codex").mkdir(parents=True)
     with fake_model(answer) as model:
-        (home / ".codex" / "config.toml").write_text(config(model.url, root, installed=installed), encoding="utf-8")
+        (home / ".codex" / "config.toml").write_text(config(model.url, root), encoding="utf-8")
         run = run_cli([codex, "exec", "--skip-git-repo-check", "--color", "never", "Fix the bug"], cwd=cwd, home=home,
-                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy", "PATH": search_path(), **uv})
+                      env={"CODEX_HOME": str(home / ".codex"), KEY: "dummy", **uv})
     why = f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     assert run.returncode == 0, why
     assert run.stdout == f"{FINAL_TEXT}\n", why
@@ -117,3 +105,60 @@ def test_codex_exec_writes_the_plan_through_the_readme_config(tmp_path: Path, in
         assert text == {"type": "input_text", "text": TEXT_OF[arguments]}
     stored_session(root)
     no_server_left(root)
+
+
+def reply(process: subprocess.Popen[bytes]) -> Any:
+    """The server's next line on stdout, as JSON (failing after 10 s rather than hanging)."""
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], 10)
+    assert ready, "the server did not answer within 10 s"
+    return json.loads(process.stdout.readline())
+
+
+@pytest.mark.xfail(reason="known defect (issue 21): started directly, the server can be SIGKILLed by Codex before "
+                          "its turn/end; fix proposed in the docstring")
+def test_the_turn_ends_completed_when_codex_kills_the_server_at_once(tmp_path: Path) -> None:
+    """Codex's end of a run, with the server started directly (``dsh-todo`` on ``PATH``, the README's general other
+    form): SIGTERM to the server's process group, stdin closed, then SIGKILL to the server's pid 12 to 14 ms later.
+    The server needs about 1.5 ms to write ``turn/end``, but on a busy machine it may not be scheduled in between:
+    ``codex exec`` with that form left the turn open in 1 run of 4 with both cores kept busy, and in about 1 of 30
+    on the shared machine without added load (the reader then closes the turn as ``interrupted``:
+    ``Health(state='recovered', reason='recovered in memory (the log is unchanged): closed the interrupted turn 1
+    with turn/end')``).
+
+    Repro, made certain by sending the SIGKILL at once (as if the server got no CPU in between): ``dsh-todo mcp
+    --root R`` in a process group of its own, ``initialize``, one ``tools/call``, then ``killpg(SIGTERM)``, stdin
+    closed, ``kill(pid, SIGKILL)``: the turn has no ``turn/end``. The same script against ``uv run --project …
+    dsh-todo mcp`` passes: the SIGKILL hits uv, and our server, uv's child, ends its turn. Hence the proposed fix,
+    the same shield in the server: over stdio, the process the client starts forks at once; the child serves, the
+    parent only forwards the stop signals to it and exits with its status, so a SIGKILL to the pid the client
+    knows never reaches the process holding the turn. (The README tells Codex users to keep ``uv run`` meanwhile.)
+    """
+    root = tmp_path / "sessions"
+    command, args = server_command(root)
+    process = subprocess.Popen([command, *args], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    assert process.stdin is not None
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "codex-mcp-client", "version": "0.171.0"}}}
+        process.stdin.write(json.dumps(initialize).encode() + b"\n")
+        process.stdin.flush()
+        assert reply(process)["id"] == 0
+        call = ('{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"todo_write","arguments":'
+                + ACCEPTED + "}}\n")
+        process.stdin.write(call.encode())
+        process.stdin.flush()
+        assert reply(process)["result"]["content"] == [{"type": "text", "text": TEXT_OF[ACCEPTED]}]
+        os.killpg(process.pid, signal.SIGTERM)
+        process.stdin.close()
+        os.kill(process.pid, signal.SIGKILL)
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)  # only when the script failed: what is left must not outlive it
+        raise
+    finally:
+        process.wait(timeout=10)
+    no_server_left(root)
+    stored_session(root, calls=(ACCEPTED,))
