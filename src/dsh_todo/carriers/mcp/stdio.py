@@ -10,14 +10,18 @@ The connection ends when input does or at the first SIGTERM, SIGINT or SIGHUP (w
 Codex closes stdin and sends SIGTERM at once, Gemini CLI sends SIGTERM with stdin open, Claude Code SIGINT then
 SIGTERM 100 ms later; a terminal's Ctrl-C is SIGINT): calls in progress finish and are answered, the turn ends
 ``completed``, the log is flushed and its lock let go, and the process exits 0. Later signals change nothing.
+Codex then SIGKILLs the process it started, 12 to 14 ms after its SIGTERM: that process is a stand-in
+(:func:`stand_in`), so the kill never cuts the turn short.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO, Final
 
@@ -28,7 +32,7 @@ from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
 
-__all__ = ["STOP_SIGNALS", "main", "serve_stdio"]
+__all__ = ["STOP_SIGNALS", "main", "serve_stdio", "stand_in"]
 
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 """Signals that end a connection as the end of its input does."""
@@ -96,6 +100,37 @@ STOPPING: Final = Stopping()
 """The command's one :class:`Stopping` (signal handlers are per process)."""
 
 
+def stand_in() -> None:
+    """Leave the process the client started to a stand-in: fork; the child returns and serves, this process only
+    passes the stop signals on to it and exits with its status.
+
+    Why: ``codex exec`` ends its servers with SIGTERM to their process group and stdin closed, then, 12 to 14 ms
+    later, SIGKILL to the process it started. The server writes ``turn/end`` within 2 ms of the SIGTERM, but on a
+    busy machine it may get no CPU before the SIGKILL, and the turn was left to be closed ``interrupted`` (1 run of
+    4 with both cores busy). The SIGKILL now ends the stand-in, which holds nothing; the server gets the SIGTERM
+    (the group's, and the one passed on) and ends its turn ``completed``. ``uv run`` had done the same by being that
+    parent. Called after the boot (a boot error stays the one process's) and before any thread starts (a fork
+    copies only the calling one: with others, there is no stand-in)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return
+    child = os.fork()
+    if child == 0:
+        return
+
+    def pass_on(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):  # already gone: nothing to stop
+            os.kill(child, signum)
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, pass_on)
+    blank = os.open(os.devnull, os.O_RDWR)  # the pipes are the child's alone: its exit is the client's end of file
+    os.dup2(blank, 0)
+    os.dup2(blank, 1)
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def server_version() -> str:
     import dsh_todo
 
@@ -111,6 +146,8 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     if not http:
         STOPPING.install()
     ctx = open_storage(storage, allow_parallel=allow_parallel)
+    if not http:
+        stand_in()
     print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
           f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
           file=sys.stderr, flush=True)
