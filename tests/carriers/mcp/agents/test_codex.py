@@ -18,9 +18,9 @@ What Codex 0.171 does to our tool and results on their way to its model:
 
 How Codex ends the server (seen with strace): at the end of the run it sends SIGTERM to the server's process group
 and closes its stdin at once (under a millisecond apart, SIGTERM first), then SIGKILL to the process it started
-12 to 14 ms later (if it is still there). Under ``uv run`` that process is uv: our server, uv's child, gets SIGTERM
-twice (from Codex, and forwarded by uv), outlives the SIGKILL and ends its turn. Started directly, the server
-forks a stand-in of its own for the same reason (the last test here).
+12 to 14 ms later (if it is still there). Under ``uv run`` that process is uv; uv passes the SIGTERM on to our
+stand-in, which passes it on to the serving process (so that one gets it three times). The SIGKILL ends uv alone,
+and the server ends its turn ``completed``. Started directly, the SIGKILL ends our stand-in alone: the last test.
 
 Without ``required = true``, Codex sends its first model request without waiting for a server still starting: a
 server held back 0.4 s was left out of the turn, silently (no tool offered, exit 0). Hence the snippet's line.

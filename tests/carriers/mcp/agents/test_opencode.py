@@ -20,9 +20,10 @@ What opencode 1.18 does to our tool and results on their way to its model:
   "AbortError: The operation was aborted."``, some 80 ms after our answer): the call is done, so the server ignores
   it, and the log holds both calls as answered.
 
-How opencode ends the server (seen with strace): SIGTERM to our server's own pid at the end of the run, also under
-``uv run`` (it signals the server process, never uv), with stdin left open; the server ends its turn and exits 0 within
-about 50 ms, then uv exits. opencode waits for its MCP servers to start before the first model request (a server
+How opencode ends the server (seen with strace): at the end of the run, SIGTERM to each process below the one it
+started, stdin left open: under ``uv run``, to our stand-in and to the serving process (which so gets it twice, the
+stand-in passing it on), never to uv, which exits when its child does. The server ends its turn and exits 0
+within about 40 ms. opencode waits for its MCP servers to start before the first model request (a server
 held back 2 s was still offered), so the snippet needs no setting for that.
 """
 
