@@ -162,9 +162,13 @@ class StdioServer(Piped):
         return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n"
 
     def cpu(self) -> float:
-        """The server process's CPU seconds so far (user + system, all threads), or NaN where ``/proc`` is absent."""
+        """The serving process's CPU seconds so far (user + system, all threads), or NaN where ``/proc`` is absent:
+        the spawned process's child, the spawned one being a stand-in over stdio (``stdio.leave_to_stand_in``)."""
+        pid = self.process.pid
         try:
-            with open(f"/proc/{self.process.pid}/stat") as stat:
+            with open(f"/proc/{pid}/task/{pid}/children") as children:
+                [server] = [int(child) for child in children.read().split()] or [pid]
+            with open(f"/proc/{server}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             return math.nan

@@ -153,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if chosen is None:
         _suggest(parser, words)
     args = parser.parse_args(words)
+    args.own_process = argv is None  # the process's own command line, not a caller's in-process call (a test)
     _restore_sigpipe(args.spec)
     debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     if debug:

@@ -28,7 +28,8 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 
     return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
-                     structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout)
+                     structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout,
+                     stand_in=args.own_process)
 
 
 COMMAND = Command(

@@ -10,26 +10,30 @@ The connection ends when input does or at the first SIGTERM, SIGINT or SIGHUP (w
 Codex closes stdin and sends SIGTERM at once, Gemini CLI sends SIGTERM with stdin open, Claude Code SIGINT then
 SIGTERM 100 ms later; a terminal's Ctrl-C is SIGINT): calls in progress finish and are answered, the turn ends
 ``completed``, the log is flushed and its lock let go, and the process exits 0. Later signals change nothing.
+Codex then SIGKILLs the process it started, 12 to 14 ms after its SIGTERM: that process is a stand-in
+(:func:`leave_to_stand_in`), so the kill never cuts the turn short.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_todo.carriers.mcp.calls import CallSession, Connections
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
-from dsh_todo.carriers.stopping import STOPPING
+from dsh_todo.carriers.stopping import STOP_SIGNALS, STOPPING
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage
 
-__all__ = ["main", "serve_stdio"]
+__all__ = ["leave_to_stand_in", "main", "serve_stdio"]
 
 
 async def serve_stdio(connections: Connections, *, version: str, structured: bool = False,
@@ -53,6 +57,37 @@ async def serve_stdio(connections: Connections, *, version: str, structured: boo
     await serve_lines(direct, start_fallback, stdin=stdin, stdout_fd=stdout_fd, stop=stop)
 
 
+def leave_to_stand_in() -> None:
+    """Leave the process the client started to a stand-in: fork; the child returns and serves, this process only
+    passes the stop signals on to it and exits with its status.
+
+    Why: ``codex exec`` ends its servers with SIGTERM to their process group and stdin closed, then, 12 to 14 ms
+    later, SIGKILL to the process it started. The server writes ``turn/end`` within 2 ms of the SIGTERM, but on a
+    busy machine it may get no CPU before the SIGKILL, and the turn was left to be closed ``interrupted`` (1 run of
+    4 with both cores busy). The SIGKILL now ends the stand-in, which holds nothing; the server gets the SIGTERM
+    (the group's, and the one passed on) and ends its turn ``completed``. ``uv run`` had done the same by being that
+    parent. Called after the boot (a boot error stays the one process's) and before any thread starts (a fork
+    copies only the calling one: with others, there is no stand-in)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return
+    child = os.fork()
+    if child == 0:
+        return
+
+    def pass_on(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):  # already gone: nothing to stop
+            os.kill(child, signum)
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, pass_on)
+    blank = os.open(os.devnull, os.O_RDWR)  # the pipes are the child's alone: its exit is the client's end of file
+    os.dup2(blank, 0)
+    os.dup2(blank, 1)
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def server_version() -> str:
     import dsh_todo
 
@@ -60,14 +95,18 @@ def server_version() -> str:
 
 
 def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, structured: bool = False,
-         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float | None = None) -> int:
+         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float | None = None, stand_in: bool = False) -> int:
     """``dsh-todo mcp``: boot the standard composition persisted to ``storage`` and serve until the client leaves
-    (stdio) or the server is stopped (HTTP)."""
+    (stdio) or the server is stopped (HTTP). ``stand_in``: over stdio, serve behind a stand-in
+    (:func:`leave_to_stand_in`); only for the process's own command line, never a caller's process (a fork there
+    would run the rest of the caller twice)."""
     from dsh_todo.runtime import open_storage
 
     if not http:
         STOPPING.install()
     ctx = open_storage(storage, allow_parallel=allow_parallel)
+    if stand_in and not http:
+        leave_to_stand_in()
     print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
           f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
           file=sys.stderr, flush=True)
