@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk")
 
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
 from mcp.client import Client
 
 from dsh_todo.adapters.claude_agent_sdk import SERVER_NAME, TodoBinding, bind_todo, todo_write_server, tool_name
@@ -48,7 +48,8 @@ def script(steps: Sequence[Sequence[str]] = STEPS, raw: dict[str, str] = RAW, *,
 
     Requests that do not offer our tool are the CLI's side requests (a title, a quota probe) and get a short text;
     with ``search`` (tools deferred behind ``ToolSearch``), such a turn first loads ours as a model must. A prompt
-    naming ``run-X`` gets call ids prefixed ``X-``, so concurrent queries on one fake stay apart."""
+    naming ``run-X`` gets call ids prefixed ``X-`` (the last such prompt of the conversation counts), so concurrent
+    queries on one fake, and successive queries of one client, each play the steps with ids of their own."""
 
     def answer(request: Request) -> Reply:
         path = request.path.split("?")[0]
@@ -60,9 +61,10 @@ def script(steps: Sequence[Sequence[str]] = STEPS, raw: dict[str, str] = RAW, *,
             return tool_use(body, "ToolSearch", json.dumps({"query": f"select:{NAME}"}), "toolu_search")
         if tool is None:
             return text(body, "Planning")
-        run = re.search(r"run-(\w)", json.dumps(body["messages"][:1]))
-        prefix = f"{run.group(1)}-" if run else ""
-        done, seen = len(tool_results(body)), 0
+        runs = re.findall(r"run-(\w)", json.dumps(body["messages"]))
+        prefix = f"{runs[-1]}-" if runs else ""
+        done = len([result for result in tool_results(body) if result["tool_use_id"].startswith(prefix)])
+        seen = 0
         for step in steps:
             if done == seen:
                 return tool_uses(body, [(tool["name"], raw[cid], prefix + cid) for cid in step])
@@ -250,6 +252,25 @@ async def test_concurrent_queries_in_one_turn_never_interleave_their_calls(todos
     calls = sorted(e["data"]["callId"] for e in todos.session.events if e["type"] == "tool/call")
     assert calls == ["A-c1", "A-c2", "B-c1", "B-c2"]
     assert [e["data"]["step"] for e in todos.session.events if e["type"] == "tool/call"] == [1, 2, 3, 4]
+
+
+async def test_each_query_of_a_client_is_a_turn(todos: TodoBinding, tmp_path: Path) -> None:
+    """``ClaudeSDKClient`` keeps one CLI for a conversation: ``todos.turn()`` around each query and its response
+    makes each one turn, and the second turn's accepted call is its own plan."""
+    with rig(tmp_path, script([["c1"], ["c2"]])) as run:
+        async with asyncio.timeout(DEADLINE), ClaudeSDKClient(options=run.options(todos)) as client:
+            for prompt in ("run-A", "run-B"):
+                async with todos.turn():
+                    await client.query(prompt)
+                    results = [message.result async for message in client.receive_response()
+                               if isinstance(message, ResultMessage)]
+                    assert results == [FINAL_TEXT]
+    calls = [(e["data"]["turn"], e["data"]["callId"]) for e in todos.session.events if e["type"] == "tool/call"]
+    assert calls == [(1, "A-c1"), (1, "A-c2"), (2, "B-c1"), (2, "B-c2")]
+    ends = [e["data"] for e in todos.session.events if e["type"] == "turn/end"]
+    assert ends == [{"turn": 1, "reason": {"kind": "completed"}}, {"turn": 2, "reason": {"kind": "completed"}}]
+    assert todo_writes(todos.session) == [CANONICAL, CANONICAL]
+    assert todos.plan == CANONICAL
 
 
 def test_a_second_binding_of_a_held_session_is_refused(tmp_path: Path) -> None:
