@@ -23,6 +23,7 @@ EXTRAS: Final = {
     "openai-agents": ("the OpenAI Agents SDK adapter", ("agents",)),
     "langchain": ("the LangChain adapter", ("langchain_core",)),
     "pydantic-ai": ("the pydantic-ai adapter", ("pydantic_ai",)),
+    "claude-agent-sdk": ("the Claude Agent SDK adapter", ("claude_agent_sdk", "mcp")),
 }
 """Extra (as ``pyproject.toml`` names it) → (what needs it, the top-level modules it installs)."""
 

@@ -89,6 +89,10 @@ except ImportError as exc:
      "the LangChain adapter needs the `langchain` extra: pip install 'dsh-todo[langchain]'"),
     ("pydantic_ai", "dsh_todo.adapters.pydantic_ai",
      "the pydantic-ai adapter needs the `pydantic-ai` extra: pip install 'dsh-todo[pydantic-ai]'"),
+    ("claude_agent_sdk", "dsh_todo.adapters.claude_agent_sdk",
+     "the Claude Agent SDK adapter needs the `claude-agent-sdk` extra: pip install 'dsh-todo[claude-agent-sdk]'"),
+    ("mcp", "dsh_todo.adapters.claude_agent_sdk",  # its server is mcp's own, so mcp is part of the extra
+     "the Claude Agent SDK adapter needs the `claude-agent-sdk` extra: pip install 'dsh-todo[claude-agent-sdk]'"),
 ])
 def test_an_adapter_without_its_extra_names_the_install(modules: str, adapter: str, text: str) -> None:
     """Repro: ``import dsh_todo.adapters.langchain`` without langchain-core said "needs langchain-core: pip install

@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.carriers.mcp.agents.common import Answer, Reply, Request, sse
 
-__all__ = ["TOOL_SUFFIX", "our_tool", "script", "tool_names", "tool_results"]
+__all__ = ["TOOL_SUFFIX", "our_tool", "script", "text", "tool_names", "tool_results", "tool_use", "tool_uses"]
 
 TOOL_SUFFIX = "todo_write"
 """How our tool's name ends in the tool list (Claude Code prefixes MCP tools with ``mcp__<server>__``)."""
@@ -93,10 +93,24 @@ def text(body: Any, words: str) -> Reply:
 def tool_use(body: Any, name: str, raw: str, call_id: str) -> Reply:
     """An assistant message calling ``name`` with the arguments ``raw`` (JSON text, streamed as the model writes
     it; the whole-message form carries it parsed)."""
-    block = {"type": "tool_use", "id": call_id, "name": name, "input": json.loads(raw), "raw": raw}
-    if not (isinstance(body, dict) and body.get("stream")):
-        block.pop("raw")
-    return _message(body, [block], "tool_use")
+    return tool_uses(body, [(name, raw, call_id)])
+
+
+def tool_uses(body: Any, calls: Sequence[tuple[str, str, str]]) -> Reply:
+    """An assistant message making several calls at once, each ``(name, raw arguments, call id)`` as in
+    :func:`tool_use`; arguments that are not JSON can only be streamed (the whole-message form carries ``{}``)."""
+    stream = isinstance(body, dict) and body.get("stream")
+    blocks = []
+    for name, raw, call_id in calls:
+        block: dict[str, Any] = {"type": "tool_use", "id": call_id, "name": name, "raw": raw}
+        try:
+            block["input"] = json.loads(raw)
+        except ValueError:
+            block["input"] = {}
+        if not stream:
+            block.pop("raw")
+        blocks.append(block)
+    return _message(body, blocks, "tool_use")
 
 
 def script(calls: Sequence[str], final: str, search: str | None = None) -> Answer:
