@@ -23,6 +23,7 @@ EXTRAS: Final = {
     "openai-agents": ("the OpenAI Agents SDK adapter", ("agents",)),
     "langchain": ("the LangChain adapter", ("langchain_core",)),
     "pydantic-ai": ("the pydantic-ai adapter", ("pydantic_ai",)),
+    "google-adk": ("the Google ADK adapter", ("google.adk",)),
 }
 """Extra (as ``pyproject.toml`` names it) → (what needs it, the top-level modules it installs)."""
 

@@ -232,7 +232,8 @@ def test_the_core_and_the_adapters_package_import_no_framework() -> None:
     code = (
         "import sys\n"
         "import dsh_todo, dsh_todo.cli, dsh_todo.runtime, dsh_todo.adapters, dsh_todo.adapters.common\n"
-        "loaded = sorted(m for m in ('agents', 'langchain_core', 'pydantic_ai') if m in sys.modules)\n"
+        "loaded = sorted(m for m in ('agents', 'langchain_core', 'pydantic_ai', 'google.adk', 'google.genai')\n"
+        "                if m in sys.modules)\n"
         "print(loaded)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

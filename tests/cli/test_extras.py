@@ -89,6 +89,8 @@ except ImportError as exc:
      "the LangChain adapter needs the `langchain` extra: pip install 'dsh-todo[langchain]'"),
     ("pydantic_ai", "dsh_todo.adapters.pydantic_ai",
      "the pydantic-ai adapter needs the `pydantic-ai` extra: pip install 'dsh-todo[pydantic-ai]'"),
+    ("google", "dsh_todo.adapters.google_adk",
+     "the Google ADK adapter needs the `google-adk` extra: pip install 'dsh-todo[google-adk]'"),
 ])
 def test_an_adapter_without_its_extra_names_the_install(modules: str, adapter: str, text: str) -> None:
     """Repro: ``import dsh_todo.adapters.langchain`` without langchain-core said "needs langchain-core: pip install

@@ -6,7 +6,8 @@ only by the user who wants it, so the core never depends on a framework:
 * :mod:`dsh_todo.adapters.openai_agents` — a ``FunctionTool`` for an OpenAI Agents SDK ``Agent``
   (extra ``openai-agents``);
 * :mod:`dsh_todo.adapters.langchain` — a LangChain ``BaseTool`` (extra ``langchain``);
-* :mod:`dsh_todo.adapters.pydantic_ai` — a pydantic-ai capability or toolset (extra ``pydantic-ai``).
+* :mod:`dsh_todo.adapters.pydantic_ai` — a pydantic-ai capability or toolset (extra ``pydantic-ai``);
+* :mod:`dsh_todo.adapters.google_adk` — a Google ADK ``BaseTool`` (extra ``google-adk``).
 
 This package imports no framework; ``from dsh_todo.adapters import bind_todo`` is always safe.
 """
