@@ -27,7 +27,7 @@ from google.genai import types
 from pydantic import Field
 
 from dsh_todo.adapters.common import open_turn
-from dsh_todo.adapters.google_adk import TodoBinding, TodoWriteTool, bind_todo, todo_write_tool
+from dsh_todo.adapters.google_adk import TodoBinding, TodoWriteTool, bind_todo, run_turn, todo_write_tool
 from dsh_todo.logview import read_session
 from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT, assert_log, assert_native_tool
 from tests.conftest import plan_json, todo_writes
@@ -78,15 +78,21 @@ def function_responses(request: LlmRequest) -> dict[str, Any]:
             if part.function_response is not None}
 
 
-async def invoke(llm: ScriptedLlm, tool: BaseTool, prompt: str = "Fix the bug") -> list[Any]:
-    """One ``Runner`` invocation of an agent holding ``tool``; its events."""
-    runner = InMemoryRunner(agent=LlmAgent(name="planner", model=llm, instruction="Plan.", tools=[tool]),
-                            app_name="adapters")
+def runner_for(llm: ScriptedLlm, tool: BaseTool) -> InMemoryRunner:
+    return InMemoryRunner(agent=LlmAgent(name="planner", model=llm, instruction="Plan.", tools=[tool]),
+                          app_name="adapters")
+
+
+async def invoke(llm: ScriptedLlm, tool: BaseTool, turn: TodoBinding | None = None, **run: Any) -> list[Any]:
+    """One ``Runner`` invocation of an agent holding ``tool``, as a turn of ``turn`` (:func:`run_turn`) or bare;
+    its events."""
+    runner = runner_for(llm, tool)
     try:
         session = await runner.session_service.create_session(app_name="adapters", user_id="u")
-        message = types.Content(role="user", parts=[types.Part(text=prompt)])
-        return [event async for event in runner.run_async(user_id="u", session_id=session.id,
-                                                          new_message=message)]
+        message = types.Content(role="user", parts=[types.Part(text="Fix the bug")])
+        run = {"user_id": "u", "session_id": session.id, "new_message": message, **run}
+        events = run_turn(turn, runner, **run) if turn is not None else runner.run_async(**run)
+        return [event async for event in events]
     finally:
         await runner.close()
 
@@ -96,20 +102,53 @@ def final_text(events: list[Any]) -> str | None:
     return None if content is None or not content.parts else content.parts[0].text
 
 
+def hang_on_an_empty_list(todos: TodoBinding) -> asyncio.Event:
+    """Make a call whose list is empty hang inside the tool; the event is set once one is hanging."""
+    started = asyncio.Event()
+    registry = todos.ctx.tools
+    execute = registry.execute
+
+    async def hanging(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        if arguments == {"todos": []}:
+            started.set()
+            await asyncio.sleep(3600)
+        return await execute(name, arguments, *args, **kwargs)
+
+    registry.execute = hanging  # type: ignore[method-assign]
+    return started
+
+
+HANGS = {**RAW, "c5": '{"todos":[]}'}
+
+
+def assert_aborted_after_the_plan(todos: TodoBinding) -> None:
+    """The run's call in flight is answered ``aborted`` in the log, the turn ends ``aborted``, no turn is left open,
+    and the plan the run wrote before stands."""
+    kinds = [event["type"] for event in todos.session.events]
+    assert kinds.count("turn/start") == kinds.count("turn/end") == 1
+    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert todos.session.events[-4]["data"]["callId"] == "c5"
+    assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    [block] = todos.session.events[-3]["data"]["message"]["content"]
+    assert block["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
+    assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert open_turn(todos.session) is None
+    assert todos.plan == CANONICAL
+
+
 @pytest.fixture
 def todos() -> Any:
     with bind_todo() as binding:
         yield binding
 
 
-async def test_an_invocation_in_a_turn_reads_the_contract_texts_and_is_one_turn(todos: TodoBinding) -> None:
+async def test_an_invocation_reads_the_contract_texts_and_is_one_turn(todos: TodoBinding) -> None:
     llm = ScriptedLlm()
-    async with todos.turn():
-        events = await invoke(llm, todo_write_tool(todos))
+    events = await invoke(llm, todo_write_tool(todos), todos)
     assert final_text(events) == FINAL_TEXT
     assert len(llm.requests) == len(STEPS) + 1
     # What the model read back: ADK's wrapper for a non-dict result around exactly the contract's text, refusals
-    # included (never an ``error`` key, which ADK's Anthropic and LiteLLM layers would send as JSON).
+    # included (never an ``error`` key of ours, which ADK's Anthropic layer would send as JSON, not as the text).
     assert function_responses(llm.requests[-1]) == {cid: {"result": text} for cid, text in ANSWERED.items()}
     assert_log(todos, arguments=LOGGED, texts=ANSWERED)
     assert open_turn(todos.session) is None
@@ -149,46 +188,61 @@ async def test_without_a_turn_the_calls_share_the_standing_turn(todos: TodoBindi
 
 
 async def test_a_cancelled_invocation_closes_its_turn_aborted_and_keeps_the_plan(todos: TodoBinding) -> None:
-    """An invocation cancelled while its tool call runs: the call is answered ``aborted`` in the log, the turn ends
-    ``aborted``, no turn is left open, and the plan the run wrote before stands."""
-    started = asyncio.Event()
-    registry = todos.ctx.tools
-    execute = registry.execute
-
-    async def hanging_second_call(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
-        if arguments == {"todos": []}:
-            started.set()
-            await asyncio.sleep(3600)
-        return await execute(name, arguments, *args, **kwargs)
-
-    registry.execute = hanging_second_call  # type: ignore[method-assign]
-    llm = ScriptedLlm(steps=[["c1"], ["c5"]], raw={**RAW, "c5": '{"todos":[]}'})
-
-    async def run() -> None:
-        async with todos.turn():
-            await invoke(llm, todo_write_tool(todos))
-
-    task = asyncio.ensure_future(run())
+    """The task running an invocation is cancelled while its tool call runs."""
+    started = hang_on_an_empty_list(todos)
+    llm = ScriptedLlm(steps=[["c1"], ["c5"]], raw=HANGS)
+    task = asyncio.ensure_future(invoke(llm, todo_write_tool(todos), todos))
     await asyncio.wait_for(started.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert_aborted_after_the_plan(todos)
+
+
+async def test_an_invocation_stopped_by_adks_abort_signal_ends_its_turn_aborted(todos: TodoBinding) -> None:
+    """ADK's own way to stop a run: it ends the run without an exception, so the turn is ``aborted`` only because
+    :func:`run_turn` looks at the signal (a bare ``todos.turn()`` around it would end ``completed``)."""
+    started = hang_on_an_empty_list(todos)
+    llm, signal = ScriptedLlm(steps=[["c1"], ["c5"]], raw=HANGS), asyncio.Event()
+    task = asyncio.ensure_future(invoke(llm, todo_write_tool(todos), todos, abort_signal=signal))
+    await asyncio.wait_for(started.wait(), 10)
+    signal.set()
+    events = await asyncio.wait_for(task, 10)
+    # ADK answers the call in flight itself, in the run's events; the model is not asked again.
+    last = events[-1].content.parts[0].function_response
+    assert (last.id, last.response) == ("c5", {"error": "Invocation was aborted by client."})
+    assert len(llm.requests) == 2
+    assert_aborted_after_the_plan(todos)
+
+
+async def test_an_invocation_its_consumer_stops_reading_ends_its_turn_aborted(todos: TodoBinding) -> None:
+    llm = ScriptedLlm()
+    runner = runner_for(llm, todo_write_tool(todos))
+    session = await runner.session_service.create_session(app_name="adapters", user_id="u")
+    message = types.Content(role="user", parts=[types.Part(text="Fix the bug")])
+    events = run_turn(todos, runner, user_id="u", session_id=session.id, new_message=message)
+    async for event in events:
+        if event.content and event.content.parts and event.content.parts[0].function_response:
+            break  # the answer to c1: the run is given up here
+    await events.aclose()
+    await runner.close()
     kinds = [event["type"] for event in todos.session.events]
-    assert kinds.count("turn/start") == kinds.count("turn/end") == 1
-    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
-    assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
-    [block] = todos.session.events[-3]["data"]["message"]["content"]
-    assert block["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
+    assert kinds == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
     assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
-    assert open_turn(todos.session) is None
     assert todos.plan == CANONICAL
+
+
+async def test_an_invocation_inside_an_open_turn_joins_it(todos: TodoBinding) -> None:
+    async with todos.turn():
+        await invoke(ScriptedLlm(), todo_write_tool(todos), todos)
+        assert todos.session.events[-1]["type"] == "step/end"  # the invocation did not close the turn
+    assert_log(todos, arguments=LOGGED, texts=ANSWERED)
 
 
 async def test_a_failed_invocation_closes_its_turn_with_the_error(todos: TodoBinding) -> None:
     llm = ScriptedLlm(steps=[["c1"]], fail_with="model went away")
     with pytest.raises(RuntimeError, match="model went away"):
-        async with todos.turn():
-            await invoke(llm, todo_write_tool(todos))
+        await invoke(llm, todo_write_tool(todos), todos)
     last = todos.session.events[-1]
     assert last["type"] == "turn/end"
     assert last["data"]["reason"] == {"kind": "error", "error": {"name": "RuntimeError",
@@ -197,15 +251,11 @@ async def test_a_failed_invocation_closes_its_turn_with_the_error(todos: TodoBin
 
 
 async def test_concurrent_invocations_on_one_session_are_serialised(todos: TodoBinding) -> None:
-    """Two invocations at once, each wrapped in ``todos.turn()``: the second joins the turn the first opened, and
-    their calls are written one at a time (each step whole, never interleaved), as on every adapter."""
+    """Two invocations at once, each :func:`run_turn`: the second joins the turn the first opened, and their calls
+    are written one at a time (each step whole, never interleaved), as on every adapter."""
     first, second = ScriptedLlm(steps=[["c1"], ["c2"]]), ScriptedLlm(steps=[["c4"], ["c3"]])
-
-    async def run(llm: ScriptedLlm) -> list[Any]:
-        async with todos.turn():
-            return await invoke(llm, todo_write_tool(todos))
-
-    results = await asyncio.gather(run(first), run(second))
+    results = await asyncio.gather(invoke(first, todo_write_tool(todos), todos),
+                                   invoke(second, todo_write_tool(todos), todos))
     assert [final_text(events) for events in results] == [FINAL_TEXT, FINAL_TEXT]
     assert function_responses(first.requests[-1]) == {"c1": {"result": TEXT["c1"]}, "c2": {"result": TEXT["c2"]}}
     assert function_responses(second.requests[-1]) == {"c4": {"result": TEXT["c4"]}, "c3": {"result": NO_ARGS}}
@@ -220,7 +270,7 @@ async def test_concurrent_invocations_on_one_session_are_serialised(todos: TodoB
     calls = [e["data"]["callId"] for e in events if e["type"] == "tool/call"]
     assert sorted(calls) == ["c1", "c2", "c3", "c4"]
     assert set(calls[:2]) == {"c1", "c4"}, "both invocations were in flight at once"
-    assert kinds[0] == "turn/start"
+    assert kinds.count("turn/start") == 1 and kinds[0] == "turn/start"
     assert todo_writes(todos.session) == [CANONICAL]
     assert todos.plan == CANONICAL
 
@@ -228,15 +278,14 @@ async def test_concurrent_invocations_on_one_session_are_serialised(todos: TodoB
 async def test_the_plan_survives_a_restart_and_dsh_todo_plan_shows_it(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     with bind_todo(root=root, session="adk-demo", cwd=str(tmp_path)) as todos:
-        async with todos.turn():
-            await invoke(ScriptedLlm(steps=[["c1"], ["c4"]]), todo_write_tool(todos))
+        await invoke(ScriptedLlm(steps=[["c1"], ["c4"]]), todo_write_tool(todos), todos)
     [log] = list(root.rglob("session.jsonl*"))
     assert plan_json(log) == CANONICAL
     with bind_todo(root=root, session="adk-demo") as todos:  # a new process would do the same
         assert todos.plan == CANONICAL
-        async with todos.turn():
-            assert todos.plan is None  # the next run's turn/start clears the old plan, as in DSH
-            await invoke(ScriptedLlm(steps=[["c2"]]), todo_write_tool(todos))
-        assert todos.plan is None  # its only call was refused: nothing was written in this turn
+        llm = ScriptedLlm(steps=[["c2"]])
+        await invoke(llm, todo_write_tool(todos), todos)
+        assert function_responses(llm.requests[-1]) == {"c2": {"result": TEXT["c2"]}}
+        assert todos.plan is None  # the run's turn/start cleared the old plan, as in DSH; its only call was refused
     kinds = [event["type"] for event in read_session(log).events]
     assert kinds.count("turn/start") == kinds.count("turn/end") == 2

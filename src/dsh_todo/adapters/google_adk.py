@@ -8,37 +8,40 @@ JSON Schema dict ADK passes on untouched, instead of ``parameters``, which would
 
 ADK hands a tool the model's arguments already parsed into a dict (its model layers parse the text), so they go to
 :meth:`TodoBinding.call_value` and are logged as compact JSON; a model whose text is not JSON never reaches a tool.
-The answer is the registry's text, returned as it is for an accepted call and for a refused one alike: ADK wraps a
-non-dict result as ``{"result": text}``, its documented shape, which its Anthropic and LiteLLM layers turn back
-into the bare text. (An ``{"error": ...}`` dict would be sent to those models as JSON, changing what they read.)
+The answer is the registry's text, returned as it is for an accepted call and for a refused one alike. ADK wraps a
+non-dict result as ``{"result": text}``, the one shape all its model layers know: Gemini receives it as the
+function's response, ADK's Anthropic layer unwraps it to the bare text, its LiteLLM and OpenAI layers send it as
+that JSON. An ``{"error": text}`` dict of our own would reach the Anthropic layer as JSON instead of the text.
 
-One ``Runner`` invocation is one DSH turn when wrapped in ``todos.turn()``::
-
-    async with todos.turn():
-        async for event in runner.run_async(user_id=..., session_id=..., new_message=...):
-            ...
-
-ADK's plugins see a run start and end, but not a cancelled one (``after_run_callback`` and
-``on_run_error_callback`` are both skipped when the task is cancelled), so a turn opened by a plugin could be left
-open; the scope closes it ``completed``, ``error`` or ``aborted`` by how the block ends. Calls outside any turn take
-turns as described in :mod:`dsh_todo.adapters.common`.
+:func:`run_turn` runs one ``Runner`` invocation as one DSH turn: it yields ``runner.run_async(...)``'s events and
+closes the turn ``completed``, ``error`` when the run raised, or ``aborted`` when it was stopped: its task
+cancelled, its consumer closing it early, or ADK's own ``abort_signal`` set (ADK then ends the run normally, with
+an abort event, so a plain ``async with todos.turn():`` around it would say ``completed``). Why not an ADK plugin:
+``after_run_callback`` and ``on_run_error_callback`` are both skipped when the task is cancelled, so a turn opened
+by a plugin could be left open. Calls outside any turn take turns as described in :mod:`dsh_todo.adapters.common`.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, TurnScope, bind_todo, standing_plan
 from dsh_todo.extras import missing
+from dsh_todo.harness.turns import aborted
 
 try:
+    from google.adk.events.event import Event
+    from google.adk.runners import Runner
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing("google-adk") from exc
 
-__all__ = ["TodoBinding", "TodoWriteTool", "TurnScope", "bind_todo", "standing_plan", "todo_write_tool"]
+__all__ = ["TodoBinding", "TodoWriteTool", "TurnScope", "bind_todo", "run_turn", "standing_plan", "todo_write_tool"]
 
 
 class TodoWriteTool(BaseTool):
@@ -63,3 +66,29 @@ class TodoWriteTool(BaseTool):
 def todo_write_tool(binding: TodoBinding) -> TodoWriteTool:
     """An ADK tool named ``todo_write`` whose calls land on ``binding``'s session."""
     return TodoWriteTool(binding)
+
+
+async def run_turn(binding: TodoBinding, runner: Runner, **run_async: Any) -> AsyncGenerator[Event, None]:
+    """``runner.run_async(**run_async)`` as one DSH turn of ``binding``'s session, yielding ADK's events.
+
+    Inside a turn that is already open (``todos.turn()``, a host's) the invocation joins it instead, as every scope
+    does; two invocations at once on one binding so share a turn, their calls written one at a time.
+    """
+    signal = run_async.get("abort_signal")
+    scope = binding.turn()
+    scope.open()
+    failure: BaseException | None = None
+    try:
+        async with aclosing(runner.run_async(**run_async)) as events:
+            async for event in events:
+                yield event
+        if isinstance(signal, asyncio.Event) and signal.is_set():
+            scope.reason = aborted()  # ADK ended the run early, with an abort event instead of an exception
+    except GeneratorExit:
+        scope.reason = aborted()  # the consumer stopped iterating: the run was given up, not finished
+        raise
+    except BaseException as exc:
+        failure = exc
+        raise
+    finally:
+        scope.close(failure)
