@@ -11,7 +11,8 @@ import pytest
 
 DOC = Path(__file__).resolve().parents[1] / "README.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
-FRAMEWORKS = {"agents": "agents", "langchain_core": "langchain_core", "pydantic_ai": "pydantic_ai"}
+FRAMEWORKS = {"agents": "agents", "langchain_core": "langchain_core", "pydantic_ai": "pydantic_ai",
+              "google.adk": "google.adk"}
 
 
 def snippets() -> list[tuple[str, str | None]]:
@@ -30,7 +31,8 @@ SNIPPETS = snippets()
 
 def test_the_doc_has_a_snippet_per_framework() -> None:
     sources = "\n".join(code for code, _ in SNIPPETS)
-    for module in ("dsh_todo.adapters.openai_agents", "dsh_todo.adapters.langchain", "dsh_todo.adapters.pydantic_ai"):
+    for module in ("dsh_todo.adapters.openai_agents", "dsh_todo.adapters.langchain", "dsh_todo.adapters.pydantic_ai",
+                   "dsh_todo.adapters.google_adk"):
         assert f"from {module} import" in sources
     assert all(expected is not None for _, expected in SNIPPETS), "every snippet shows what it prints"
 

@@ -24,6 +24,7 @@ EXTRAS: Final = {
     "langchain": ("the LangChain adapter", ("langchain_core",)),
     "pydantic-ai": ("the pydantic-ai adapter", ("pydantic_ai",)),
     "claude-agent-sdk": ("the Claude Agent SDK adapter", ("claude_agent_sdk", "mcp")),
+    "google-adk": ("the Google ADK adapter", ("google.adk",)),
 }
 """Extra (as ``pyproject.toml`` names it) → (what needs it, the top-level modules it installs)."""
 

@@ -53,9 +53,11 @@ def assert_native_tool(binding: TodoBinding, name: str, description: str, parame
 
 
 def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str] | None = None,
-               answered_by_the_framework: tuple[str, ...] = ()) -> None:
-    """The session log holds the scenario as DSH's own loop would have written it (less the calls the framework
-    answered itself, which never reached the tool: Claude Code's answer to arguments that are not JSON)."""
+               texts: dict[str, str] | None = None, answered_by_the_framework: tuple[str, ...] = ()) -> None:
+    """The session log holds the scenario as DSH's own loop would have written it (``arguments`` and ``texts``:
+    what a framework that cannot carry a call as the scenario words it logs and answers instead), less the calls
+    the framework answered itself, which never reached the tool (Claude Code's answer to arguments that are not
+    JSON)."""
     session = binding.session
     events = list(session.events)
     types = [event["type"] for event in events]
@@ -67,6 +69,7 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
     calls = {e["data"]["callId"]: e for e in events if e["type"] == "tool/call"}
     assert list(calls) == [cid for cid in ("c1", "c2", "c3", "c4") if cid not in answered_by_the_framework]
     expected_args = arguments if arguments is not None else RAW
+    expected_texts = texts if texts is not None else TEXT
     for call_id, event in calls.items():
         assert event["data"]["name"] == "todo_write"
         assert event["data"]["arguments"] == expected_args[call_id]
@@ -80,7 +83,7 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
         assert result["sourceEventSeqs"] == [seq]
         block = result["data"]["message"]["content"][0]
         assert block["toolCallId"] == call_id
-        assert block["content"] == [{"type": "text", "text": TEXT[call_id]}]
+        assert block["content"] == [{"type": "text", "text": expected_texts[call_id]}]
         assert block["isError"] is (call_id != "c1")
         # Schema failures carry the registry's structured info; the tool's own failures do not (SPEC §4.3).
         assert result["data"].get("error") == (ARGS_ERROR if call_id in ("c3", "c4") else None)

@@ -232,7 +232,7 @@ def test_the_core_and_the_adapters_package_import_no_framework() -> None:
     code = (
         "import sys\n"
         "import dsh_todo, dsh_todo.cli, dsh_todo.runtime, dsh_todo.adapters, dsh_todo.adapters.common\n"
-        "frameworks = ('agents', 'langchain_core', 'pydantic_ai', 'claude_agent_sdk')\n"
+        "frameworks = ('agents', 'langchain_core', 'pydantic_ai', 'claude_agent_sdk', 'google.adk', 'google.genai')\n"
         "loaded = sorted(m for m in frameworks if m in sys.modules)\n"
         "print(loaded)\n"
     )

@@ -93,6 +93,8 @@ except ImportError as exc:
      "the Claude Agent SDK adapter needs the `claude-agent-sdk` extra: pip install 'dsh-todo[claude-agent-sdk]'"),
     ("mcp", "dsh_todo.adapters.claude_agent_sdk",  # its server is mcp's own, so mcp is part of the extra
      "the Claude Agent SDK adapter needs the `claude-agent-sdk` extra: pip install 'dsh-todo[claude-agent-sdk]'"),
+    ("google", "dsh_todo.adapters.google_adk",
+     "the Google ADK adapter needs the `google-adk` extra: pip install 'dsh-todo[google-adk]'"),
 ])
 def test_an_adapter_without_its_extra_names_the_install(modules: str, adapter: str, text: str) -> None:
     """Repro: ``import dsh_todo.adapters.langchain`` without langchain-core said "needs langchain-core: pip install
