@@ -73,8 +73,27 @@ NON_CANONICAL_FEEDBACK_WARNING: Final = ("session telemetry ignored a feedback e
                                          "session log")
 FEED_INTERVAL_S: Final = 0.05
 """How often the feeder thread hands queued records to the SDK."""
-_ENDPOINT_VARIABLES: Final = ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 _SEVERITY: Final = {"info": (9, "INFO"), "warn": (13, "WARN"), "error": (17, "ERROR")}
+
+
+Signal = Literal["logs", "traces"]
+
+
+def endpoint(signal: Signal, explicit: str | None = None) -> tuple[str, str] | None:
+    """Where the SDK's OTLP/HTTP exporter of ``signal`` posts, as it resolves it, and what named it: ``explicit``
+    (the config's ``exporter.endpoint``) or ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` as they are, else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` with the signal's path (``/v1/logs``) appended; ``None`` when nothing names one
+    (the SDK would then post to localhost, which we never let it do). For the disclosure line, which must name the
+    very URL the records go to."""
+    if explicit:
+        return explicit, "exporter.endpoint"
+    variable = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+    if os.environ.get(variable):
+        return os.environ[variable], variable
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if base:
+        return base + ("" if base.endswith("/") else "/") + f"v1/{signal}", "OTEL_EXPORTER_OTLP_ENDPOINT"
+    return None
 
 
 def _http_url(value: object, what: str) -> str:
@@ -121,11 +140,11 @@ class Config:
         if "endpoint" in exporter:
             _http_url(exporter["endpoint"], "exporter.endpoint")
         else:
-            variable = next((v for v in _ENDPOINT_VARIABLES if os.environ.get(v)), None)
-            if variable is None:
+            found = endpoint("logs")
+            if found is None:
                 raise ConfigError(f"{name}: exporter.endpoint is required (the full OTLP logs endpoint), or set "
                                   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
-            _http_url(os.environ[variable], variable)
+            _http_url(os.environ[found[1]], found[1])
         timeout = raw.get("shutdownTimeoutMillis", DEFAULT_SHUTDOWN_TIMEOUT_MILLIS)
         if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
                 or not 0 < timeout <= MAX_SHUTDOWN_TIMEOUT_MILLIS):
