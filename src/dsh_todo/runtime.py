@@ -69,11 +69,15 @@ def telemetry_disclosure(ctx: Context) -> str | None:
     sharing = seam.sharing if seam is not None else None
     if sharing is None or sharing == "disabled":
         return None
-    from dsh_todo.harness.telemetry.otel import endpoint
+    from dsh_todo.harness.telemetry.otel import endpoint, spans_endpoint
     from dsh_todo.harness.telemetry.service import SHARES
 
     logs = endpoint("logs")
-    return f"telemetry {sharing}: {SHARES[sharing]}, as OpenTelemetry logs to {logs[0] if logs else '?'}"
+    line = f"telemetry {sharing}: {SHARES[sharing]}, as OpenTelemetry logs to {logs[0] if logs else '?'}"
+    traces = spans_endpoint() if sharing == "full" else None
+    if traces is not None:
+        line += f", and its turns, model requests and tool calls as spans to {traces}"
+    return line
 
 
 

@@ -76,13 +76,14 @@ def logged_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[di
 def test_run_with_telemetry_full_exports_the_session_to_the_collector(tmp_path: Path, receiver: Receiver,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """Every event of the turn reaches the collector as one log record whose body is the logged event's data (the
-    rejected call's result ERROR), then the session's ``shutdown`` on the ops scope; the first stderr line names
-    the mode, what it shares and the very URL, once."""
+    rejected call's result ERROR), then the session's ``shutdown`` on the ops scope, and the turn's GenAI spans go to
+    ``/v1/traces``; the first stderr line names the mode, what it shares and the very URLs, once."""
     done = run(tmp_path, environment(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.base), "--telemetry", "full")
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert lines[0] == ("telemetry full: every event of every session (prompts, replies, tool calls and their "
-                        f"results) leaves as it is appended, as OpenTelemetry logs to {receiver.base}/v1/logs")
+                        f"results) leaves as it is appended, as OpenTelemetry logs to {receiver.base}/v1/logs, and "
+                        f"its turns, model requests and tool calls as spans to {receiver.base}/v1/traces")
     assert sum(line.startswith("telemetry ") for line in lines) == 1
     ledger = [r for r in receiver.records if r.scope == LEDGER]
     assert [(r.attributes["event.type"], r.attributes["event.seq"], r.severity_text) for r in ledger] == EXPORTED
@@ -94,7 +95,14 @@ def test_run_with_telemetry_full_exports_the_session_to_the_collector(tmp_path: 
     ops = [(r.body, r.attributes) for r in receiver.records if r.scope == OPS]
     assert ops == [({"op": "shutdown"}, {"telemetry.op": "shutdown", "session.id": "s1"})]
     assert {r.resource["service.name"] for r in receiver.records} == {"dsh-todo"}
-    assert {request[":path"] for request in receiver.requests} == {"/v1/logs"}
+    assert {request[":path"] for request in receiver.requests} == {"/v1/logs", "/v1/traces"}
+    names = {span.span_id: span.name for span in receiver.spans}
+    assert [(span.name, names.get(span.parent_span_id, ""), span.status_code,
+             span.attributes.get("gen_ai.tool.call.id")) for span in receiver.spans] == [
+        ("chat script.json", "invoke_agent", 0, None), ("execute_tool todo_write", "invoke_agent", 2, "call-1"),
+        ("chat script.json", "invoke_agent", 0, None), ("execute_tool todo_write", "invoke_agent", 0, "call-2"),
+        ("chat script.json", "invoke_agent", 0, None), ("invoke_agent", "", 0, None)]
+    assert len({span.trace_id for span in receiver.spans}) == 1
 
 
 def test_run_with_the_variable_feedback_only_and_no_feedback_sends_nothing(tmp_path: Path,
