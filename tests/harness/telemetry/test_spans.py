@@ -127,3 +127,24 @@ async def test_feedback_only_sends_no_spans(tmp_path: Path, receiver: Receiver) 
     ctx.dispose()
     assert receiver.spans == []
     assert [r.attributes["event.type"] for r in receiver.records][-1] == "feedback/record"
+
+
+async def test_an_mcp_connection_is_one_turn_of_tool_spans_without_chat_spans(tmp_path: Path,
+                                                                               receiver: Receiver) -> None:
+    """An MCP client's calls are steps of the connection's turn with no model reply in them (the model is the
+    client's): one ``invoke_agent`` span over the connection, one ``execute_tool`` child per call, and no ``chat``
+    span, which would otherwise claim a failed model request per call."""
+    from dsh_todo.carriers.mcp.calls import CallSession
+
+    ctx = boot(write_composition(tmp_path, spans_config(receiver)))
+    connection = CallSession(ctx, session_id="mcp-1", cwd="/srv/app")
+    await connection.call("todo_write", {"todos": [{"content": "a", "status": "in_progress"}]})
+    await connection.call("todo_write", {"todos": [{"content": "a", "status": "done"}]})
+    connection.close()
+    ctx.dispose()
+    by_id = {span.span_id: span for span in receiver.spans}
+    assert [(s.name, by_id[s.parent_span_id].name if s.parent_span_id else "", s.status_code)
+            for s in receiver.spans] == [("execute_tool todo_write", "invoke_agent", UNSET),
+                                         ("execute_tool todo_write", "invoke_agent", ERROR),
+                                         ("invoke_agent", "", UNSET)]
+    assert len({s.trace_id for s in receiver.spans}) == 1

@@ -11,7 +11,9 @@ append path nothing more, a withheld record is missing from the spans too, and a
   error's name);
 - ``chat {model}``: one per model request, ``step/start`` to the step's ``assistant/message`` (kind ``CLIENT``), with
   ``gen_ai.request.model``, ``gen_ai.provider.name`` and, when the model reported them, ``gen_ai.usage.input_tokens``
-  / ``gen_ai.usage.output_tokens``; a step that ends without a reply (the request failed) ends it ``ERROR``;
+  / ``gen_ai.usage.output_tokens``; a step that ends with neither a reply nor a call (the request failed) is a
+  ``chat`` span with status ``ERROR``. A step with calls and no reply is no model request of ours: an MCP client's
+  call is a step of the connection's turn, its model is the client's, so it has a tool span and no chat span;
 - ``execute_tool {tool}``: one per call, ``tool/call`` to its ``tool/result`` (kind ``INTERNAL``), with
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; an ``isError`` result is status ``ERROR``
   with the result's text as its description and ``error.type`` ``tool_error``.
@@ -49,16 +51,16 @@ TOOL_ERROR: Final = "tool_error"
 
 @dataclass
 class _Open:
-    """One session's open spans."""
+    """One session's open spans, and its open step: a chat span is built whole once the step shows what it was."""
 
     turn: Span | None = None
-    chat: Span | None = None
-    chat_answered: bool = False
     tools: dict[str, Span] = field(default_factory=dict)
+    step_start: int | None = None
+    """When the open step began (ns), until it is answered or ends."""
+    step_called: bool = False
 
     def all(self) -> list[Span]:
-        return [*self.tools.values(), *((self.chat,) if self.chat is not None else ()),
-                *((self.turn,) if self.turn is not None else ())]
+        return [*self.tools.values(), *((self.turn,) if self.turn is not None else ())]
 
 
 def _nanos(record: TelemetryRecord) -> int:
@@ -108,41 +110,48 @@ class GenAiSpans:
         spans.turn = self._start("invoke_agent", None, SpanKind.INTERNAL,
                                  {OPERATION: "invoke_agent", CONVERSATION: session_id}, _nanos(record))
 
-    def _step_start(self, spans: _Open, session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
+    def _step_start(self, spans: _Open, _session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
+        spans.step_start, spans.step_called = _nanos(record), False
+
+    def _assistant(self, spans: _Open, session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
         from opentelemetry.trace import SpanKind
 
-        self._end_chat(spans, _nanos(record))
-        spans.chat = self._start("chat", spans.turn, SpanKind.CLIENT, {OPERATION: "chat", CONVERSATION: session_id},
-                                 _nanos(record))
-        spans.chat_answered = False
-
-    def _assistant(self, spans: _Open, _session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        chat = spans.chat
-        if chat is None or spans.chat_answered:
+        start = spans.step_start
+        if start is None:
             return
+        spans.step_start = None  # one request per step
+        attributes: dict[str, Any] = {OPERATION: "chat", CONVERSATION: session_id}
         source = _mapping(_mapping(data.get("message")).get("source"))
         model, provider = source.get("model"), source.get("provider")
         if isinstance(model, str) and model:
-            chat.update_name(f"chat {model}")
-            chat.set_attribute(REQUEST_MODEL, model)
+            attributes[REQUEST_MODEL] = model
         if isinstance(provider, str) and provider:
-            chat.set_attribute(PROVIDER, provider)
+            attributes[PROVIDER] = provider
             if spans.turn is not None:
                 spans.turn.set_attribute(PROVIDER, provider)
         usage = _mapping(data.get("usage"))
         for key, attribute in (("inputTokens", INPUT_TOKENS), ("outputTokens", OUTPUT_TOKENS)):
             tokens = usage.get(key)
             if isinstance(tokens, int) and not isinstance(tokens, bool):
-                chat.set_attribute(attribute, tokens)
-        chat.end(end_time=_nanos(record))
-        spans.chat_answered = True
+                attributes[attribute] = tokens
+        name = f"chat {model}" if REQUEST_MODEL in attributes else "chat"
+        self._start(name, spans.turn, SpanKind.CLIENT, attributes, start).end(end_time=_nanos(record))
 
-    def _step_end(self, spans: _Open, _session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
-        self._end_chat(spans, _nanos(record))
+    def _step_end(self, spans: _Open, session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
+        """A step that ends unanswered and without calls was a model request that failed (or was cut short)."""
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        start, spans.step_start = spans.step_start, None
+        if start is None or spans.step_called:
+            return
+        chat = self._start("chat", spans.turn, SpanKind.CLIENT, {OPERATION: "chat", CONVERSATION: session_id}, start)
+        chat.set_status(Status(StatusCode.ERROR, "the model request ended without a reply"))
+        chat.end(end_time=_nanos(record))
 
     def _tool_call(self, spans: _Open, session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
         from opentelemetry.trace import SpanKind
 
+        spans.step_called = True
         call_id, name = data.get("callId"), data.get("name")
         if not isinstance(call_id, str):
             return
@@ -178,22 +187,10 @@ class GenAiSpans:
 
     # -- ending ---------------------------------------------------------------------------------------------
 
-    def _end_chat(self, spans: _Open, end: int) -> None:
-        """End the step's chat span; one that got no reply is a failed request."""
-        chat, spans.chat = spans.chat, None
-        if chat is None or spans.chat_answered:
-            return
-        from opentelemetry.trace import Status, StatusCode
-
-        chat.set_status(Status(StatusCode.ERROR, "the model request ended without a reply"))
-        chat.end(end_time=end)
-
     def _end_all(self, spans: _Open, end: int) -> None:
         for span in spans.all():
-            if span is spans.chat and spans.chat_answered:
-                continue
             span.end(end_time=end)
-        spans.turn, spans.chat, spans.chat_answered = None, None, False
+        spans.turn, spans.step_start, spans.step_called = None, None, False
         spans.tools.clear()
 
 
