@@ -171,3 +171,29 @@ def test_a_run_without_telemetry_imports_no_opentelemetry(tmp_path: Path) -> Non
                           env=environment(tmp_path), stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_demo_with_telemetry_full_exports_its_session(tmp_path: Path, receiver: Receiver) -> None:
+    """Another front door, the same boot: ``dsh-todo demo --telemetry full`` says so first and its scripted session
+    reaches the collector as logs and as one trace of an agent span with chat and tool children."""
+    done = subprocess.run([sys.executable, "-m", "dsh_todo.cli", "demo", "--root", str(tmp_path / "root"),
+                           "--telemetry", "full"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=environment(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.base),
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "telemetry full: every event of every session (prompts, replies, tool calls and their results) leaves as it "
+        f"is appended, as OpenTelemetry logs to {receiver.base}/v1/logs, and its turns, model requests and tool calls "
+        f"as spans to {receiver.base}/v1/traces")
+    ledger = [r for r in receiver.records if r.scope == LEDGER]
+    assert [r.attributes["event.seq"] for r in ledger] == list(range(len(ledger)))
+    assert ledger[-1].attributes["event.type"] == "turn/end"
+    kinds = {span.attributes["gen_ai.operation.name"] for span in receiver.spans}
+    assert kinds == {"invoke_agent", "chat", "execute_tool"}
+    roots = {span.span_id: span for span in receiver.spans if not span.parent_span_id}
+    turns = [r for r in ledger if r.attributes["event.type"] == "turn/start"]
+    assert [span.name for span in roots.values()] == ["invoke_agent"] * len(turns)
+    for span in receiver.spans:  # every chat and tool span is a child of its turn's span, in that turn's trace
+        if span.parent_span_id:
+            assert roots[span.parent_span_id].trace_id == span.trace_id
+    assert len({span.trace_id for span in receiver.spans}) == len(turns)
