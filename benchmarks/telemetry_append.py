@@ -9,7 +9,10 @@ while another configuration is measured), in rounds that alternate them; medians
 - ``feedback-only``: the same listener, releasing nothing (no feedback event);
 - ``capture``: live capture into a sink that counts (the seam's own cost: record, redact, hand-off, cursor);
 - ``full``: live capture into the OTel backend, whose feeder thread hands records to the SDK's batch queue and whose
-  export thread posts them to a collector on 127.0.0.1 that answers every request.
+  export thread posts them to a collector on 127.0.0.1 that answers every request;
+- ``full+spans``: the same with the GenAI spans on (a traces endpoint named): every appended ``turn/start`` ends
+  the previous turn's ``invoke_agent`` span and starts one, on the feeder thread, so this is a span per event, the
+  worst case.
 
 Three numbers each, per event, over a burst of appends: ``path``, the appending thread's own CPU time (the append
 path: what the backend's threads do meanwhile is not in it); ``wall``, the burst's wall time (their work is in it,
@@ -56,10 +59,13 @@ class CountingSink:
         self.count += 1
 
 
-def otel_row(mode: str, url: str, events: int) -> dict[str, Any]:
-    return {"id": "otel", "name": "@deepseek-ai/dsh-session-telemetry-otel",
-            "config": {"mode": mode, "exporter": {"endpoint": url}, "processor": {"max_queue_size": events * 2},
-                       "shutdownTimeoutMillis": 120_000}}
+def otel_row(mode: str, url: str, events: int, spans: bool = False) -> dict[str, Any]:
+    queue = {"max_queue_size": events * 2}
+    config: dict[str, Any] = {"mode": mode, "exporter": {"endpoint": url}, "processor": queue,
+                              "shutdownTimeoutMillis": 120_000, "spans": False}
+    if spans:
+        config["spans"] = {"exporter": {"endpoint": url.replace("/v1/logs", "/v1/traces")}, "processor": queue}
+    return {"id": "otel", "name": "@deepseek-ai/dsh-session-telemetry-otel", "config": config}
 
 
 def boot_config(name: str, url: str, events: int) -> Context:
@@ -71,8 +77,8 @@ def boot_config(name: str, url: str, events: int) -> Context:
         if name == "capture":
             Coordinator(ctx.sessions, CountingSink(), ctx.session_telemetry.rules, "live")
         return ctx
-    mode = {"disabled": "DISABLED", "feedback-only": "FEEDBACK_ONLY", "full": "FULL"}[name]
-    return boot([*rows, SEAM, otel_row(mode, url, events)])
+    mode = {"disabled": "DISABLED", "feedback-only": "FEEDBACK_ONLY", "full": "FULL", "full+spans": "FULL"}[name]
+    return boot([*rows, SEAM, otel_row(mode, url, events, spans=name == "full+spans")])
 
 
 def measure(name: str, url: str, events: int) -> tuple[float, float, float]:
@@ -104,7 +110,7 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1/logs"
-    names = ["off", "seam", "disabled", "feedback-only", "capture", "full"]
+    names = ["off", "seam", "disabled", "feedback-only", "capture", "full", "full+spans"]
     results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
     for _ in range(args.rounds):
         for name in names:

@@ -23,7 +23,7 @@ from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import Storage, open_storage
+from dsh_todo.runtime import Storage, Telemetry, open_storage
 
 INSPECT, DESIGN, BUILD, DOCS, TESTS = (
     "Read the request pipeline", "Choose a limiter design", "Implement the rate limiter",
@@ -133,10 +133,11 @@ def serve_until_stopped(printer: PlanPrinter) -> None:
         STOPPING.done()
 
 
-def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5) -> int:
+def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float = 1.5,
+             telemetry: Telemetry = "disabled") -> int:
     """Play the task into ``storage``; with ``web``, serve the live page on ``port`` and pause ``pace`` seconds
     per model reply so a person can follow it."""
-    ctx = open_storage(storage)
+    ctx = open_storage(storage, telemetry=telemetry)
     printer = PlanPrinter(ctx)
     printer.say("dsh-todo demo: the model is SCRIPTED (offline); the loop, tool, log and projection are real.")
     session_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"

@@ -4,9 +4,11 @@ root) DSH-format persistence. One place, so the CLI, the web page, MCP and ACP a
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
+from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.errors import StorageError as StorageError
 
 if TYPE_CHECKING:
@@ -15,6 +17,12 @@ if TYPE_CHECKING:
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
 
 Compression = Literal["zstd", "none"]
+
+Telemetry = Literal["full", "feedback-only", "disabled"]
+"""What a front door's sessions share with an OpenTelemetry collector: the seam's sharing statuses
+(:data:`dsh_todo.harness.telemetry.Sharing`), spelled as ``--telemetry`` takes them."""
+TELEMETRY: Final[tuple[Telemetry, ...]] = ("full", "feedback-only", "disabled")
+TELEMETRY_VARIABLE: Final = "DSH_TODO_TELEMETRY"
 
 
 def default_root() -> Path:
@@ -26,6 +34,50 @@ def default_root() -> Path:
 def default_database() -> str | None:
     """``$DSH_TODO_DATABASE_URL``: a PostgreSQL URL that replaces the JSONL root, or ``None``."""
     return os.environ.get("DSH_TODO_DATABASE_URL") or None
+
+
+def resolve_telemetry(chosen: str | None = None) -> Telemetry:
+    """``chosen`` (``--telemetry``), else ``$DSH_TODO_TELEMETRY``, else ``disabled`` (DSH's default), checked before
+    anything boots so that each mistake is one line and exit 2, not a boot error: an unknown word, the ``otel`` extra
+    missing, no collector named by ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` (the
+    backend has no default collector: a forgotten endpoint must not post sessions to whatever listens on
+    localhost). In ``disabled`` nothing is imported and no variable is read."""
+    source = "--telemetry"
+    if chosen is None:
+        chosen, source = os.environ.get(TELEMETRY_VARIABLE) or "disabled", TELEMETRY_VARIABLE
+    if chosen not in TELEMETRY:
+        raise ConfigError(f"{source} must be full, feedback-only or disabled, not {chosen!r}")
+    telemetry = chosen
+    if telemetry == "disabled":
+        return telemetry
+    from dsh_todo.extras import require
+
+    require("otel")
+    from dsh_todo.harness.telemetry.otel import endpoint
+
+    if endpoint("logs") is None:
+        raise ConfigError(f"telemetry {telemetry} needs a collector: set OTEL_EXPORTER_OTLP_ENDPOINT (or "
+                          "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT) to its OTLP/HTTP URL")
+    return telemetry
+
+
+def telemetry_disclosure(ctx: Context) -> str | None:
+    """The one line a front door prints once it has booted: what leaves the machine and where, from the mounted
+    backend's own disclosure (``session_telemetry.sharing``, worded by the seam's :data:`SHARES`); ``None`` when no
+    telemetry is mounted or it shares nothing, so a default run says nothing it did not say before."""
+    seam = ctx.get("session_telemetry")
+    sharing = seam.sharing if seam is not None else None
+    if sharing is None or sharing == "disabled":
+        return None
+    from dsh_todo.harness.telemetry.otel import endpoint, spans_endpoint
+    from dsh_todo.harness.telemetry.service import SHARES
+
+    logs = endpoint("logs")
+    line = f"telemetry {sharing}: {SHARES[sharing]}, as OpenTelemetry logs to {logs[0] if logs else '?'}"
+    traces = spans_endpoint() if sharing == "full" else None
+    if traces is not None:
+        line += f", and its turns, model requests and tool calls as spans to {traces}"
+    return line
 
 
 
@@ -78,8 +130,12 @@ class Storage(NamedTuple):
 
 def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str = "zstd",
                 invariants: bool = False, batch_delay_ms: int = 200,
-                database: str | None = None, schema: str = "public") -> list[dict[str, Any]]:
-    """The rows to boot. With ``database`` (a PostgreSQL URL), sessions persist there instead of under ``root``."""
+                database: str | None = None, schema: str = "public",
+                telemetry: Telemetry = "disabled") -> list[dict[str, Any]]:
+    """The rows to boot. With ``database`` (a PostgreSQL URL), sessions persist there instead of under ``root``.
+    With ``telemetry`` other than ``disabled``, the telemetry seam and its OTel backend in that mode (its endpoint
+    and every exporter setting from the ``OTEL_*`` variables); ``disabled`` mounts neither, so the standard
+    composition pays nothing for telemetry it does not use."""
     rows: list[dict[str, Any]] = [
         {"id": "tools", "name": "@deepseek-ai/dsh-tools"},
         {"id": "session", "name": "@deepseek-ai/dsh-session"},
@@ -102,6 +158,14 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
                  "config": {"allowParallelInProgress": allow_parallel}})
     if invariants:
         rows.append({"id": "tool-todo-invariant", "name": "@deepseek-ai/dsh-tool-todo/invariant"})
+    if telemetry != "disabled":
+        # After the tool's rows: disposal runs in reverse, so the backend's shutdown records leave while every
+        # session is still open, before persistence closes them.
+        from dsh_todo.harness.telemetry.otel import SHARING
+
+        mode = next(mode for mode, sharing in SHARING.items() if sharing == telemetry)
+        rows += [{"id": "telemetry", "name": "@deepseek-ai/dsh-session-telemetry"},
+                 {"id": "telemetry-otel", "name": "@deepseek-ai/dsh-session-telemetry-otel", "config": {"mode": mode}}]
     if database is not None or root is not None:
         # Projection checkpoints, in whichever backend persists. Mounted after persistence (it injects it) and last,
         # so that disposal, which runs in reverse, writes the final checkpoints while every projection unit is
@@ -141,5 +205,10 @@ def open_runtime(root: str | Path | None = None, **options: Any) -> Context:
 
 
 def open_storage(storage: Storage, **options: Any) -> Context:
-    """Boot the standard composition persisting to ``storage``."""
-    return open_runtime(storage.root, **storage.options(), **options)
+    """Boot the standard composition persisting to ``storage``: what every front door boots, so this is where each
+    says, once, on stderr, what its telemetry shares (:func:`telemetry_disclosure`)."""
+    ctx = open_runtime(storage.root, **storage.options(), **options)
+    line = telemetry_disclosure(ctx)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+    return ctx

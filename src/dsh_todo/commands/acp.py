@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
+from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of, telemetry_of
 
 
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.extras import require
 
     require("acp")
+    storage, telemetry = storage_of(args), telemetry_of(args)
     from dsh_todo.carriers.acp.agent import main as serve_acp
 
-    return serve_acp(storage=storage_of(args), script=args.script, model=args.model,
-                     allow_parallel=not args.single_active)
+    return serve_acp(storage=storage, script=args.script, model=args.model,
+                     allow_parallel=not args.single_active, telemetry=telemetry)
 
 
 COMMAND = Command(

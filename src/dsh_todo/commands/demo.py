@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import add_storage_options, check_port, storage_of
+from dsh_todo.commands.options import add_storage_options, add_telemetry_option, check_port, storage_of, telemetry_of
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_storage_options(parser, writes=True)
+    add_telemetry_option(parser)
     parser.add_argument("--web", action="store_true", help="serve the live page on 127.0.0.1 while the demo runs")
     parser.add_argument("--port", type=int, default=0, help="port for --web (default: a free one)")
     parser.add_argument("--pace", type=float, default=1.5, help="seconds per model reply with --web (default 1.5)")
@@ -18,7 +19,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.demo import run_demo
 
-    return run_demo(storage_of(args), web=args.web, port=check_port(args.port), pace=args.pace)
+    storage, telemetry = storage_of(args), telemetry_of(args)
+    return run_demo(storage, web=args.web, port=check_port(args.port), pace=args.pace, telemetry=telemetry)
 
 
 COMMAND = Command(

@@ -5,12 +5,21 @@ from __future__ import annotations
 import argparse
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import add_policy_option, add_storage_options, check_port, seconds, storage_of
+from dsh_todo.commands.options import (
+    add_policy_option,
+    add_storage_options,
+    add_telemetry_option,
+    check_port,
+    seconds,
+    storage_of,
+    telemetry_of,
+)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_storage_options(parser, writes=True)
     add_policy_option(parser)
+    add_telemetry_option(parser)
     parser.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
     parser.add_argument("--structured-output", action="store_true",
@@ -25,11 +34,12 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.extras import require
 
     require("mcp")
+    storage, telemetry = storage_of(args), telemetry_of(args)
     from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 
-    return serve_mcp(storage=storage_of(args), allow_parallel=not args.single_active, http=args.http,
+    return serve_mcp(storage=storage, allow_parallel=not args.single_active, http=args.http,
                      structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout,
-                     stand_in=args.own_process)
+                     stand_in=args.own_process, telemetry=telemetry)
 
 
 COMMAND = Command(

@@ -10,7 +10,7 @@ from dsh_todo.harness.errors import CommandError
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence import LogBackend
-    from dsh_todo.runtime import Storage
+    from dsh_todo.runtime import Storage, Telemetry
 
 SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
 
@@ -38,10 +38,21 @@ def add_storage_options(parser: argparse.ArgumentParser, *, writes: bool) -> Non
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
-    """What an agent-loop command (``run``, ``acp``) needs: the model's source, the storage and the tool's policy."""
+    """What an agent-loop command (``run``, ``acp``) needs: the model's source, the storage, the tool's policy and
+    the telemetry."""
     add_model_options(parser)
     add_storage_options(parser, writes=True)
     add_policy_option(parser)
+    add_telemetry_option(parser)
+
+
+def add_telemetry_option(parser: argparse.ArgumentParser) -> None:
+    """``--telemetry``: what the sessions of a front door that boots the harness (``run``, ``mcp``, ``acp``,
+    ``web``, ``demo``) share over OpenTelemetry, resolved by :func:`telemetry_of`."""
+    parser.add_argument("--telemetry", choices=["full", "feedback-only", "disabled"],
+                        help="share sessions over OpenTelemetry (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT): full "
+                             "sends every event, feedback-only a session's log at a feedback event (default "
+                             "$DSH_TODO_TELEMETRY or disabled)")
 
 
 def add_policy_option(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +72,14 @@ def storage_of(args: argparse.Namespace) -> Storage:
     from dsh_todo.runtime import Storage
 
     return Storage.resolve(args.root, args.database, getattr(args, "compression", None), args.schema)
+
+
+def telemetry_of(args: argparse.Namespace) -> Telemetry:
+    """The telemetry the options name, checked before anything boots
+    (:func:`~dsh_todo.runtime.resolve_telemetry`)."""
+    from dsh_todo.runtime import resolve_telemetry
+
+    return resolve_telemetry(args.telemetry)
 
 
 def open_backend(storage: Storage) -> LogBackend:

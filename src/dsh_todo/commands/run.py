@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of
+from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of, telemetry_of
 from dsh_todo.harness.errors import CommandError
 
 if TYPE_CHECKING:
@@ -48,13 +48,14 @@ def _run_turn(args: argparse.Namespace) -> int:
     from dsh_todo.runtime import open_storage
 
     storage = storage_of(args)
+    telemetry = telemetry_of(args)
     if args.session == "":
         raise CommandError("--session needs a non-empty id")
     try:
         model = make_model(args.script, args.model)
     except ModelError as exc:
         raise CommandError(str(exc)) from None
-    ctx = open_storage(storage, allow_parallel=not args.single_active)
+    ctx = open_storage(storage, allow_parallel=not args.single_active, telemetry=telemetry)
     try:
         printer = PlanPrinter(ctx)
         mounted = ", ".join(ctx.tools.names()) or "none"

@@ -6,11 +6,12 @@ import argparse
 import sys
 
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import add_storage_options, check_port, storage_of
+from dsh_todo.commands.options import add_storage_options, add_telemetry_option, check_port, storage_of, telemetry_of
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_storage_options(parser, writes=False)
+    add_telemetry_option(parser)
     parser.add_argument("--port", type=int, default=8766, help="port (default 8766; 0 picks a free one)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; others need --token)")
@@ -21,11 +22,12 @@ def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.web.server import run_web
 
     storage = storage_of(args)
+    telemetry = telemetry_of(args)
     port = check_port(args.port)
     if storage.root is not None and not storage.root.exists():  # a typo would look like a root without sessions
         print(f"dsh-todo web: the session root {storage.root} does not exist yet; its sessions will show once "
               "something writes there", file=sys.stderr, flush=True)
-    return run_web(storage, host=args.host, port=port, token=args.token)
+    return run_web(storage, host=args.host, port=port, token=args.token, telemetry=telemetry)
 
 
 COMMAND = Command(

@@ -46,7 +46,7 @@ from dsh_todo.harness.llm import Model, ModelError, make_model
 from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
 
 if TYPE_CHECKING:
-    from dsh_todo.runtime import Storage
+    from dsh_todo.runtime import Storage, Telemetry
 from dsh_todo.harness.tools.registry import AbortSignal
 from dsh_todo.ids import random_uuid
 
@@ -220,7 +220,7 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
 
 
 def main(*, storage: Storage, script: str | None = None, model: str | None = None,
-         allow_parallel: bool = True) -> int:
+         allow_parallel: bool = True, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
     from dsh_todo.carriers.stopping import STOPPING
     from dsh_todo.runtime import open_storage
@@ -232,7 +232,7 @@ def main(*, storage: Storage, script: str | None = None, model: str | None = Non
         return 2
     STOPPING.install()
     try:
-        ctx = open_storage(storage, allow_parallel=allow_parallel)
+        ctx = open_storage(storage, allow_parallel=allow_parallel, telemetry=telemetry)
         print(f"dsh-todo acp: model {llm.provider}/{llm.model}, tools {', '.join(ctx.tools.names()) or 'none'} "
               f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
               file=sys.stderr, flush=True)

@@ -28,7 +28,7 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
 
 if TYPE_CHECKING:
-    from dsh_todo.runtime import Storage
+    from dsh_todo.runtime import Storage, Telemetry
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -129,7 +129,7 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
 
 
 def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-            out: Any = None, err: Any = None) -> int:
+            out: Any = None, err: Any = None, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
     from dsh_todo.runtime import open_storage
 
@@ -141,7 +141,8 @@ def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, toke
         return 2
     STOPPING.install()  # SIGTERM and SIGHUP stop it as Ctrl-C does, once, until the process is gone
     try:
-        ctx = open_storage(storage)  # a storage that cannot be opened is the caller's one-line error (cli.main)
+        # a storage that cannot be opened is the caller's one-line error (cli.main)
+        ctx = open_storage(storage, telemetry=telemetry)
         try:
             try:
                 server = BackgroundServer(ctx, host=host, port=port, token=token)

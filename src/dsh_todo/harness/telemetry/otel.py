@@ -21,7 +21,12 @@ Config (DSH's names for DSH's settings; the SDK's own names inside its two block
 - ``processor``: keyword arguments of the SDK's ``BatchLogRecordProcessor`` (``schedule_delay_millis``,
   ``max_export_batch_size``, ``max_queue_size``, ``export_timeout_millis``);
 - ``shutdownTimeoutMillis`` (3000): how long disposal waits for the SDK to drain. The SDK's shutdown waits for its
-  export thread, which waits on the collector; past this bound disposal goes on and what is still queued is lost.
+  export thread, which waits on the collector; past this bound disposal goes on and what is still queued is lost;
+- ``spans`` (ours: DSH exports logs only): in ``FULL``, the GenAI spans of :mod:`.spans` go beside the logs through
+  a ``TracerProvider`` → ``BatchSpanProcessor`` → the OTLP/HTTP span exporter, whenever a traces endpoint is named
+  (``spans.exporter.endpoint``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) and
+  ``OTEL_TRACES_EXPORTER`` is not ``none``; ``spans.exporter`` / ``spans.processor`` are the SDK's own settings,
+  passed as they are; ``spans: false`` turns them off.
 
 The SDK is imported only when the plugin is applied in an uploading mode.
 """
@@ -33,6 +38,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,8 +53,10 @@ from dsh_todo.harness.telemetry.service import Sharing
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk.trace import TracerProvider
 
     from dsh_todo.harness.session import Event, Session
+    from dsh_todo.harness.telemetry.spans import GenAiSpans
 
 name: Final = "@deepseek-ai/dsh-session-telemetry-otel"
 inject: Final = ["sessions", "session_telemetry"]
@@ -73,8 +81,37 @@ NON_CANONICAL_FEEDBACK_WARNING: Final = ("session telemetry ignored a feedback e
                                          "session log")
 FEED_INTERVAL_S: Final = 0.05
 """How often the feeder thread hands queued records to the SDK."""
-_ENDPOINT_VARIABLES: Final = ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 _SEVERITY: Final = {"info": (9, "INFO"), "warn": (13, "WARN"), "error": (17, "ERROR")}
+
+
+Signal = Literal["logs", "traces"]
+
+
+def endpoint(signal: Signal, explicit: str | None = None) -> tuple[str, str] | None:
+    """Where the SDK's OTLP/HTTP exporter of ``signal`` posts, as it resolves it, and what named it: ``explicit``
+    (the config's ``exporter.endpoint``) or ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` as they are, else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` with the signal's path (``/v1/logs``) appended; ``None`` when nothing names one
+    (the SDK would then post to localhost, which we never let it do). For the disclosure line, which must name the
+    very URL the records go to."""
+    if explicit:
+        return explicit, "exporter.endpoint"
+    variable = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+    if os.environ.get(variable):
+        return os.environ[variable], variable
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if base:
+        return base + ("" if base.endswith("/") else "/") + f"v1/{signal}", "OTEL_EXPORTER_OTLP_ENDPOINT"
+    return None
+
+
+def spans_endpoint(explicit: str | None = None) -> str | None:
+    """Where ``FULL``'s GenAI spans go (:func:`endpoint` for traces), or ``None``: no traces endpoint is named, or
+    ``OTEL_TRACES_EXPORTER=none`` (the SDK's own word for "no spans") turns them off. A deployment that names only a
+    logs endpoint gets logs only, as before spans existed."""
+    if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    found = endpoint("traces", explicit)
+    return found[0] if found is not None else None
 
 
 def _http_url(value: object, what: str) -> str:
@@ -96,11 +133,44 @@ def _block(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Spans:
+    """The ``spans`` block (ours; DSH exports logs only): the SDK's ``OTLPSpanExporter`` and ``BatchSpanProcessor``
+    settings, passed as they are."""
+
+    exporter: dict[str, Any] = field(default_factory=dict)
+    processor: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: Any) -> Spans | None:
+        if raw is False:
+            return None
+        raw = {} if raw is None or raw is True else raw
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{name}: 'spans' must be false or a mapping with 'exporter' and 'processor'")
+        unknown = set(raw) - {"exporter", "processor"}
+        if unknown:
+            raise ConfigError(f"{name}: unknown spans keys {sorted(unknown)}")
+        exporter = _block(raw, "exporter")
+        if "endpoint" in exporter:
+            _http_url(exporter["endpoint"], "spans.exporter.endpoint")
+        return cls(exporter, _block(raw, "processor"))
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     mode: Mode = "DISABLED"
     exporter: dict[str, Any] = field(default_factory=dict)
     processor: dict[str, Any] = field(default_factory=dict)
     shutdownTimeoutMillis: float = DEFAULT_SHUTDOWN_TIMEOUT_MILLIS  # DSH's key names, kept verbatim
+    spans: Spans | None = field(default_factory=Spans)
+    """GenAI spans beside the logs, in ``FULL`` only, when a traces endpoint is named (:func:`spans_endpoint`);
+    ``spans: false`` turns them off."""
+
+    def spans_endpoint(self) -> str | None:
+        """Where this config's spans go, or ``None`` for none."""
+        if self.mode != "FULL" or self.spans is None:
+            return None
+        return spans_endpoint(self.spans.exporter.get("endpoint"))
 
     @classmethod
     def parse(cls, raw: Any) -> Config:
@@ -109,7 +179,7 @@ class Config:
         raw = {} if raw is None else raw
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{name}: config must be a mapping")
-        unknown = set(raw) - {"mode", "exporter", "processor", "shutdownTimeoutMillis"}
+        unknown = set(raw) - {"mode", "exporter", "processor", "shutdownTimeoutMillis", "spans"}
         if unknown:
             raise ConfigError(f"{name}: unknown config keys {sorted(unknown)}")
         mode = raw.get("mode", "DISABLED")
@@ -121,25 +191,36 @@ class Config:
         if "endpoint" in exporter:
             _http_url(exporter["endpoint"], "exporter.endpoint")
         else:
-            variable = next((v for v in _ENDPOINT_VARIABLES if os.environ.get(v)), None)
-            if variable is None:
+            found = endpoint("logs")
+            if found is None:
                 raise ConfigError(f"{name}: exporter.endpoint is required (the full OTLP logs endpoint), or set "
                                   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
-            _http_url(os.environ[variable], variable)
+            _http_url(os.environ[found[1]], found[1])
         timeout = raw.get("shutdownTimeoutMillis", DEFAULT_SHUTDOWN_TIMEOUT_MILLIS)
         if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
                 or not 0 < timeout <= MAX_SHUTDOWN_TIMEOUT_MILLIS):
             raise ConfigError(f"{name}: shutdownTimeoutMillis must be a positive finite number no greater than "
                               f"{MAX_SHUTDOWN_TIMEOUT_MILLIS}, got {timeout!r}")
-        return cls(mode, exporter, _block(raw, "processor"), timeout)
+        return cls(mode, exporter, _block(raw, "processor"), timeout, Spans.parse(raw.get("spans")))
+
+
+def _exporter_options(block: Mapping[str, Any]) -> dict[str, Any]:
+    """An exporter block as the SDK's keyword arguments: ``compression`` from its string (YAML cannot spell the SDK's
+    enum), the rest as it is."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
+
+    options = dict(block)
+    if isinstance(options.get("compression"), str):
+        options["compression"] = Compression(options["compression"])
+    return options
 
 
 class OtelBackend:
-    """The SDK pipeline seen as a telemetry backend: each record becomes one ``logger.emit``, made by a feeder
-    thread of ours so that the append path only queues it."""
+    """The SDK pipeline seen as a telemetry backend: each record becomes one ``logger.emit`` (and, in ``FULL`` with
+    a traces endpoint, feeds the GenAI spans, :mod:`.spans`), made by a feeder thread of ours so that the append path
+    only queues it."""
 
     def __init__(self, config: Config) -> None:
-        from opentelemetry.exporter.otlp.proto.http import Compression
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -150,18 +231,30 @@ class OtelBackend:
 
         self.mode = config.mode
         self.shutdown_timeout = config.shutdownTimeoutMillis / 1000
-        exporter_options = dict(config.exporter)
-        if isinstance(exporter_options.get("compression"), str):  # YAML cannot spell the SDK's enum
-            exporter_options["compression"] = Compression(exporter_options["compression"])
-        exporter = OTLPLogExporter(**exporter_options)
+        exporter = OTLPLogExporter(**_exporter_options(config.exporter))
+        resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__,
+                                    "user.id": anonymous_user_id()})
         self.provider: LoggerProvider = LoggerProvider(
-            resource=Resource.create({"service.name": SERVICE_NAME, "service.version": __version__,
-                                      "user.id": anonymous_user_id()}),
+            resource=resource,
             shutdown_on_exit=False)  # the SDK's own exit hook would wait 30 s on a dead collector; ours is bounded
         self.provider.add_log_record_processor(BatchLogRecordProcessor(exporter, **config.processor))
         ledger = self.provider.get_logger(LEDGER_SCOPE, __version__)
         ops = self.provider.get_logger(OPS_SCOPE, __version__)
         self._loggers = {"ledger": ledger, "ops": ops}
+        self.tracer_provider: TracerProvider | None = None
+        self.spans: GenAiSpans | None = None
+        if config.spans is not None and config.spans_endpoint() is not None:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+            from dsh_todo.harness.telemetry.spans import GenAiSpans
+
+            self.tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+            self.tracer_provider.add_span_processor(
+                BatchSpanProcessor(OTLPSpanExporter(**_exporter_options(config.spans.exporter)),
+                                   **config.spans.processor))
+            self.spans = GenAiSpans(self.tracer_provider.get_tracer(LEDGER_SCOPE, __version__))
         self._pending: deque[TelemetryRecord] = deque()
         self._wake = threading.Event()
         """Set once, at shutdown: the feeder hands over what is left and ends."""
@@ -188,6 +281,8 @@ class OtelBackend:
                 self._write(pending.popleft())
         while pending:
             self._write(pending.popleft())
+        if self.spans is not None:
+            self.spans.close(time.time_ns())
 
     def _write(self, record: TelemetryRecord) -> None:
         """One record as one OTel log record, on its channel's scope."""
@@ -199,6 +294,11 @@ class OtelBackend:
                                                body=record.body, attributes=record.attributes)
         except Exception:
             log.warning("session-telemetry-otel: the SDK refused a record", exc_info=True)
+        if self.spans is not None:
+            try:
+                self.spans.observe(record)
+            except Exception:
+                log.warning("session-telemetry-otel: a span could not be built", exc_info=True)
 
     def shutdown(self) -> bool:
         """Hand the SDK what is queued, then drain and stop it, waiting at most ``shutdownTimeoutMillis``; whether it
@@ -214,6 +314,8 @@ class OtelBackend:
                 self._closing = True
                 self._wake.set()
                 self._feeder.join()
+                if self.tracer_provider is not None:
+                    self.tracer_provider.shutdown()
                 self.provider.shutdown()
             except Exception:
                 log.warning("session-telemetry-otel: provider shutdown failed", exc_info=True)

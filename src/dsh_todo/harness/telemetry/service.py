@@ -15,13 +15,21 @@ the record. The seam ships no rules: with none added, records leave exactly as c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from dsh_todo.harness.disposer import Disposer
 from dsh_todo.harness.telemetry.record import TelemetryRecord
 
 Sharing = Literal["full", "feedback-only", "disabled"]
 """What a mounted backend discloses about what leaves the machine (DSH's ``SessionTelemetrySharingStatus``)."""
+
+SHARES: Final[dict[Sharing, str]] = {
+    "full": "every event of every session (prompts, replies, tool calls and their results) leaves as it is appended",
+    "feedback-only": "nothing leaves until a feedback event; then that session's log up to it leaves",
+    "disabled": "nothing leaves this machine",
+}
+"""Each sharing status in words, for the one line a front door prints (``dsh-todo run --telemetry full``): the
+seam owns the statuses, so it owns what they mean to the person whose sessions they are."""
 
 Rule = Callable[[TelemetryRecord, Callable[[], TelemetryRecord]], TelemetryRecord]
 
