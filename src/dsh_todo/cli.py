@@ -154,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _suggest(parser, words)
     args = parser.parse_args(words)
     args.own_process = argv is None  # the process's own command line, not a caller's in-process call (a test)
+    if args.own_process:
+        from dsh_todo.carriers.stopping import STOPPING
+
+        STOPPING.own_process = True
     _restore_sigpipe(args.spec)
     debug = args.debug or os.environ.get("DSH_TODO_DEBUG", "") not in ("", "0")
     if debug:

@@ -71,3 +71,21 @@ def test_done_gives_the_caller_its_handlers_back() -> None:
     assert all(signal.getsignal(number) != previous[number] for number in STOP_SIGNALS)
     stopping.done()
     assert {number: signal.getsignal(number) for number in STOP_SIGNALS} == previous
+
+
+def test_done_in_the_process_own_command_ignores_later_signals() -> None:
+    """Repro: a full ``.ci/run`` failed ``test_signals_in_a_burst_end_it_once`` with exit 143: the server had closed
+    its turn ``completed``, then :meth:`Stopping.done` gave the defaults back and the burst's SIGTERM, passed on by
+    the stand-in a moment late, killed the process before interpreter exit ignored the signals. In the process's own
+    command (``cli.main`` without ``argv``) ``done`` ignores them at once."""
+    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    stopping = Stopping()
+    stopping.own_process = True
+    try:
+        stopping.install()
+        stopping.done()
+        assert {number: signal.getsignal(number) for number in STOP_SIGNALS} == dict.fromkeys(
+            STOP_SIGNALS, signal.SIG_IGN)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -41,6 +41,11 @@ class Stopping:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._previous: dict[int, Any] = {}
         self._at_exit = False
+        self.own_process = False
+        """The command line is this process's own (``cli.main`` without ``argv``): once the work is done there is
+        no caller to give the handlers back to, and the process is about to exit, so :meth:`done` ignores the
+        signals at once instead; given back, the defaults would let a signal that arrives between the command's end
+        and interpreter exit (a burst's last, or one a stand-in passed on late) kill a process that closed cleanly."""
 
     @property
     def requested(self) -> bool:
@@ -69,11 +74,14 @@ class Stopping:
             self._call()
 
     def done(self) -> None:
-        """The work is closed: the caller's handlers are back (the process's own are made to ignore the signals at
-        interpreter exit, :meth:`ignore`)."""
+        """The work is closed: the caller's handlers are back, or, in the process's own command (:attr:`own_process`),
+        the signals are ignored from now on (otherwise that happens at interpreter exit, :meth:`ignore`)."""
         self._stop, self._loop = None, None
-        for number, handler in self._previous.items():
-            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        if self.own_process:
+            self.ignore()
+        else:
+            for number, handler in self._previous.items():
+                signal.signal(number, handler if handler is not None else signal.SIG_DFL)
         self._previous = {}
 
     def ignore(self) -> None:
