@@ -2,8 +2,10 @@
 crewai (which cannot be installed beside the suite's own packages), and prints what happened as one JSON object.
 
 ``python crewai_driver.py MODE ROOT SCENARIO``: ``MODE`` is ``run`` (the scenario through ``crew.kickoff()`` in
-``todos.turn()``), ``fail`` (the model raises after the first call) or ``cancel`` (the task running
-``crew.akickoff()`` is cancelled while the model is answering); the session ``s1`` is persisted under ``ROOT``;
+``kickoff_turn(todos)``), ``fail`` (the model raises after the first call), ``cancel`` (the task running
+``crew.akickoff()`` is cancelled while the model is answering its second request) or ``cancel-in-call`` (cancelled
+while the second call, an empty list, runs in CrewAI's worker thread; it is let go half a second later); the session
+``s1`` is persisted under ``ROOT``;
 ``SCENARIO`` is JSON: ``{"raw": {call id: argument text}, "steps": [[call id, ...], ...], "final": text}``.
 """
 
@@ -19,7 +21,7 @@ from crewai import Agent, Crew, Task
 from crewai.llms.base_llm import BaseLLM
 from pydantic import Field
 
-from dsh_todo.adapters.crewai import TodoBinding, bind_todo, todo_write_tool
+from dsh_todo.adapters.crewai import TodoBinding, bind_todo, kickoff_turn, todo_write_tool
 
 
 def plain(value: Any) -> Any:
@@ -70,41 +72,64 @@ def crew_for(llm: ScriptedLLM, todos: TodoBinding) -> Crew:
     return Crew(agents=[agent], tasks=[task])
 
 
+def hang_on_an_empty_list(todos: TodoBinding, started: threading.Event, release: threading.Event) -> None:
+    """Make a call whose list is empty wait inside the tool, ``started`` set, until ``release`` is."""
+    registry = todos.ctx.tools
+    execute = registry.execute
+
+    async def hanging(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        if arguments == {"todos": []}:
+            started.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+        return await execute(name, arguments, *args, **kwargs)
+
+    registry.execute = hanging
+
+
+async def cancel_while(todos: TodoBinding, crew: Crew, started: threading.Event, report: dict[str, Any],
+                       release: threading.Event | None = None) -> None:
+    """Run ``crew.akickoff()`` as a turn in a task and cancel it once ``started`` is set; set ``release`` half a
+    second later (CrewAI cannot stop the threads its model and tool calls run in: they end on their own)."""
+
+    async def kickoff() -> None:
+        async with kickoff_turn(todos):
+            await crew.akickoff()
+
+    task = asyncio.ensure_future(kickoff())
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    if release is not None:
+        threading.Timer(0.5, release.set).start()
+    try:
+        await task
+    except asyncio.CancelledError:
+        report["raised"] = "CancelledError"
+
+
 def main(mode: str, root: str, scenario: dict[str, Any]) -> dict[str, Any]:
     llm = ScriptedLLM(model="scripted", raw=scenario["raw"], steps=scenario["steps"], final=scenario["final"])
     report: dict[str, Any] = {}
     with bind_todo(root=root, session="s1") as todos:
         crew = crew_for(llm, todos)
         if mode == "run":
-            with todos.turn():
+            with kickoff_turn(todos):
                 report["output"] = crew.kickoff().raw
         elif mode == "fail":
             llm.fail_after = 1
             try:
-                with todos.turn():
+                with kickoff_turn(todos):
                     crew.kickoff()
             except Exception as exc:
                 report["raised"] = f"{type(exc).__name__}: {exc}"
         elif mode == "cancel":
             llm.hang_after = 1
-
-            async def kickoff() -> None:
-                async with todos.turn():
-                    await crew.akickoff()
-
-            async def cancel() -> None:
-                task = asyncio.ensure_future(kickoff())
-                while not llm.answering.is_set():
-                    await asyncio.sleep(0.01)
-                task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    report["raised"] = "CancelledError"
-                finally:
-                    llm.release.set()
-
-            asyncio.run(cancel())
+            asyncio.run(cancel_while(todos, crew, llm.answering, report, llm.release))
+        elif mode == "cancel-in-call":
+            started, release = threading.Event(), threading.Event()
+            hang_on_an_empty_list(todos, started, release)
+            asyncio.run(cancel_while(todos, crew, started, report, release))
         report["plan"] = todos.plan
     report["requests"] = llm.requests
     return report

@@ -94,10 +94,11 @@ def run_in(python: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProc
                           env=env, stdin=subprocess.DEVNULL)
 
 
-def drive(python: Path, mode: str, tmp_path: Path) -> tuple[dict[str, Any], Any]:
+def drive(python: Path, mode: str, tmp_path: Path, *, raw: dict[str, str] = RAW,
+          steps: list[list[str]] = STEPS) -> tuple[dict[str, Any], Any]:
     """Run the driver in ``mode``: its report and the session it left (as :func:`read_session` reads it)."""
     root = tmp_path / "sessions"
-    scenario = {"raw": RAW, "steps": STEPS, "final": FINAL_TEXT}
+    scenario = {"raw": raw, "steps": steps, "final": FINAL_TEXT}
     done = run_in(python, [str(DRIVER), mode, str(root), json.dumps(scenario)], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     [log] = list(root.rglob("session.jsonl*"))
@@ -175,12 +176,31 @@ def test_a_cancelled_kickoff_ends_its_turn_aborted_and_keeps_the_plan(crewai_pyt
     """The task running ``crew.akickoff()`` is cancelled while the model answers its second request."""
     report, session = drive(crewai_python, "cancel", tmp_path)
     assert report["raised"] == "CancelledError"
+    assert len(report["requests"]) == 2
     kinds = [event["type"] for event in session.events]
     assert session.closers == 0
     assert kinds.count("turn/start") == kinds.count("turn/end") == 1 and kinds[-1] == "turn/end"
     assert session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert calls_in(session.events) == [(RAW["c1"], TEXT["c1"], False)]
     assert session.plan == report["plan"] == CANONICAL
+
+
+def test_a_kickoff_cancelled_during_a_call_ends_its_turn_after_the_call(crewai_python: Path, tmp_path: Path) -> None:
+    """The task running ``crew.akickoff()`` is cancelled while a call runs in CrewAI's worker thread, which nothing
+    stops: the turn waits for it, so the call and its ``todo/write`` stay inside the turn, which ends ``aborted``.
+    (Closed at once, as ``todos.turn()`` would, the call's ``todo/write`` came after the ``turn/end``.)"""
+    raw = {**RAW, "c5": '{"todos":[]}'}
+    report, session = drive(crewai_python, "cancel-in-call", tmp_path, raw=raw, steps=[["c1"], ["c5"]])
+    assert report["raised"] == "CancelledError"
+    kinds = [event["type"] for event in session.events]
+    assert session.closers == 0
+    assert kinds.count("turn/start") == kinds.count("turn/end") == 1
+    assert kinds[-5:] == ["tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
+    assert session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+    assert calls_in(session.events) == [(RAW["c1"], TEXT["c1"], False),
+                                        ('{"todos":[]}', "Updated todo list: 0 pending, 0 in progress, 0 completed.",
+                                         False)]
+    assert session.plan == report["plan"] == []
 
 
 def test_the_readme_example_runs_as_printed(crewai_python: Path, tmp_path: Path) -> None:

@@ -15,12 +15,20 @@ A model without fields matters for the calls too: ``BaseTool.run`` checks the mo
 call alike (returned as a plain string: CrewAI reads only a ``ToolFailure`` as a failure, and would reword one).
 Arguments that are not JSON never reach a tool: CrewAI answers them itself (``Error: Failed to parse tool arguments
 as JSON: ...``). CrewAI does not hand a tool the model's call id, so each call is logged under an id of ours.
+CrewAI runs the calls of one model response in parallel threads; the binding writes them one at a time, in the
+order they reach it.
 
 CrewAI caches tool results by arguments and answers a repeated call from its cache without running the tool; the
 tool's ``cache_function`` refuses every result, so each call reaches the log (in DSH a repeated list is a new
-``todo/write``). A kickoff is one DSH turn with ``with todos.turn(): crew.kickoff(...)`` (or ``async with`` around
+``todo/write``).
+
+A kickoff is one DSH turn with ``with kickoff_turn(todos): crew.kickoff(...)`` (or ``async with`` around
 ``await crew.akickoff(...)``): closed ``completed``, ``error`` when the kickoff raised, ``aborted`` when it was
-interrupted or its task cancelled. Calls outside any turn take turns as described in :mod:`dsh_todo.adapters.common`.
+interrupted or its task cancelled. Why not ``todos.turn()``: CrewAI runs tools in worker threads, which neither a
+cancelled task nor an interrupt stops, so a call running then would finish after the turn's end and write its
+``todo/write`` outside any turn. :class:`KickoffTurn` waits for the binding's calls still running before it closes a
+turn that did not complete (they are short: the todo rules, under the binding's lock), so they land inside it.
+Calls outside any turn take turns as described in :mod:`dsh_todo.adapters.common`.
 
 crewai is not in this project's development environment (every crewai release needs ``openai<3``, the dev group
 pins openai 3): the adapter is tested in an environment of its own (``tests/adapters/test_crewai.py``).
@@ -28,7 +36,11 @@ pins openai 3): the adapter is tested in an environment of its own (``tests/adap
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from dsh_todo.adapters.common import TodoBinding, TurnScope, bind_todo, standing_plan
 from dsh_todo.extras import missing
@@ -39,7 +51,44 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing("crewai") from exc
 
-__all__ = ["TodoBinding", "TodoWriteTool", "TurnScope", "bind_todo", "standing_plan", "todo_write_tool"]
+__all__ = ["KickoffTurn", "TodoBinding", "TodoWriteTool", "TurnScope", "bind_todo", "kickoff_turn", "standing_plan",
+           "todo_write_tool"]
+
+SETTLE_TIMEOUT_S = 30.0
+"""How long a turn that did not complete waits for its calls still running in CrewAI's threads before it closes."""
+
+
+class _Running:
+    """The calls of one binding running right now, in whatever thread CrewAI runs them."""
+
+    def __init__(self) -> None:
+        self._idle = threading.Condition()
+        self._count = 0
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._idle:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._count -= 1
+                self._idle.notify_all()
+
+    def settle(self, timeout: float) -> bool:
+        """Wait until no call runs; whether that happened within ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
+
+
+_RUNNING: WeakKeyDictionary[TodoBinding, _Running] = WeakKeyDictionary()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _running(binding: TodoBinding) -> _Running:
+    with _RUNNING_LOCK:
+        return _RUNNING.setdefault(binding, _Running())
 
 
 def _never_cache(_arguments: Any = None, _result: Any = None) -> bool:
@@ -68,9 +117,12 @@ class TodoWriteTool(BaseTool):  # type: ignore[misc]  # crewai is untyped here (
     """Where the calls land; ``binding.plan`` is the standing plan."""
 
     def _run(self, **arguments: Any) -> str:
-        return self.binding.call_value_sync(arguments).text
+        with _running(self.binding).call():
+            return self.binding.call_value_sync(arguments).text
 
     async def _arun(self, **arguments: Any) -> str:
+        # Not counted as running: a coroutine is cancelled with its task, and waiting for one on its own event
+        # loop would block it. (CrewAI's native tool calls take ``_run``, in a thread.)
         return (await self.binding.call_value(arguments)).text
 
 
@@ -78,3 +130,23 @@ def todo_write_tool(binding: TodoBinding) -> TodoWriteTool:
     """A CrewAI tool named ``todo_write`` whose calls land on ``binding``'s session."""
     return TodoWriteTool(binding=binding, name=binding.name, description=binding.description,
                          args_schema=_arguments_model(binding), cache_function=_never_cache)
+
+
+class KickoffTurn(TurnScope):
+    """One kickoff as one DSH turn of a binding's session (``with`` or ``async with``); build it with
+    :func:`kickoff_turn`. A block that raised (an error, an interrupt, a cancellation) first waits, up to
+    :data:`SETTLE_TIMEOUT_S`, for the binding's calls still running in CrewAI's threads, so they end inside the turn."""
+
+    def __init__(self, binding: TodoBinding) -> None:
+        super().__init__(binding.turns)
+        self._running = _running(binding)
+
+    def close(self, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            self._running.settle(SETTLE_TIMEOUT_S)
+        super().close(exc)
+
+
+def kickoff_turn(binding: TodoBinding) -> KickoffTurn:
+    """A scope that makes one ``crew.kickoff()`` / ``await crew.akickoff()`` one DSH turn of ``binding``'s session."""
+    return KickoffTurn(binding)
