@@ -28,9 +28,20 @@ EXTRAS: Final = {
 }
 """Extra (as ``pyproject.toml`` names it) → (what needs it, the top-level modules it installs)."""
 
+NO_EXTRA: Final = {
+    "crewai": ("the CrewAI adapter", "crewai>=1.15.30,<2"),
+}
+"""What needs a package no extra can declare → (what needs it, the requirement to install). crewai needs openai<3,
+mcp<2 and opentelemetry>=1.45.1, and uv locks every extra together with this project's pins (openai 3, mcp 2,
+opentelemetry 1.44), so a `crewai` extra would leave the project without a lock (see ``pyproject.toml``)."""
+
 
 def missing(extra: str) -> MissingExtraError:
-    """The error for ``extra`` not being installed (its message names what needs it and the install)."""
+    """The error for ``extra`` (or a package of :data:`NO_EXTRA`) not being installed (its message names what needs
+    it and the install)."""
+    if extra in NO_EXTRA:
+        what, requirement = NO_EXTRA[extra]
+        return MissingExtraError(f"{what} needs {extra}: pip install '{requirement}'")
     what = EXTRAS[extra][0]
     return MissingExtraError(f"{what} needs the `{extra}` extra: pip install 'dsh-todo[{extra}]'")
 

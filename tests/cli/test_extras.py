@@ -100,6 +100,8 @@ except ImportError as exc:
      "the Claude Agent SDK adapter needs the `claude-agent-sdk` extra: pip install 'dsh-todo[claude-agent-sdk]'"),
     ("google", "dsh_todo.adapters.google_adk",
      "the Google ADK adapter needs the `google-adk` extra: pip install 'dsh-todo[google-adk]'"),
+    ("crewai", "dsh_todo.adapters.crewai",  # no extra can hold crewai (see pyproject.toml): the package is named
+     "the CrewAI adapter needs crewai: pip install 'crewai>=1.15.30,<2'"),
 ])
 def test_an_adapter_without_its_extra_names_the_install(modules: str, adapter: str, text: str) -> None:
     """Repro: ``import dsh_todo.adapters.langchain`` without langchain-core said "needs langchain-core: pip install

@@ -9,7 +9,8 @@ only by the user who wants it, so the core never depends on a framework:
 * :mod:`dsh_todo.adapters.pydantic_ai` — a pydantic-ai capability or toolset (extra ``pydantic-ai``);
 * :mod:`dsh_todo.adapters.claude_agent_sdk` — an in-process MCP server for the Claude Agent SDK
   (extra ``claude-agent-sdk``).
-* :mod:`dsh_todo.adapters.google_adk` — a Google ADK ``BaseTool`` (extra ``google-adk``).
+* :mod:`dsh_todo.adapters.google_adk` — a Google ADK ``BaseTool`` (extra ``google-adk``);
+* :mod:`dsh_todo.adapters.crewai` — a CrewAI ``BaseTool`` (no extra: ``pip install 'crewai>=1.15.30,<2'``).
 
 This package imports no framework; ``from dsh_todo.adapters import bind_todo`` is always safe.
 """
