@@ -126,7 +126,7 @@ def spread_sessions(root: Path, count: int, *, folders: int) -> list[str]:
     ids = []
     for index in range(count):
         session_id = f"s{index:06d}"
-        cwd = f"/home/dev/work/p{index % folders:06d}"
+        cwd = f"/home/dev/projects/p{index % folders:06d}"
         log = log_path(root, cwd, session_id, "none")
         log.parent.mkdir(parents=True)
         stamped = {**header, "id": session_id, "createdAt": header["createdAt"] + index, "cwd": cwd}
