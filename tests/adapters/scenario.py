@@ -7,6 +7,7 @@ that parses them first (LangChain) logs the same text as one that passes them ra
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, standing_plan
@@ -90,3 +91,20 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
     # The rejected calls came later in the same turn, so the accepted list still stands.
     assert standing_plan(session) == CANONICAL
     assert binding.plan == CANONICAL
+
+
+def hang_on_an_empty_list(todos: TodoBinding) -> asyncio.Event:
+    """Make a call whose list is empty hang inside the tool (so a test can cancel a run while a call runs); the
+    event is set once one is hanging."""
+    started = asyncio.Event()
+    registry = todos.ctx.tools
+    execute = registry.execute
+
+    async def hanging(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
+        if arguments == {"todos": []}:
+            started.set()
+            await asyncio.sleep(3600)
+        return await execute(name, arguments, *args, **kwargs)
+
+    registry.execute = hanging  # type: ignore[method-assign]
+    return started

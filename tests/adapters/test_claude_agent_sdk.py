@@ -26,7 +26,16 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from mcp.client import Client
 
 from dsh_todo.adapters.claude_agent_sdk import SERVER_NAME, TodoBinding, bind_todo, todo_write_server, tool_name
-from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT, assert_log, assert_native_tool
+from tests.adapters.scenario import (
+    CANONICAL,
+    FINAL_TEXT,
+    RAW,
+    STEPS,
+    TEXT,
+    assert_log,
+    assert_native_tool,
+    hang_on_an_empty_list,
+)
 from tests.carriers.mcp.agents.anthropic_fake import our_tool, text, tool_names, tool_results, tool_use, tool_uses
 from tests.carriers.mcp.agents.common import Answer, FakeModel, Reply, Request, fake_model
 from tests.carriers.mcp.agents.conftest import cli
@@ -201,17 +210,7 @@ async def test_a_cancelled_query_closes_its_turn_aborted_and_keeps_the_plan(todo
                                                                             tmp_path: Path) -> None:
     """The query's task is cancelled while its second call runs: that call is answered ``Error: tool call
     aborted``, the turn ends ``aborted``, nothing is written after it, and the plan of the first call stands."""
-    started = asyncio.Event()
-    registry = todos.ctx.tools
-    execute = registry.execute
-
-    async def hanging_second_call(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
-        if arguments == {"todos": []}:
-            started.set()
-            await asyncio.sleep(3600)
-        return await execute(name, arguments, *args, **kwargs)
-
-    registry.execute = hanging_second_call  # type: ignore[method-assign]
+    started = hang_on_an_empty_list(todos)
     with rig(tmp_path, script([["c1"], ["c5"]], {**RAW, "c5": '{"todos":[]}'})) as run:
         task = asyncio.ensure_future(run.run(todos))
         await asyncio.wait_for(started.wait(), DEADLINE)

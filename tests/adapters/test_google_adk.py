@@ -29,7 +29,16 @@ from pydantic import Field
 from dsh_todo.adapters.common import open_turn
 from dsh_todo.adapters.google_adk import TodoBinding, TodoWriteTool, bind_todo, run_turn, todo_write_tool
 from dsh_todo.logview import read_session
-from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT, assert_log, assert_native_tool
+from tests.adapters.scenario import (
+    CANONICAL,
+    FINAL_TEXT,
+    RAW,
+    STEPS,
+    TEXT,
+    assert_log,
+    assert_native_tool,
+    hang_on_an_empty_list,
+)
 from tests.conftest import plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -100,22 +109,6 @@ async def invoke(llm: ScriptedLlm, tool: BaseTool, turn: TodoBinding | None = No
 def final_text(events: list[Any]) -> str | None:
     content = events[-1].content
     return None if content is None or not content.parts else content.parts[0].text
-
-
-def hang_on_an_empty_list(todos: TodoBinding) -> asyncio.Event:
-    """Make a call whose list is empty hang inside the tool; the event is set once one is hanging."""
-    started = asyncio.Event()
-    registry = todos.ctx.tools
-    execute = registry.execute
-
-    async def hanging(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
-        if arguments == {"todos": []}:
-            started.set()
-            await asyncio.sleep(3600)
-        return await execute(name, arguments, *args, **kwargs)
-
-    registry.execute = hanging  # type: ignore[method-assign]
-    return started
 
 
 HANGS = {**RAW, "c5": '{"todos":[]}'}

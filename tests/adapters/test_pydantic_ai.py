@@ -26,7 +26,16 @@ from dsh_todo.adapters.pydantic_ai import (
     todo_write_capability,
     todo_write_toolset,
 )
-from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT, assert_log, assert_native_tool
+from tests.adapters.scenario import (
+    CANONICAL,
+    FINAL_TEXT,
+    RAW,
+    STEPS,
+    TEXT,
+    assert_log,
+    assert_native_tool,
+    hang_on_an_empty_list,
+)
 from tests.conftest import todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -126,17 +135,7 @@ async def test_the_bare_toolset_outside_a_turn_leaves_the_plan_to_accepted_calls
 async def test_a_cancelled_run_closes_its_turn_aborted_and_keeps_the_plan(todos: TodoBinding) -> None:
     """A run cancelled while its tool call runs: the call still gets its error result, the turn ends ``aborted``, and
     the plan the run wrote before stands."""
-    started = asyncio.Event()
-    registry = todos.ctx.tools
-    execute = registry.execute
-
-    async def hanging_second_call(name: str, arguments: Any, *args: Any, **kwargs: Any) -> Any:
-        if arguments == {"todos": []}:
-            started.set()
-            await asyncio.sleep(3600)
-        return await execute(name, arguments, *args, **kwargs)
-
-    registry.execute = hanging_second_call  # type: ignore[method-assign]
+    started = hang_on_an_empty_list(todos)
     script = Script([["c1"], ["c5"]], {**RAW, "c5": '{"todos":[]}'})
     run = asyncio.ensure_future(Agent(FunctionModel(script), capabilities=[todo_write_capability(todos)])
                                 .run("Fix the bug"))
