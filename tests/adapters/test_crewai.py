@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,13 +30,13 @@ from dsh_todo.jsonutil import dumps
 from dsh_todo.logview import read_session
 from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT
 from tests.conftest import REPO_ROOT
+from tests.environments import environment
 
 pytestmark = pytest.mark.slow
 
 CREWAI = "1.15.30"
 """The crewai release the adapter is tested against (the extra allows ``>=1.15.30,<2``)."""
 
-INSTALL_TIMEOUT_S = 600
 RUN_TIMEOUT_S = 180
 DRIVER = Path(__file__).with_name("crewai_driver.py")
 README = REPO_ROOT / "README.md"
@@ -61,24 +60,9 @@ def environment_dir() -> Path:
 @pytest.fixture(scope="module")
 def crewai_python() -> Path:
     """The interpreter of an environment holding crewai and this checkout."""
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH: cannot install crewai into an environment of its own")
-    venv = environment_dir()
-    python = venv / "bin" / "python"
-    steps = [] if python.exists() else [[uv, "venv", "-q", "--no-config", "--python", sys.executable, str(venv)]]
-    # Every run: a no-op once installed, and it picks up a change of this project's dependencies.
-    steps.append([uv, "pip", "install", "-q", "--no-config", "--python", str(python), f"crewai=={CREWAI}",
-                  "-e", str(REPO_ROOT)])
-    try:
-        for argv in steps:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
-            if done.returncode != 0:
-                pytest.skip(f"crewai {CREWAI} could not be installed: {done.stderr.strip()[-300:]}")
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"installing crewai {CREWAI} took over {INSTALL_TIMEOUT_S} s")
-    return python
+    # Every run installs: a no-op once installed, and it picks up a change of this project's dependencies.
+    return environment(environment_dir(), [f"crewai=={CREWAI}", "-e", str(REPO_ROOT)], f"crewai {CREWAI}",
+                       no_config=True)
 
 
 def run_in(python: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_telemetry import SCRIPT, environment
+from tests.environments import environment as throwaway_environment
 from tests.harness.telemetry.receiver import Receiver, otlp_receiver
 
 pytestmark = pytest.mark.slow
 
-INSTALL_TIMEOUT_S = 600
 START_TIMEOUT_S = 120
 
 ASK = """
@@ -53,20 +52,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def phoenix_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The interpreter of a throwaway environment holding ``arize-phoenix``."""
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH: cannot install arize-phoenix into a throwaway environment")
-    venv = tmp_path_factory.mktemp("phoenix") / "venv"
-    try:
-        for argv in ([uv, "venv", "-q", "--python", sys.executable, str(venv)],
-                     [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "arize-phoenix"]):
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
-            if done.returncode != 0:
-                pytest.skip(f"arize-phoenix could not be installed: {done.stderr.strip()[-300:]}")
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"installing arize-phoenix took over {INSTALL_TIMEOUT_S} s")
-    return venv / "bin" / "python"
+    return throwaway_environment(tmp_path_factory.mktemp("phoenix") / "venv", ["arize-phoenix"], "arize-phoenix")
 
 
 @pytest.fixture
