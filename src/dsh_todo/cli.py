@@ -153,8 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if chosen is None:
         _suggest(parser, words)
     args = parser.parse_args(words)
-    args.own_process = argv is None  # the process's own command line, not a caller's in-process call (a test)
-    if args.own_process:
+    if argv is None:  # the process's own command line, not a caller's in-process call (a test)
         from dsh_todo.carriers.stopping import STOPPING
 
         STOPPING.own_process = True

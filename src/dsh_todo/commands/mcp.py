@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
 
     return serve_mcp(storage=storage, allow_parallel=not args.single_active, http=args.http,
                      structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout,
-                     stand_in=args.own_process, telemetry=telemetry)
+                     telemetry=telemetry)
 
 
 COMMAND = Command(

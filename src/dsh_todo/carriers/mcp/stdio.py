@@ -95,19 +95,20 @@ def server_version() -> str:
 
 
 def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, structured: bool = False,
-         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float | None = None, stand_in: bool = False,
+         host: str = "127.0.0.1", port: int = 8765, idle_timeout: float | None = None,
          telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo mcp``: boot the standard composition persisted to ``storage`` and serve until the client leaves
-    (stdio) or the server is stopped (HTTP). ``stand_in``: over stdio, serve behind a stand-in
-    (:func:`leave_to_stand_in`); only for the process's own command line, never a caller's process (a fork there
-    would run the rest of the caller twice). ``telemetry`` on starts the exporter's threads at the boot, so the
-    process that was started serves itself: a fork would leave those threads behind."""
+    (stdio) or the server is stopped (HTTP). Over stdio, in the process's own command
+    (:attr:`~dsh_todo.carriers.stopping.Stopping.own_process`), it serves behind a stand-in
+    (:func:`leave_to_stand_in`); never in a caller's process (a fork there would run the rest of the caller twice).
+    ``telemetry`` on starts the exporter's threads at the boot, so the process that was started serves itself: a
+    fork would leave those threads behind."""
     from dsh_todo.runtime import open_storage
 
     if not http:
         STOPPING.install()
     ctx = open_storage(storage, allow_parallel=allow_parallel, telemetry=telemetry)
-    if stand_in and not http:
+    if STOPPING.own_process and not http:
         leave_to_stand_in()
     print(f"dsh-todo mcp: serving {', '.join(ctx.tools.names()) or 'no tools'} "
           f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
