@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 from tests.crafted import spread_sessions
 
-from dsh_todo.harness.persistence import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.logview import list_sessions
 
 

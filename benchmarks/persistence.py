@@ -8,12 +8,9 @@
 2. **Cold read to the standing plan and a verdict**: ``logview.read_plan``, the reader's one pass (every line checked
    by the store's own scanner, events not kept: runs of lines proven clean in bulk, only the lines the plan and the
    open turn need parsed, decision 0015), in events/s, wall clock and CPU; the exact full read (``read_session``,
-   every event kept) once, for reference; and the envelope-only fast scan (``fastscan.scan_last_of``), which the
-   reader no longer uses because it cannot prove a verdict, for comparison.
+   every event kept) once, for reference.
 3. **Checkpointed cold read**: ``read_plan`` with the checkpoint the runtime wrote at dispose (its proof
-   checked, the tail read exactly: the same verdict as the full pass, decision 0010), and the persistence package's
-   ``usable_checkpoint`` + ``scan_last_of(offset=…, from_seq=…)``, which trusts the bytes before the offset
-   unchecked and scans a zstd record from the checkpoint's event on (decision 0015).
+   checked, the tail read exactly: the same verdict as the full pass, decision 0010).
 4. **Peak memory of the reader's pass**: tracemalloc peak during ``read_plan``, and the peak resident size (VmHWM) of
    a fresh process before and after it, against the log's size.
 5. **Batched durable appends**: ``--append-events`` appends (100,000) through ``Session.append`` + the plugins,
@@ -28,7 +25,6 @@ Numbers are medians (the machine is shared). Run: ``uv run python benchmarks/per
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -41,10 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence import JsonlBackend
-from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, usable_checkpoint
-from dsh_todo.harness.persistence.fastscan import scan_last_of
-from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
+from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
+from dsh_todo.logview import read_plan, read_session
 from dsh_todo.runtime import open_runtime
 
 _PROSE = ("the parser module reads each token and the writer keeps a buffer of lines so that retries stay idempotent "
@@ -183,9 +177,6 @@ def bench_logs(events: int, repeat: int, workdir: Path) -> None:
         print(f"exact full read (read_session, every event kept, 1 run): {full_time:.2f} s = "
               f"{events / full_time / 1e6:.2f} M events/s")
         del full
-        envelope = median_time(lambda: scan_last_of(log, compression, PLAN_EVENT_TYPES), repeat)  # noqa: B023
-        print(f"envelope-only fast scan (scan_last_of; not used by the reader, it cannot prove a verdict): median "
-              f"{envelope * 1000:.0f} ms = {events / envelope / 1e6:.2f} M events/s")
 
         tracemalloc.start()
         view = read_plan(log)
@@ -205,21 +196,7 @@ def bench_logs(events: int, repeat: int, workdir: Path) -> None:
         print(f"cold read from the checkpoint, its proof checked (read_plan, the same verdict): median "
               f"{proven * 1000:.1f} ms = {events / proven / 1e6:.1f} M events/s; a fresh process peaks at "
               f"{after / 1e6:.1f} MB ({before / 1e6:.1f} MB after imports)")
-        cold = median_time(lambda: checkpoint_plan(log, compression), max(repeat * 6, 30))  # noqa: B023
-        row_seq = json.loads(saved)["rows"]["todos"]["seq"]
-        print(f"checkpointed cold read (persistence package: checkpoint at seq {row_seq} + fast tail scan, prefix "
-              f"unchecked): median {cold * 1000:.2f} ms")
         shutil.rmtree(root)
-
-
-def checkpoint_plan(log: Path, compression: str) -> object:
-    """The checkpoint's plan row and the last plan event of the tail after it (what a checkpoint read costs)."""
-    found = usable_checkpoint(JsonlBackend(log.parents[2], compression), log)  # type: ignore[arg-type]
-    assert found is not None
-    tail = scan_last_of(log, compression, PLAN_EVENT_TYPES, offset=found[1].offset,  # type: ignore[arg-type]
-                        from_seq=found[1].rows["todos"]["seq"])
-    assert tail is not None
-    return found[1].rows["todos"]["val"] if tail.last is None else tail.last
 
 
 def append_in_memory(count: int) -> float:

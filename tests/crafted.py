@@ -118,7 +118,7 @@ def spread_sessions(root: Path, count: int, *, folders: int) -> list[str]:
     """``count`` healthy copies of a/none under new ids, spread round-robin over ``folders`` working directories
     (so over that many project directories); returns their ids. Each copy's header names its own id and cwd, so it
     is where its header says."""
-    from dsh_todo.harness.persistence.paths import log_path
+    from dsh_todo.harness.persistence.jsonl.paths import log_path
 
     lines = (FIXTURES / "a-one-turn" / "none" / "store").glob("*/*/session.jsonl").__next__().read_bytes()
     first, rest = lines.split(b"\n", 1)

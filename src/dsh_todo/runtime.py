@@ -179,7 +179,7 @@ STANDARD_PLUGINS: dict[str, str] = {
     "@deepseek-ai/dsh-session": "dsh_todo.harness.session",
     "@deepseek-ai/dsh-session/invariant": "dsh_todo.harness.session_invariant",
     "@deepseek-ai/dsh-session-projection": "dsh_todo.harness.projections",
-    "@deepseek-ai/dsh-session-persistence-jsonl": "dsh_todo.harness.persistence.jsonl",
+    "@deepseek-ai/dsh-session-persistence-jsonl": "dsh_todo.harness.persistence.jsonl.plugin",
     "@deepseek-ai/dsh-session-projection-cache": "dsh_todo.harness.persistence.checkpoints",
     "@deepseek-ai/dsh-session-persistence-postgres": "dsh_todo.harness.persistence.postgres",
     "@deepseek-ai/dsh-invariants": "dsh_todo.harness.invariants",

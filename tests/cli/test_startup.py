@@ -31,8 +31,8 @@ NEVER = [
     "dsh_todo.harness.loader", "dsh_todo.harness.context", "dsh_todo.harness.session",
     "dsh_todo.harness.frozen", "dsh_todo.harness.tools", "dsh_todo.tool_todo.description",
     "dsh_todo.harness.persistence.service", "dsh_todo.harness.persistence.batching",
-    "dsh_todo.harness.persistence.logfile", "dsh_todo.harness.persistence.lock",
-    "dsh_todo.harness.persistence.encode", "dsh_todo.harness.persistence.contract",
+    "dsh_todo.harness.persistence.jsonl.writer", "dsh_todo.harness.persistence.jsonl.lock",
+    "dsh_todo.harness.persistence.jsonl.encode", "dsh_todo.harness.persistence.jsonl.backend",
     "dsh_todo.harness.persistence.checkpoints", "dsh_todo.harness.persistence.postgres",
     "dsh_todo.commands.run", "dsh_todo.commands.web", "dsh_todo.commands.mcp", "dsh_todo.commands.demo",
     "logging", "psycopg", "starlette", "uvicorn",
@@ -71,7 +71,7 @@ def test_plan_of_a_log_without_checkpoint_does_not_hash(tmp_path: Path, fixture:
     log = copy_fixture(fixture, tmp_path)
     code, modules = loaded_by_plan(str(log))
     assert code == 0
-    assert sorted(modules.intersection([*NEVER, "hashlib", "dsh_todo.harness.persistence.prefix"])) == []
+    assert sorted(modules.intersection([*NEVER, "hashlib"])) == []
 
 
 def test_plan_by_id_under_a_root_loads_no_writer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

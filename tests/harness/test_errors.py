@@ -39,8 +39,8 @@ OLD_HOMES = {
     "dsh_todo.harness.tools.schema": ["SchemaAuthorError"],
     "dsh_todo.harness.llm": ["ModelError"],
     "dsh_todo.harness.llm.base": ["ModelError"],
-    "dsh_todo.harness.persistence.zstd": ["FrameError"],
-    "dsh_todo.harness.persistence.chunk_rows": ["MalformedRowError"],
+    "dsh_todo.harness.persistence.jsonl.zstd": ["FrameError"],
+    "dsh_todo.harness.persistence.jsonl.chunk_rows": ["MalformedRowError"],
     "dsh_todo.harness.persistence": [
         "CorruptSessionLogError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
         "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError"],

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dsh_todo.harness.persistence.limits import DEFAULT_MAX_LINE, MAX_LINE_ENV
+from dsh_todo.harness.persistence.jsonl.limits import DEFAULT_MAX_LINE, MAX_LINE_ENV
 from dsh_todo.jsonutil import MAX_VALUE_DEPTH
 from dsh_todo.logview import read_plan, read_session
 from tests.crafted import B_ID, copy_fixture, deep_line
@@ -124,7 +124,7 @@ def _bomb(log: Path, plaintext: int, piece: bytes) -> Path:
 
 
 def _header_frame(log: Path) -> bytes:
-    from dsh_todo.harness.persistence.zstd import scan_frames
+    from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 
     data = log.read_bytes()
     start, end = scan_frames(data, max_frames=1).frames[0]

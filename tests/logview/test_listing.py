@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.logview import list_sessions
 from dsh_todo.runtime import open_runtime
 from tests.crafted import spread_sessions

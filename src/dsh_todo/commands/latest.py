@@ -53,23 +53,16 @@ def chosen_session(args: argparse.Namespace) -> str:
 
 def _latest(backend: Any, project: str | None) -> tuple[str, str]:
     """``(id, where)`` of the most recently written session of ``backend`` (of ``project`` only, when given)."""
-    from dsh_todo.harness.persistence import JsonlBackend
-
     wanted = None if project is None else os.path.abspath(project)
-    if isinstance(backend, JsonlBackend):
-        if not backend.root.is_dir():
-            raise CommandError(f"no sessions under {backend.root} (it does not exist)")
-        entries = [entry for entry in backend.stored_sessions()
-                   if entry.path is not None and (wanted is None or _same_dir(entry.cwd, wanted))]
-        stamped = [(_written(entry.path), entry.id, str(entry.path)) for entry in entries]
-    else:
-        cwds = {} if wanted is None else {entry.id: entry.cwd for entry in backend.stored_sessions()}
-        stamped = [(written, session_id, backend.location) for session_id, written in _database_times(backend)
-                   if wanted is None or _same_dir(cwds.get(session_id), wanted)]
+    if backend.holds_files and not os.path.isdir(backend.location):
+        raise CommandError(f"no sessions under {backend.location} (it does not exist)")
+    written = backend.written()
+    entries = [entry for entry in backend.stored_sessions() if entry.path is not None or not backend.holds_files]
+    entries = [entry for entry in entries if wanted is None or _same_dir(entry.cwd, wanted)]
+    stamped = [(written.get(entry.id, -1), entry.id, entry.location) for entry in entries]
     if not stamped:
-        where = backend.root if isinstance(backend, JsonlBackend) else backend.location
         of = "" if project is None else f" of the project {project}"
-        raise CommandError(f"no sessions{of} under {where}")
+        raise CommandError(f"no sessions{of} under {backend.location}")
     _, session_id, source = max(stamped)
     return session_id, source
 
@@ -78,28 +71,3 @@ def _same_dir(cwd: str | None, wanted: str) -> bool:
     if cwd is None:
         return False
     return os.path.abspath(cwd) == wanted or os.path.realpath(cwd) == os.path.realpath(wanted)
-
-
-def _written(path: Any) -> int:
-    """When a log was last written: its modification time (a missing or unreadable one sorts first)."""
-    try:
-        return int(os.stat(path).st_mtime_ns)
-    except OSError:
-        return -1
-
-
-def _database_times(backend: Any) -> list[tuple[str, int]]:
-    """Every stored session's id and the time of its last event (milliseconds), in one query."""
-    from dsh_todo.jsonutil import loads
-
-    query = (f"SELECT DISTINCT ON (session_id) session_id, event FROM {backend.tables.events} "
-             "ORDER BY session_id, seq DESC")
-    rows = backend.run(lambda conn: conn.execute(query).fetchall())
-    found: list[tuple[str, int]] = []
-    for session_id, text in rows:
-        try:
-            stamp = loads(text).get("time")
-        except (ValueError, AttributeError):
-            stamp = None
-        found.append((str(session_id), stamp if type(stamp) is int else -1))
-    return found

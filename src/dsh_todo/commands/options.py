@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dsh_todo.harness.errors import CommandError
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence import LogBackend
+    from dsh_todo.harness.persistence.contract import LogReader
     from dsh_todo.runtime import Storage, Telemetry
 
 SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
@@ -82,17 +82,17 @@ def telemetry_of(args: argparse.Namespace) -> Telemetry:
     return resolve_telemetry(args.telemetry)
 
 
-def open_backend(storage: Storage) -> LogBackend:
+def open_backend(storage: Storage) -> LogReader:
     """The backend a reader reads ``storage`` through (no runtime booted: readers never write). A database that
     cannot be reached raises :class:`~dsh_todo.logview.Refusal`."""
     if storage.database is not None:
         from dsh_todo.logview.database import open_database
 
         return open_database(storage.database, schema=storage.schema)
-    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+    from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
     from dsh_todo.runtime import default_root
 
-    return JsonlBackend(storage.root or default_root(), storage.compression)
+    return JsonlReader(storage.root or default_root(), storage.compression)
 
 
 def check_port(port: int) -> int:

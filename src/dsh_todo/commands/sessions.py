@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from typing import Any
 
@@ -30,7 +31,6 @@ def plan_label(view: Any) -> str:
 def _run(args: argparse.Namespace) -> int:
     from dsh_todo.carriers.terminal import safe
     from dsh_todo.commands.reading import backend_of, close
-    from dsh_todo.harness.persistence import JsonlBackend
     from dsh_todo.logview import list_sessions
 
     if args.root_arg is not None:
@@ -38,8 +38,8 @@ def _run(args: argparse.Namespace) -> int:
     reading = backend_of(args)
     backend = reading["backend"]
     try:
-        if isinstance(backend, JsonlBackend) and not backend.root.is_dir():
-            raise CommandError(f"{backend.root} is not a directory")
+        if backend.holds_files and not os.path.isdir(backend.location):
+            raise CommandError(f"{backend.location} is not a directory")
         try:
             views = list_sessions(backend)
         except CommandError:

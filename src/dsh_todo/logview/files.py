@@ -1,8 +1,9 @@
 """A log named by its path: the session directory or its ``session.jsonl[.zstd]``, and the root it lives under.
 
-Reading itself is the backend's (:class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`): each file in
-its own encoding, with DSH's refusals (both encodings in one directory, the flat layout, a copy that is not where its
-header says, one id in two project directories).
+The one place the reader meets files by name: a path (or a ``root``) becomes the JSONL reader of its root
+(:class:`~dsh_todo.harness.persistence.jsonl.reader.JsonlReader`), and from there on the log is read through the
+contract like any other backend's: each file in its own encoding, with DSH's refusals (both encodings in one
+directory, the flat layout, a copy that is not where its header says, one id in two project directories).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
-from dsh_todo.harness.persistence.paths import LOG_NAMES
+from dsh_todo.harness.persistence.jsonl.paths import LOG_NAMES, decode_segment
+from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.logview.health import Refusal
 
 
@@ -48,7 +49,7 @@ def find_log(path: str | Path) -> Path:
     """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
     target = Path(path)
     if target.is_dir():
-        backend = JsonlBackend(root_of(target / "session.jsonl"))
+        backend = JsonlReader(root_of(target / "session.jsonl"))
         log = backend.log_in(target)
         if log is None:
             raise Refusal("not-found", f"{target} holds no session.jsonl or session.jsonl.zstd")
@@ -57,10 +58,10 @@ def find_log(path: str | Path) -> Path:
         raise Refusal("not-found", f"{target} does not exist")
     if target.name not in LOG_NAMES:
         if target.name.endswith((".jsonl", ".jsonl.zstd")):
-            raise JsonlBackend.flat_layout(Path(os.path.abspath(target)))
+            raise JsonlReader.flat_layout(Path(os.path.abspath(target)))
         raise Refusal("not-found", f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
     if target.parent.is_dir():
-        JsonlBackend(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
+        JsonlReader(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
     return target
 
 
@@ -68,3 +69,23 @@ def root_of(log: Path) -> Path:
     """The root a log lives under (``<root>/<project>/<session>/<file>``)."""
     absolute = Path(os.path.abspath(log))
     return absolute.parents[2] if len(absolute.parents) > 2 else absolute.parent
+
+
+def log_target(source: str | os.PathLike[str]) -> tuple[JsonlReader, Path]:
+    """The reader of the root a log path (or session folder) lives under, and the log's absolute path (raises
+    :class:`Refusal`)."""
+    log = find_log(os.fspath(source))
+    return JsonlReader(root_of(log)), Path(os.path.abspath(log))
+
+
+def backend_at(root: str | os.PathLike[str]) -> JsonlReader:
+    """The reader of the session logs under ``root``."""
+    return JsonlReader(root)
+
+
+def session_of(session_id: str | None, log: Path | None) -> str:
+    """The session a read is of: the id asked for, else the one the log's folder is named after."""
+    if session_id is not None:
+        return session_id
+    assert log is not None, "a read names a session or a log"
+    return decode_segment(log.parent.name)

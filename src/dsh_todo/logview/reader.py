@@ -27,25 +27,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
+from typing import Any, Literal, NamedTuple
 
-from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
+from dsh_todo.harness.errors import DshTodoError
+from dsh_todo.harness.persistence.contract import LogReader, Observer, Rows, Scan
+from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend, writer_alive
-from dsh_todo.harness.persistence.paths import LOCK_NAME, decode_segment
-from dsh_todo.harness.persistence.reading import Observer, open_turn_before
-from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.logview.files import find_log, names_a_log, not_a_log, root_of
+from dsh_todo.logview.files import backend_at, log_target, names_a_log, not_a_log, session_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PlanFold
 
-if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.contract import LogBackend, Rows
-
 Event = dict[str, Any]
-Backend: TypeAlias = "LogBackend"
-"""Any log backend (:class:`~dsh_todo.harness.persistence.LogBackend`); named as a string, so reading a log does not
-import the persistence contract (its writer-side types)."""
+Backend = LogReader
+"""Any log backend (:class:`~dsh_todo.harness.persistence.contract.LogReader`): a root of files, a database, memory.
+The reader needs only its reading members."""
 PlanSource = Literal["scan", "full", "checkpoint"]
 
 
@@ -125,18 +120,19 @@ def resolve(source: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
     session id; without one, a path when it is a session log or session folder (:func:`~.files.names_a_log`),
     else a session id under ``root``."""
     text = os.fspath(source)
-    if backend is not None and not isinstance(backend, JsonlBackend):
+    if backend is None:
+        if names_a_log(text):
+            files, log = log_target(text)
+            return _Target(files, None, log)
+        if root is None:
+            raise Refusal("not-found", not_a_log(text))
+        backend = backend_at(root)
+    if not backend.holds_files:
         return _Target(backend, text, None)
-    if backend is None and names_a_log(text):
-        log = find_log(text)
-        return _Target(JsonlBackend(root_of(log)), None, Path(os.path.abspath(log)))
-    files = backend if backend is not None else JsonlBackend(root) if root is not None else None
-    if files is None:
-        raise Refusal("not-found", not_a_log(text))
-    found = files.find(text)
+    found = backend.locate(text)
     if found is None:
-        raise Refusal("not-found", f"{not_a_log(text)}, and no session of that id is stored under {files.root}")
-    return _Target(files, text, found)
+        raise Refusal("not-found", f"{not_a_log(text)}, and no session of that id is stored under {backend.location}")
+    return _Target(backend, text, Path(found))
 
 
 class _Observed(Exception):
@@ -160,79 +156,39 @@ def _both(plan: PlanFold, observe: Observer) -> Observer:
 
 def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _Read:
     backend = target.backend
-    if isinstance(backend, JsonlBackend):
-        log = target.log if target.log is not None else backend.find(str(target.session_id))
-        if log is None:
-            raise SessionNotFoundError(f'session "{target.session_id}" has no stored log under {backend.root}')
-        if not keep and observe is None:
-            fast = _from_checkpoint(backend, log, target.unique)
-            if fast is not None:
-                return fast
-        plan = PlanFold()
-        if observe is None:
-            found = backend.scan(log, keep=keep, observe=plan.see, plan_only=True, unique=target.unique)
-        else:
-            found = backend.scan(log, keep=False, observe=_both(plan, observe), unique=target.unique, expand=True)
-        live = writer_alive(log.parent / LOCK_NAME)  # the scan proved the log is this id's one log
-        return _Read(found.meta, found.events, found.count, found.torn_at, found.cut_frame_events, plan,
-                     [] if live else found.closers(), live)
-    session_id = str(target.session_id)
-    stored = backend.read(session_id)
-    events: list[Event] = list(stored.events)
+    session_id = session_of(target.session_id, target.log)
+    if not keep and observe is None:
+        fast = _from_checkpoint(target, session_id)
+        if fast is not None:
+            return fast
     plan = PlanFold()
+    found: Scan
     if observe is None:
-        plan.see(events)
+        found = backend.scan(session_id, plan.see, keep=keep, plan_only=True, where=target.log, listed=target.unique)
     else:
-        _both(plan, observe)(events, [event.get("type") for event in events])
-    torn = getattr(stored, "torn", None)
-    live = backend.writer_alive(session_id)
-    closers = [] if live else interrupted_turn_closers(events)
-    return _Read(dict(stored.meta), None if observe is not None else events, len(events),
-                 None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered), plan,
-                 closers, live)
+        found = backend.scan(session_id, _both(plan, observe), expand=True, where=target.log, listed=target.unique)
+    return _Read(found.meta, found.events if observe is None else None, found.count, found.torn_at,
+                 found.cut_frame_events, plan, found.closers, found.live)
 
 
-def _from_checkpoint(backend: JsonlBackend, log: Path, unique: bool) -> _Read | None:
-    """The read of a log from its projection checkpoint, when the checkpoint proves the bytes before its offset
-    unchanged and the tail after it is clean and gives a plan that can be shown. The interrupted-turn closers come
-    from the tail when it holds a turn boundary, else from the turn open at the offset read back from there.
-    Anything else, and the caller reads every line: this path only ever answers what the full pass would."""
+def _from_checkpoint(target: _Target, session_id: str) -> _Read | None:
+    """The read of a log from its projection checkpoint, when the backend proves the events before it unchanged
+    and the tail after it gives a plan that can be shown (:meth:`~dsh_todo.harness.persistence.contract.LogBackend.
+    scan_checkpointed`). Anything else, and the caller reads every event: this path only ever answers what the full
+    pass would."""
     plan = PlanFold()
-    unbounded: list[Event] = []
-    bounded: list[bool] = []
-    offset: list[int] = []
 
-    def start(rows: Rows, at: int) -> Observer | None:
-        offset.append(at)
-        return observe if plan.resume(rows) else None
+    def start(rows: Rows, _at: int) -> Observer | None:
+        return plan.see if plan.resume(rows) else None
 
-    def observe(events: list[Event], types: list[Any]) -> None:
-        if not bounded:
-            if "turn/start" in types or "turn/end" in types:
-                bounded.append(True)
-                unbounded.clear()
-            else:
-                unbounded.extend(events)
-        plan.see(events, types)
-
-    tail = backend.scan_checkpointed(log, start, unique=unique)
+    tail = target.backend.scan_checkpointed(session_id, start, where=target.log, listed=target.unique)
     if tail is None:
         return None
     try:
         plan.plan()
     except Refusal:
         return None
-    live = writer_alive(log.parent / LOCK_NAME)
-    if live:
-        closers: list[Event] = []
-    elif bounded:
-        closers = tail.closers()
-    else:
-        before = open_turn_before(log, offset[0])
-        if before is None:
-            return None
-        closers = interrupted_turn_closers([*before, *unbounded]) if before else []
-    return _Read(tail.meta, None, tail.count, None, 0, plan, closers, live, "checkpoint")
+    return _Read(tail.meta, None, tail.count, None, 0, plan, tail.closers, tail.live, "checkpoint")
 
 
 def _guarded(target: _Target, keep: bool, observe: Observer | None = None) -> _Read | Health:
@@ -244,9 +200,7 @@ def _guarded(target: _Target, keep: bool, observe: Observer | None = None) -> _R
         raise exc.error from None
     except (Refusal, SessionLogError, OSError) as exc:
         return refusal_of(exc)
-    except Exception as exc:
-        if isinstance(target.backend, JsonlBackend):
-            raise
+    except DshTodoError as exc:  # not about the log: its backend failed (a database going away)
         return refusal_of(Refusal("internal", f"cannot read {target.where}: {' '.join(str(exc).split())}"))
 
 
@@ -255,7 +209,7 @@ def _session_id(target: _Target, meta: Meta | None) -> str | None:
         return target.session_id
     if meta is not None:
         return str(meta["id"])
-    return decode_segment(target.log.parent.name) if target.log is not None else None
+    return session_of(None, target.log) if target.log is not None else None
 
 
 def _verdict(read: _Read) -> tuple[Health, list[Any] | None]:

@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from dsh_todo.harness.persistence.errors import SessionLogError
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+from dsh_todo.harness.errors import DshTodoError
 
 if TYPE_CHECKING:
     from dsh_todo.logview.reader import Backend
@@ -89,21 +88,12 @@ class SummaryFold:
 
 def summarize(backend: Backend, session_id: str, path: Path | None) -> Summary | None:
     """The summary of one stored session a listing found (once) under ``backend``, read through it (``None`` when
-    the log cannot be read now)."""
+    the log cannot be read now: it changed into something the reader refuses, or a database went away)."""
     fold = SummaryFold()
     try:
-        if isinstance(backend, JsonlBackend):
-            if path is None:
-                return None
-            # Only a session the listing found once under the root is summarized (a refused row never is), so
-            # the scan need not look for its id in every project directory again.
-            backend.scan(path, keep=False, observe=fold.see, unique=True)
-        else:
-            fold.see(list(backend.read(session_id).events))
-    except (SessionLogError, OSError):
-        return None
-    except Exception:  # a database going away: the row goes without its summary, the listing's verdict stands
-        if isinstance(backend, JsonlBackend):
-            raise
+        # Only a session the listing found once is summarized (a refused row never is), so the scan need not look
+        # for its id again.
+        backend.scan(session_id, fold.see, where=path, listed=True)
+    except (DshTodoError, OSError):
         return None
     return fold.summary()

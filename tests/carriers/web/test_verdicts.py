@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.cli import main
-from dsh_todo.harness.persistence.paths import decode_segment
+from dsh_todo.harness.persistence.jsonl.paths import decode_segment
 from tests.carriers.web.conftest import Web
 from tests.crafted import CRAFTED, FIXTURES, copy_fixture, flat_layout, mixed_encodings
 

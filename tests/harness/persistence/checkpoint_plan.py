@@ -1,11 +1,10 @@
-"""The cold plan read that trusts a projection checkpoint: what ``dsh_todo.logview.read_plan`` did before the reader
-gave every read a verdict, kept here to test the checkpoint and fast-scan machinery of the persistence package.
+"""The cold plan read as the persistence tests hold it: the reader's own ``read_plan`` (a projection checkpoint whose
+proof holds, else one checked pass), raising the full read's error on a refused log, beside the exact full read
+(``read_session``) it must always agree with.
 
-The reader no longer uses it: a checkpoint vouches for the bytes before its offset without reading them, and the
-envelope-only fast scan does not parse what follows a line's envelope, so neither can prove the verdict the exact
-read gives (see ``dsh_todo.logview.reader``). The checkpoints and the scan are still the persistence package's
-features, and these tests still hold them to "the same plan as the exact read" on the logs they are meant for.
-``read_session`` here is the exact read that raises on a refused log, as that code did.
+``read_session`` here reads through the backend directly (every event kept, unknown types refused), so the two
+sides of every comparison come from different code: the reader's passes on one side, the backend's read on the
+other.
 """
 
 from __future__ import annotations
@@ -15,21 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from dsh_todo.harness.persistence import JsonlBackend, SessionLogError, interrupted_turn_closers
-from dsh_todo.harness.persistence.checkpoint_file import usable_checkpoint
+from dsh_todo.harness.persistence import interrupted_turn_closers
 from dsh_todo.harness.persistence.errors import refuse_unknown_types
-from dsh_todo.harness.persistence.fastscan import LastOf, scan_last_of
-from dsh_todo.harness.persistence.jsonl_backend import writer_alive as store_writer_alive
-from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.projections import ProjectionRegistry
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.reader import writer_alive as store_writer_alive
+from dsh_todo.harness.persistence.jsonl.paths import Compression
+from dsh_todo.logview import read_plan as reader_plan
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
 LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
-
-PLAN_EVENT_TYPES: Final = frozenset({"todo/write", "turn/start"})
-"""The only event types the ``todos`` fold reacts to. Each one sets the state whatever it was (the list written, or
-``None``), so the fold's result is decided by the last of them alone: the fast scan parses just that one."""
-
 
 class LogPathError(ValueError):
     """The path names no session log."""
@@ -99,54 +92,11 @@ class PlanView:
 
 
 def read_plan(path: str | Path) -> PlanView:
-    """The standing plan of a log: what ``read_session(path).plan`` returns, without reading the whole log when
-    that can be avoided (see the module docstring). Errors are the full read's."""
+    """The reader's standing plan of a log and how it was read; a log the reader refuses raises the full read's
+    error."""
     log = find_log(path)
-    resolved = log.resolve()
-    store = store_for(log)
-    view = _plan_from_checkpoint(log, resolved, store) or _plan_from_scan(log, resolved, store)
-    if view is not None:
-        return view
-    full = read_session(log)
-    return PlanView(log, full.meta, full.plan, len(full.events) - full.closers - 1, "full")
-
-
-def _todos_registry() -> ProjectionRegistry:
-    registry = ProjectionRegistry()
-    registry.register(TODOS_UNIT)
-    return registry
-
-
-def _plan_after(state: Any, scan: LastOf, after_seq: int) -> list[Any] | None:
-    last = scan.last
-    if last is not None and last["seq"] > after_seq:
-        state = TODOS_UNIT.apply(state, last)
-    return parse_todos(state)
-
-
-def _plan_from_checkpoint(log: Path, resolved: Path, store: JsonlBackend) -> PlanView | None:
-    found = usable_checkpoint(store, resolved)
-    if found is None:
-        return None
-    meta, checkpoint = found
-    row = checkpoint.rows.get(TODOS_UNIT.key)
-    # The registry's own usability rule: the live stateVersion, a value its state schema accepts, a sane seq.
-    if _todos_registry().restore_floor({TODOS_UNIT.key: row}) == 0 or not isinstance(row, dict):
-        return None
-    seq: int = row["seq"]
-    tail = scan_last_of(resolved, store.compression, PLAN_EVENT_TYPES, offset=checkpoint.offset)
-    # The tail must start no later than just after the row, and reach the row's event (else the row leads the log).
-    if tail is None or tail.first_seq > seq + 1 or tail.end_seq <= seq:
-        return None
-    return PlanView(log, dict(meta), _plan_after(row["val"], tail, seq), tail.end_seq - 1, "checkpoint")
-
-
-def _plan_from_scan(log: Path, resolved: Path, store: JsonlBackend) -> PlanView | None:
-    scan = scan_last_of(resolved, store.compression, PLAN_EVENT_TYPES)
-    if scan is None or scan.meta is None:
-        return None
-    try:
-        store.check_location(resolved, scan.meta)
-    except SessionLogError:
-        return None
-    return PlanView(log, dict(scan.meta), _plan_after(TODOS_UNIT.init(), scan, -1), scan.end_seq - 1, "scan")
+    view = reader_plan(log)
+    if view.health.refused or view.meta is None:
+        read_session(log)  # raises why
+        raise AssertionError(f"the reader refused {log} ({view.health.describe()}) but the full read did not")
+    return PlanView(log, dict(view.meta), view.plan, view.as_of_seq, view.source)

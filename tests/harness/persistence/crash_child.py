@@ -55,7 +55,8 @@ def child(root: str, compression: str, session_id: str) -> None:
     from dsh_todo.harness import projections
     from dsh_todo.harness import session as sessions_plugin
     from dsh_todo.harness.context import Context
-    from dsh_todo.harness.persistence import SessionNotFoundError, checkpoints, jsonl
+    from dsh_todo.harness.persistence import SessionNotFoundError, checkpoints
+    from dsh_todo.harness.persistence.jsonl import plugin as jsonl
     from dsh_todo.tool_todo.projection import TODOS_UNIT
 
     ctx = Context()
@@ -113,7 +114,8 @@ def run_crashes(root: Path, compression: str, kills: int, seed: int, *, max_dela
     ``early`` of the runs is killed instead at a random moment of start-up, which includes loading and committing
     the previous crash's recovery.
     """
-    from dsh_todo.harness.persistence import JsonlBackend, interrupted_turn_closers
+    from dsh_todo.harness.persistence import interrupted_turn_closers
+    from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
     from tests.harness.persistence.checkpoint_plan import read_plan, read_session
 
     rng = random.Random(seed)

@@ -96,8 +96,8 @@ def standing_plan(events: Sequence[Mapping[str, Any]]) -> Any:
 
 def zstd_batch_sizes(raw: bytes) -> list[int]:
     """How many events each write batch of a zstd log holds: one batch per frame after the header frame."""
-    from dsh_todo.harness.persistence.chunk_rows import expand_row
-    from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
+    from dsh_todo.harness.persistence.jsonl.chunk_rows import expand_row
+    from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
     from dsh_todo.jsonutil import loads
 
     sizes = []

@@ -1,6 +1,6 @@
 """Runs of lines proven clean in bulk read exactly as the exact pass reads them.
 
-A pass that keeps no events (``read_plan``, ``sessions``) lets :func:`~dsh_todo.harness.persistence.bulk.prove`
+A pass that keeps no events (``read_plan``, ``sessions``) lets :func:`~dsh_todo.harness.persistence.jsonl.bulk.prove`
 take whole runs of lines at once; whatever it cannot prove goes through the exact pass. These tests read every log
 twice, with the bulk proof and with it switched off, and require the same answer to the last byte of every error
 text: DSH's fixtures, the crafted damaged logs, and a few thousand mutations of a log with every kind of line
@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness import Agent
-from dsh_todo.harness.persistence import bulk, reading, scan
-from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.errors import SessionLogError
-from dsh_todo.harness.persistence.limits import MAX_LINE_ENV
-from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
+from dsh_todo.harness.persistence.jsonl import bulk, reading, scan
+from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
+from dsh_todo.harness.persistence.jsonl.limits import MAX_LINE_ENV
+from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import loads
 from dsh_todo.logview import read_plan
 from dsh_todo.runtime import open_runtime

@@ -22,8 +22,14 @@ import pytest
 from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.loader import resolve
 from dsh_todo.harness.persistence import SessionFormatUnsupportedError, checkpoints
-from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, Checkpoint, read_checkpoint, write_checkpoint
-from dsh_todo.harness.persistence.zstd import scan_frames
+from dsh_todo.harness.persistence.jsonl.checkpoint import (
+    CHECKPOINT_NAME,
+    Checkpoint,
+    prefix_digest,
+    read_checkpoint,
+    write_checkpoint,
+)
+from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
 from dsh_todo.runtime import composition, open_runtime
@@ -284,10 +290,17 @@ def written(tmp_path: Path, compression: str) -> Iterator[Path]:
     yield five_turns(tmp_path / "root", compression)
 
 
-def rewrite(target: Path, **changes: Any) -> None:
+def rewrite(target: Path, *, reseal: bool = True, **changes: Any) -> None:
+    """Edit the checkpoint beside ``target``; with ``reseal``, seal the edit with a proof that holds, so what is
+    tested is the layer the edit is about (the row checks, the offset), not the proof, which refuses any edit by
+    itself. Without it, the edit stands as a hand edit would (the proof no longer holds)."""
     record = stored_checkpoint(target)
     record.update(changes)
     (target.parent / CHECKPOINT_NAME).write_text(json.dumps(record))
+    edited = read_checkpoint(target)
+    if reseal and edited is not None and edited.proof is not None:
+        proof = prefix_digest(target, edited.offset, edited.sealed())
+        (target.parent / CHECKPOINT_NAME).write_text(json.dumps({**record, "proof": {"sha256": proof}}))
 
 
 def append_turn(log: Path, compression: str, number: int, *items: tuple[str, str], end: bool = True) -> None:
@@ -335,7 +348,7 @@ def test_leading_checkpoint_is_discarded(written: Path) -> None:
     record = stored_checkpoint(written)
     record["rows"]["todos"]["seq"] += 1  # one event beyond the log, with a value the log never had
     record["rows"]["todos"]["val"] = [{"content": "from the future", "status": "pending"}]
-    rewrite(written, rows=record["rows"])
+    rewrite(written, reseal=False, rows=record["rows"])
     assert_same_as_full(written, "scan")
     assert read_plan(written).plan != [{"content": "from the future", "status": "pending"}]
 
@@ -349,7 +362,7 @@ def test_wrong_offset_is_discarded(written: Path, where: str) -> None:
     if where == "later-record":
         # The row goes back a turn while the offset stays: decoding from there skips events the row needs.
         record["rows"]["todos"]["seq"] -= 12
-    rewrite(written, offset=offsets[where], rows=record["rows"])
+    rewrite(written, reseal=False, offset=offsets[where], rows=record["rows"])
     assert_same_as_full(written)
     assert read_plan(written).source != "checkpoint"
 
@@ -401,8 +414,8 @@ def record_starts(log: Path, compression: str) -> list[int]:
 
 
 def first_seq_at(log: Path, compression: str, offset: int) -> int | None:
-    from dsh_todo.harness.persistence.checkpoint_file import _first_seq
-    from dsh_todo.harness.persistence.zstd import decode_frame
+    from dsh_todo.harness.persistence.jsonl.checkpoint import _first_seq
+    from dsh_todo.harness.persistence.jsonl.zstd import decode_frame
 
     data = log.read_bytes()[offset:]
     if compression == "zstd":

@@ -8,12 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import (
-    CorruptSessionLogError,
-    JsonlBackend,
-    SessionFormatUnsupportedError,
-    SessionLogError,
-)
+from dsh_todo.harness.persistence import CorruptSessionLogError, SessionFormatUnsupportedError, SessionLogError
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.jsonutil import dumps
 from tests.harness.persistence.fixture_logs import Fixture, last_todo_write, load_fixture, standing_plan
 

@@ -11,13 +11,13 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     CorruptSessionLogError,
-    JsonlBackend,
     SessionExistsError,
     SessionIdError,
     SessionLockedError,
     SessionNotFoundError,
 )
-from dsh_todo.harness.persistence.zstd import scan_frames
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 from dsh_todo.jsonutil import dumps
 from tests.harness.persistence.fixture_logs import copy_store, load_fixture
 
@@ -321,7 +321,7 @@ def test_a_log_appended_during_every_read_is_read_as_it_stood(tmp_path: Path, co
     a pass took longer than the writer's next append, and the reader re-read the whole file until one pass saw it
     unchanged, which never happened. Now a second pass reads only as far as the file reached when it began (a log
     only grows past that), so a reader finishes in two passes however busy the writer is."""
-    from dsh_todo.harness.persistence import reading
+    from dsh_todo.harness.persistence.jsonl import reading
 
     backend = JsonlBackend(tmp_path / "root", compression)
     writer = backend.create({"id": "busy", "createdAt": 5, "cwd": "/busy"})

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlBackend, SessionLockedError
-from dsh_todo.harness.persistence.lock import WriterLock
+from dsh_todo.harness.persistence import SessionLockedError
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 
 EVENTS = [
     {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
@@ -24,7 +25,7 @@ EVENTS = [
 
 HOLDER = textwrap.dedent("""
     import sys
-    from dsh_todo.harness.persistence import JsonlBackend
+    from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
     root, mode, session_id = sys.argv[1:4]
     store = JsonlBackend(root, "none")
     if mode == "create":
@@ -119,7 +120,7 @@ def test_release_removes_the_lock_file_and_a_stale_file_is_reused(tmp_path: Path
 
 FILE_SIZE_CAP = textwrap.dedent("""
     import resource, signal, sys
-    from dsh_todo.harness.persistence import JsonlBackend
+    from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
     root, mode = sys.argv[1:3]
     store = JsonlBackend(root, "none")
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails with EFBIG instead of killing us

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlBackend, encode_segment, project_key
-from dsh_todo.harness.persistence.paths import log_path
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.paths import encode_segment, log_path, project_key
 from tests.harness.persistence.fixture_logs import load_fixture
 
 

@@ -12,8 +12,11 @@ import pytest
 
 from dsh_todo.harness.context import Context, PluginHandle
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence import JsonlBackend, PersistenceService, SessionExistsError, jsonl
-from dsh_todo.harness.persistence.zstd import scan_frames
+from dsh_todo.harness.persistence import SessionExistsError
+from dsh_todo.harness.persistence.jsonl import plugin as jsonl
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
+from dsh_todo.harness.persistence.service import PersistenceService
 from dsh_todo.harness.session import Session, SessionStore
 from dsh_todo.jsonutil import dumps
 from tests.harness.persistence.fixture_logs import copy_store, load_fixture, standing_plan, zstd_batch_sizes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_todo.harness.persistence import prefix
+from dsh_todo.harness.persistence.jsonl import checkpoint as prefix
 
 
 @pytest.mark.parametrize("offset", [1, prefix.SMALL, prefix.SMALL + 1, prefix.PIECE + 7])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_todo.harness.persistence import reading
-from dsh_todo.harness.persistence.reading import LineSeek
+from dsh_todo.harness.persistence.jsonl import reading
+from dsh_todo.harness.persistence.jsonl.reading import LineSeek
 
 LINES = b"".join(b'{"type":"step/end","seq":%d,"time":1,"data":{"seq":%d,"x":1}}\n' % (seq, seq + 7)
                  for seq in range(40))

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import CorruptSessionLogError, JsonlBackend, interrupted_turn_closers
-from dsh_todo.harness.persistence.encode import batch_plaintext, header_plaintext
+from dsh_todo.harness.persistence import CorruptSessionLogError, interrupted_turn_closers
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.encode import batch_plaintext, header_plaintext
+from dsh_todo.harness.persistence.jsonl.scan import LogScanner
+from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT
-from dsh_todo.harness.persistence.scan import LogScanner
-from dsh_todo.harness.persistence.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import dumps_bytes
 
 META = {"id": "s", "createdAt": 1, "cwd": "/w"}

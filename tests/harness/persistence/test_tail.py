@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence import JsonlBackend
-from dsh_todo.harness.persistence import tail as tail_module
+from dsh_todo.harness.persistence.jsonl import follow as tail_module
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
-from dsh_todo.harness.persistence.tail import LogTail
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.follow import LogTail
 
 START = 1_700_000_000_000
 

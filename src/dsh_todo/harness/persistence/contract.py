@@ -1,7 +1,7 @@
 """The persistence contract: what a log backend provides, and what the ``session_persistence`` service promises.
 
 There is one service (:class:`~dsh_todo.harness.persistence.service.PersistenceService`) and several backends: DSH's
-JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`) and PostgreSQL
+JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.jsonl.backend.JsonlBackend`) and PostgreSQL
 (:class:`~dsh_todo.harness.persistence.postgres.backend.PgBackend`). Everything a session's life needs that is not about
 bytes (write-behind batching, adopting a loaded session, resuming like DSH, projection checkpoints at ``turn/end``)
 lives once, in the service and the checkpoint plugin; a backend only reads committed events, appends durable
@@ -19,23 +19,26 @@ Levels of reading, the same on every backend (they mirror DSH's backend and coor
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 
 if TYPE_CHECKING:
     from dsh_todo.harness.context import Disposer
     from dsh_todo.harness.session import Session
 
-log = logging.getLogger("dsh_todo.persistence")
-
 Event = dict[str, Any]
 Rows = dict[str, dict[str, Any]]
 """A projection checkpoint: ``{key: {ver, seq, val}}`` (SPEC §6.2)."""
+Observer = Callable[[list[Event], list[Any]], object]
+"""Sees each run of events a read hands over, in log order, with their ``type`` values."""
+Start = Callable[[Rows, int], "Observer | None"]
+"""Given a checkpoint's rows (and where in the log they stand), the observer of the events after them; ``None``
+when the rows are of no use to the caller."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,27 @@ class LoadedLog:
     @property
     def session_id(self) -> str:
         return str(self.meta["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """One read of a stored log as a reader of it needs it: the header, how many events are stored, the events
+    themselves when kept, and what crash recovery would do in memory now.
+
+    ``closers`` are the interrupted-turn closers recovery would append (none while a writer is ``live``: its turn is
+    running, not interrupted); ``torn_at`` is where a crash tail starts (a file's byte offset), ``cut_frame_events``
+    how many of the stored events came out of an incomplete final zstd frame. ``from_checkpoint``: the events before
+    a projection checkpoint were not handed to the observer, the checkpoint's rows stood for them.
+    """
+
+    meta: Meta
+    count: int
+    events: list[Event] | None = None
+    closers: list[Event] = field(default_factory=list)
+    live: bool = False
+    torn_at: int | None = None
+    cut_frame_events: int = 0
+    from_checkpoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,22 +192,19 @@ class Subscription(Protocol):
 
 
 Callback = Callable[[Sequence[Event]], object]
+"""A follower: called with each run of events, in seq order, never concurrently."""
 
 
-def hand_over(callback: Callback, session_id: str, events: Sequence[Event]) -> None:
-    """Give a follower its run of events. A follower that raises is logged; the feed goes on for the others."""
-    try:
-        callback(events)
-    except Exception:
-        log.warning("a follower of session %r failed on seq %d..%d", session_id, events[0]["seq"],
-                    events[-1]["seq"], exc_info=True)
-
-
-class LogBackend(Protocol):
-    """Where logs are kept. One writer per session across processes (and machines, for a database)."""
+class LogReader(Protocol):
+    """Where logs are kept, as a reader sees it: finding, listing and reading them, never writing (a process that
+    only reads needs nothing else, and imports nothing else: decision 0014)."""
 
     location: str
     """Where the sessions are, for people: a root directory, or a database and schema (never a password)."""
+
+    holds_files: bool
+    """Whether this backend keeps each log in a file (``StoredSession.path``): a reader may then also be given a
+    session by its path, and says so when a name is neither a path nor a stored id."""
 
     def locate(self, session_id: str) -> str | None:
         """Where the log of ``session_id`` is, for people (a path or a database), or ``None`` when none is stored."""
@@ -199,6 +220,35 @@ class LogBackend(Protocol):
 
     def read(self, session_id: str) -> StoredLog:
         """:meth:`read_stored`, refusing unknown event types that are not ``ignorable``."""
+
+    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
+             expand: bool = False, where: Path | None = None, listed: bool = False) -> Scan:
+        """One exact pass over the stored log, refused as :meth:`read` refuses it, handing each run of events to
+        ``observe`` and keeping them only with ``keep``. A backend may spare the observer work the caller does not
+        need: with ``plan_only`` it may hand over only the events a plan fold looks at from runs it proved clean in
+        bulk; without ``expand`` a packed chunk row may stand as its last member. ``where`` is the log's
+        :attr:`StoredSession.path` when the caller already has it; ``listed`` says the caller has just listed every
+        session and found this id once, so it need not be looked for again. Errors that are not about the log (a
+        database going away) are raised as :class:`~dsh_todo.harness.errors.DshTodoError`."""
+
+    def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
+                          listed: bool = False) -> Scan | None:
+        """The read of :meth:`scan` started from the stored projection checkpoint, when the backend can prove the
+        events before it unchanged: ``start(rows, position)`` gives the observer of the events after it, which are
+        read exactly (never kept). ``None`` whenever anything is off (no checkpoint, no proof, a tail a full pass
+        must judge): the caller then scans the whole log, so the answer is the full pass's either way."""
+
+    def written(self) -> dict[str, int]:
+        """When each stored session was last written, as a number that orders the sessions of this backend (a
+        file's modification time, an event's time); sessions it cannot tell are left out."""
+
+    def close(self) -> None:
+        """Let go of connections and other resources."""
+
+
+class LogBackend(LogReader, Protocol):
+    """Where logs are kept, read and written. One writer per session across processes (and machines, for a
+    database)."""
 
     def resume(self, session_id: str) -> tuple[LoadedLog, LogWriter]:
         """Take the writer lock, commit recovery, and return the recovered log with a writer positioned after it."""
@@ -225,8 +275,19 @@ class LogBackend(Protocol):
         database reads ``seq > n``; a file is read from where the last read stopped), and a log the reader refuses
         is refused with the reader's words. A session not stored yet is followed from its first batch."""
 
-    def close(self) -> None:
-        """Let go of connections and other resources."""
+
+
+def scan_whole(backend: LogBackend, session_id: str, observe: Observer | None) -> Scan:
+    """:meth:`LogBackend.scan` for a backend that reads a log in one piece (a database, memory): its :meth:`read`,
+    handed to ``observe`` at once and kept (it is in memory anyway)."""
+    stored = backend.read(session_id)
+    events = list(stored.events)
+    if observe is not None and events:
+        observe(events, [event.get("type") for event in events])
+    live = backend.writer_alive(session_id)
+    torn = stored.torn
+    return Scan(dict(stored.meta), len(events), events, [] if live else interrupted_turn_closers(events), live,
+                None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered))
 
 
 WrittenListener = Callable[[str, Batch], object]

@@ -27,7 +27,7 @@ from dsh_todo.harness.persistence.contract import (
     WrittenListener,
 )
 from dsh_todo.harness.persistence.header import session_header_fields
-from dsh_todo.harness.persistence.scan import paused_gc
+from dsh_todo.harness.persistence.jsonl.scan import paused_gc
 from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")

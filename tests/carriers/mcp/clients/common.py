@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import pytest
 
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.logview import SessionView, list_sessions, read_session
 from dsh_todo.testing import memory_context

@@ -43,7 +43,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 from pydantic import Field
 
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.logview import list_sessions
 from tests.carriers.mcp.clients.common import (
     ACCEPTED,

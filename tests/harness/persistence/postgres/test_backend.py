@@ -12,7 +12,6 @@ import pytest
 
 from dsh_todo.harness.persistence import (
     Batch,
-    JsonlBackend,
     SessionExistsError,
     SessionFormatUnsupportedError,
     SessionLockedError,
@@ -20,6 +19,7 @@ from dsh_todo.harness.persistence import (
     SessionPersistence,
     interrupted_turn_closers,
 )
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.postgres import PgBackend
 from dsh_todo.jsonutil import dumps
 

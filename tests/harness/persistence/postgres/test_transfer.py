@@ -10,8 +10,9 @@ import pytest
 
 from dsh_todo.cli import main as cli
 from dsh_todo.harness import boot
-from dsh_todo.harness.persistence import JsonlBackend, SessionExistsError
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence import SessionExistsError
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.postgres import PgBackend
 from dsh_todo.harness.persistence.postgres.transfer import Failed, Moved, export_root, import_root
 from dsh_todo.jsonutil import dumps, loads

@@ -1,6 +1,6 @@
 """The PostgreSQL session backend: the JSONL backend's operations, over two tables instead of one file per session.
 
-The levels match :class:`~dsh_todo.harness.persistence.jsonl_backend.JsonlBackend`:
+The levels match :class:`~dsh_todo.harness.persistence.jsonl.backend.JsonlBackend`:
 
 - :meth:`PgBackend.read_stored` is the raw read (header and events in seq order) and refuses damage: a seq gap or an
   event whose own ``seq`` disagrees with its row. There is no torn tail to cut: a batch is one transaction, so a
@@ -27,7 +27,17 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import psycopg
 
 from dsh_todo.harness.errors import DatabaseUnavailableError
-from dsh_todo.harness.persistence.contract import Batch, Checkpointed, LoadedLog, StoredLog, StoredSession
+from dsh_todo.harness.persistence.contract import (
+    Batch,
+    Checkpointed,
+    LoadedLog,
+    Observer,
+    Scan,
+    Start,
+    StoredLog,
+    StoredSession,
+    scan_whole,
+)
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionExistsError,
@@ -39,6 +49,7 @@ from dsh_todo.harness.persistence.errors import (
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
+from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.locking import (
     find_holder,
     forget_holder,
@@ -54,7 +65,6 @@ from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import Callback, Event, Rows, Subscription
-    from dsh_todo.harness.persistence.postgres.feed import EventFeed
 
 Row = tuple[int, int, str]
 """``(seq, batch, event JSON text)``."""
@@ -134,6 +144,8 @@ def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: 
 
 class PgBackend:
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
+
+    holds_files = False
 
     def __init__(self, url: str, *, schema: str = "public", poll_interval: float = 5.0) -> None:
         self.url = url
@@ -309,6 +321,36 @@ class PgBackend:
         events = decode_rows(session_id, rows, 0, self.location)
         return StoredLog(self.location, meta, events, batches=[row[1] for row in rows])
 
+    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
+             expand: bool = False, where: Any = None, listed: bool = False) -> Scan:
+        """The log read whole (:func:`~dsh_todo.harness.persistence.contract.scan_whole`); the database's own
+        failures are raised as :class:`DatabaseUnavailableError` with psycopg's words."""
+        try:
+            return scan_whole(self, session_id, observe)
+        except psycopg.Error as exc:
+            raise DatabaseUnavailableError(str(exc)) from exc
+
+    def scan_checkpointed(self, session_id: str, start: Start, *, where: Any = None,
+                          listed: bool = False) -> Scan | None:
+        """Nothing to spare: a database reads a log in one query, and its checkpoint serves the service's
+        restore (:meth:`read_checkpointed`), not a proof for readers."""
+        return None
+
+    def written(self) -> dict[str, int]:
+        """Every stored session's id and the time of its last event (milliseconds), in one query."""
+        query = (f"SELECT DISTINCT ON (session_id) session_id, event FROM {self.tables.events} "
+                 "ORDER BY session_id, seq DESC")
+        rows = self.run(lambda conn: conn.execute(query).fetchall())
+        found: dict[str, int] = {}
+        for session_id, text in rows:
+            try:
+                stamp = loads(text).get("time")
+            except (ValueError, AttributeError):
+                continue
+            if type(stamp) is int:
+                found[str(session_id)] = stamp
+        return found
+
     def read(self, session_id: str) -> StoredLog:
         """The non-mutating read a viewer wants: like :meth:`read_stored`, and refuses unknown event types."""
         stored = self.read_stored(session_id)
@@ -448,8 +490,6 @@ class PgBackend:
         """The process's ``LISTEN`` feed, started on first use."""
         with self._lock:
             if self._feed is None:
-                from dsh_todo.harness.persistence.postgres.feed import EventFeed
-
                 self._feed = EventFeed(self, poll_interval=self.poll_interval)
             return self._feed
 

@@ -27,11 +27,14 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from dsh_todo.harness.persistence.contract import Callback, hand_over
-from dsh_todo.harness.persistence.postgres.backend import PgBackend
+from dsh_todo.harness.persistence.contract import Callback
+from dsh_todo.harness.persistence.followers import hand_over
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
+
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.postgres.backend import PgBackend
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -80,7 +83,7 @@ class EventFeed:
         self.url = backend.url
         self.tables = backend.tables
         self.poll_interval = poll_interval
-        self.reader = PgBackend(backend.url, schema=backend.tables.schema)
+        self.reader = type(backend)(backend.url, schema=backend.tables.schema)  # its own connection
         self._subs: dict[str, set[Subscription]] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None

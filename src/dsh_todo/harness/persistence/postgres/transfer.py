@@ -32,17 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.contract import StoredLog
-from dsh_todo.harness.persistence.encode import encode_batch, header_plaintext
 from dsh_todo.harness.persistence.errors import SessionExistsError, SessionNotFoundError, refuse_unknown_types
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
-from dsh_todo.harness.persistence.lock import WriterLock
-from dsh_todo.harness.persistence.paths import LOCK_NAME, Compression, compression_of
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.jsonl.encode import encode_batch, header_plaintext
+from dsh_todo.harness.persistence.jsonl.lock import WriterLock
+from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
+from dsh_todo.harness.persistence.jsonl.reading import read_stable
+from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, decode_frame, scan_frames
 from dsh_todo.harness.persistence.postgres.backend import PgBackend, release
-from dsh_todo.harness.persistence.reading import read_stable
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.zstd import compress_frame, decode_frame, scan_frames
 from dsh_todo.jsonutil import dumps, loads
 
 Event = Mapping[str, Any]

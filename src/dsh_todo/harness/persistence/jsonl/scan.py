@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsh_todo.harness.persistence.bulk import DEEP_CANDIDATE, prove
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
-from dsh_todo.harness.persistence.limits import max_line, too_deep, too_long
+from dsh_todo.harness.persistence.jsonl.bulk import DEEP_CANDIDATE, prove
+from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
+from dsh_todo.harness.persistence.jsonl.limits import max_line, too_deep, too_long
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
 

@@ -1,6 +1,6 @@
 """The one pass that reads a JSONL log file, raw or zstd: the backend's reads and every reader go through it.
 
-Every line goes through :class:`~dsh_todo.harness.persistence.scan.LogScanner` (JSON parse, packed-row expansion,
+Every line goes through :class:`~dsh_todo.harness.persistence.jsonl.scan.LogScanner` (JSON parse, packed-row expansion,
 seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
 once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the backend's
 ``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
@@ -17,13 +17,13 @@ whole log (a ``turn/start`` or ``turn/end`` resets everything the closers depend
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.contract import Event, Observer, TornTail
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionFormatUnsupportedError,
@@ -31,21 +31,18 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.limits import max_line, too_long
-from dsh_todo.harness.persistence.paths import compression_of
-from dsh_todo.harness.persistence.regular import open_binary
+from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
+from dsh_todo.harness.persistence.jsonl.limits import max_line, too_long
+from dsh_todo.harness.persistence.jsonl.paths import compression_of
+from dsh_todo.harness.persistence.jsonl.regular import open_binary
+from dsh_todo.harness.persistence.jsonl.scan import LogScanner, paused_gc
+from dsh_todo.harness.persistence.jsonl.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.scan import LogScanner, paused_gc
-from dsh_todo.harness.persistence.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import loads
 
 if TYPE_CHECKING:
     from zstandard import ZstdDecompressor
 
-    from dsh_todo.harness.persistence.contract import Event, TornTail
-
-Observer = Callable[[list["Event"], list[Any]], object]
-"""Sees each run of events a pass reads, with their ``type`` values."""
 
 CHUNK_SIZE: Final = 256 << 10
 """Plaintext bytes fed to the scanner at a time (a raw log's reads, a zstd frame's decoded pieces): pieces of a few
@@ -81,8 +78,6 @@ class Scanned:
         """The torn tail as recovery needs it (requires the kept events for a cut zstd frame)."""
         if self.torn_at is None:
             return None
-        from dsh_todo.harness.persistence.contract import TornTail
-
         recovered = (self.events or [])[self.count - self.cut_frame_events:] if self.cut_frame_events else []
         return TornTail(self.torn_at, recovered)
 

@@ -30,8 +30,8 @@ from itertools import compress
 from typing import Any, Final, NamedTuple
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
-from dsh_todo.harness.persistence.chunk_rows import ROW_TYPES, row_stub
-from dsh_todo.harness.persistence.limits import MAX_VALUE_DEPTH
+from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, row_stub
+from dsh_todo.harness.persistence.jsonl.limits import MAX_VALUE_DEPTH
 from dsh_todo.jsonutil import loads
 
 DEEP_CANDIDATE: Final = 2 * MAX_VALUE_DEPTH

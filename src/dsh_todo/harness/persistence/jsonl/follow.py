@@ -6,7 +6,7 @@ trickle kept a core half busy. :class:`LogTail` reads the whole log once, throug
 verdict is exactly the reader's), and then only what was appended after it:
 
 - **raw** (``.jsonl``): from the byte offset where the last read stopped, through the same
-  :class:`~dsh_todo.harness.persistence.scan.LogScanner` (continued, not restarted: a line cut by a read in progress
+  :class:`~.scan.LogScanner` (continued, not restarted: a line cut by a read in progress
   stays in its fragment until the writer finishes it);
 - **zstd** (``.jsonl.zstd``): from the end of the last complete frame; a frame still being written is read again,
   whole, once it is complete (the writer appends one frame per batch).
@@ -16,7 +16,7 @@ harness does not know, a file replaced or shrunk) makes it read the whole log ag
 verdict a follower reports is always the reader's, word for word. A log that failed is not read again until its
 file changes.
 
-:class:`FileFollow` is what :meth:`JsonlBackend.follow <dsh_todo.harness.persistence.jsonl_backend.JsonlBackend.follow>`
+:class:`FileFollow` is what :meth:`JsonlBackend.follow <dsh_todo.harness.persistence.jsonl.backend.JsonlBackend.follow>`
 returns: a :class:`LogTail` polled on a background thread (a ``stat`` per interval; files cannot push), handing each
 run of new events to the callback, in seq order, exactly once.
 """
@@ -31,15 +31,16 @@ from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.errors import EncodingError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
-from dsh_todo.harness.persistence.contract import Callback, Event, hand_over
+from dsh_todo.harness.persistence.contract import Callback, Event
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
-from dsh_todo.harness.persistence.paths import compression_of
-from dsh_todo.harness.persistence.regular import open_binary
-from dsh_todo.harness.persistence.scan import LogScanner
-from dsh_todo.harness.persistence.zstd import decode_frame, scan_frames
+from dsh_todo.harness.persistence.followers import hand_over
+from dsh_todo.harness.persistence.jsonl.paths import compression_of
+from dsh_todo.harness.persistence.jsonl.regular import open_binary
+from dsh_todo.harness.persistence.jsonl.scan import LogScanner
+from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+    from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -70,7 +71,7 @@ class _Fallback(Exception):
 class LogTail:
     """One log file of ``backend``, read from where the last :meth:`read` stopped (see the module docstring)."""
 
-    def __init__(self, backend: JsonlBackend, session_id: str, path: Path) -> None:
+    def __init__(self, backend: JsonlReader, session_id: str, path: Path) -> None:
         self.backend = backend
         self.session_id = session_id
         self.path = path
@@ -173,7 +174,7 @@ class FileFollow:
     refuses is reported once per verdict (``log.warning``) and followed again when its file changes.
     """
 
-    def __init__(self, backend: JsonlBackend, session_id: str, after_seq: int, callback: Callback, *,
+    def __init__(self, backend: JsonlReader, session_id: str, after_seq: int, callback: Callback, *,
                  interval: float = FOLLOW_INTERVAL_S) -> None:
         self.backend, self.session_id, self.callback = backend, session_id, callback
         self.after_seq = after_seq

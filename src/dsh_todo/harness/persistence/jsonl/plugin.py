@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
-from dsh_todo.harness.persistence.paths import Compression
+from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.jsonl.paths import Compression
 from dsh_todo.harness.persistence.service import backend_config, install, text_field
 
 name = "@deepseek-ai/dsh-session-persistence-jsonl"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dsh_todo.harness.persistence.chunk_rows import pack_chunk_runs
 from dsh_todo.harness.persistence.header import header_line
-from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.zstd import compress_frame
+from dsh_todo.harness.persistence.jsonl.chunk_rows import pack_chunk_runs
+from dsh_todo.harness.persistence.jsonl.paths import Compression
+from dsh_todo.harness.persistence.jsonl.zstd import compress_frame
 from dsh_todo.jsonutil import dumps_bytes, dumps_lines
 
 

@@ -19,7 +19,7 @@ import zstandard
 
 from dsh_todo.harness.errors import FrameError as FrameError
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
-from dsh_todo.harness.persistence.limits import MAX_WINDOW
+from dsh_todo.harness.persistence.jsonl.limits import MAX_WINDOW
 
 MAGIC: Final = b"\x28\xb5\x2f\xfd"
 LEVEL: Final = 3

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness.persistence.contract import Batch
-from dsh_todo.harness.persistence.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.errors import SessionExistsError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.lock import WriterLock
-from dsh_todo.harness.persistence.paths import Compression
-from dsh_todo.harness.persistence.regular import open_fd
+from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
+from dsh_todo.harness.persistence.jsonl.lock import WriterLock
+from dsh_todo.harness.persistence.jsonl.paths import Compression
+from dsh_todo.harness.persistence.jsonl.regular import open_fd
 
 
 def fsync_dir(path: Path) -> None:

@@ -1,19 +1,16 @@
-"""The JSONL session backend: DSH's on-disk layout under one root, read, recovered and written like DSH does it.
+"""The read half of the JSONL session backend: DSH's on-disk layout under one root, listed and read like DSH reads it.
 
-Reading has three levels, mirroring DSH's backend and coordinator:
-
-- :meth:`JsonlBackend.read_stored` is the raw backend read: the header, the contiguous good prefix of events and the
-  torn-tail marker (where to cut, and which events an incomplete zstd frame still yielded). It refuses corruption.
-- :meth:`JsonlBackend.read` is the non-mutating read a viewer wants: the same events, refused if they contain an
-  event type this harness does not know and that is not marked ``ignorable``. It never repairs.
-- :meth:`JsonlBackend.load` and :meth:`JsonlBackend.resume` commit crash recovery under the writer lock: cut the torn
-  tail, rewrite what an incomplete frame yielded, append the closers of an interrupted turn. A second load finds
-  nothing to do and leaves the bytes alone.
+Reading has two levels, mirroring DSH's backend: :meth:`JsonlReader.read_stored` is the raw backend read (the
+header, the contiguous good prefix of events and the torn-tail marker: where to cut, and which events an incomplete
+zstd frame still yielded; it refuses corruption), and :meth:`JsonlReader.read` the non-mutating read a viewer wants
+(the same events, refused if they contain an event type this harness does not know and that is not ``ignorable``).
+:meth:`JsonlReader.scan` is the one exact pass a reader of plans and verdicts runs (:mod:`.reading`), from the
+projection checkpoint when its proof holds (:meth:`JsonlReader.scan_checkpointed`). Committing recovery and writing
+are the other half (:mod:`.backend`): a process that only reads (``dsh-todo plan``) never imports it (decision 0014).
 
 Each log is read in its own encoding (``session.jsonl`` or ``session.jsonl.zstd``, by its file name), so raw and zstd
-logs mix freely under one root; ``compression`` is only the encoding of new logs. A session directory holding both
-files, or a log in DSH's retired flat layout, is refused rather than guessed at, so two writers never split one
-session.
+logs mix freely under one root. A session directory holding both files, or a log in DSH's retired flat layout, is
+refused rather than guessed at, so two writers never split one session.
 """
 
 from __future__ import annotations
@@ -21,22 +18,23 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dsh_todo.harness.persistence.checkpoint_file import read_tail, usable_checkpoint
+from dsh_todo.harness.persistence.contract import Event, Observer, Rows, Scan, Start, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
-    SessionExistsError,
     SessionFormatUnsupportedError,
     SessionIdError,
     SessionNotFoundError,
     refuse_unknown_types,
 )
-from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header
-from dsh_todo.harness.persistence.limits import max_line
-from dsh_todo.harness.persistence.paths import (
+from dsh_todo.harness.persistence.header import Meta, decode_header
+from dsh_todo.harness.persistence.jsonl.checkpoint import prefix_digest, usable_checkpoint
+from dsh_todo.harness.persistence.jsonl.limits import max_line
+from dsh_todo.harness.persistence.jsonl.paths import (
     LOCK_NAME,
     NAME_MAX,
     Compression,
@@ -47,39 +45,22 @@ from dsh_todo.harness.persistence.paths import (
     session_dir,
     session_segment,
 )
-from dsh_todo.harness.persistence.reading import Observer, Scanned, header_frame, scan_log, scan_tail
-from dsh_todo.harness.persistence.regular import NotRegularFileError, open_binary, read_bytes
+from dsh_todo.harness.persistence.jsonl.reading import Scanned, header_frame, open_turn_before, scan_log, scan_tail
+from dsh_todo.harness.persistence.jsonl.regular import NotRegularFileError, open_binary, read_bytes
+from dsh_todo.harness.persistence.jsonl.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.harness.persistence.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.jscompat import js_string
 from dsh_todo.jsonutil import loads
 
-if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.contract import (
-        Batch,
-        Callback,
-        Checkpointed,
-        LoadedLog,
-        Rows,
-        StoredLog,
-        StoredSession,
-        Subscription,
-    )
-    from dsh_todo.harness.persistence.logfile import JsonlWriter
 
-# The writer side (the lock, appends, checkpoint writing) is imported by the methods that write: a reader of logs
-# (``dsh-todo plan``) never loads it.
-
-
-class JsonlBackend:
-    """Session logs under ``root``, each read in its own encoding; new ones in ``compression`` (``"zstd"``, DSH's
-    default, or ``"none"``).
+class JsonlReader:
+    """Session logs under ``root``, read: each in its own encoding; new ones (:class:`~.backend.JsonlBackend`, which
+    adds the writing half) in ``compression`` (``"zstd"``, DSH's default, or ``"none"``).
 
     ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
     """
 
-    follow_interval = 0.1
-    """Seconds between two looks at a followed log (:meth:`follow`)."""
+    holds_files = True
 
     def __init__(self, root: str | os.PathLike[str], compression: Compression = "zstd", *,
                  pack_chunks: bool = True) -> None:
@@ -95,13 +76,11 @@ class JsonlBackend:
             raise NotADirectoryError(f"session root {self.root} is not a directory")
 
     def __repr__(self) -> str:
-        return f"JsonlBackend({str(self.root)!r}, {self.compression!r})"
+        return f"{type(self).__name__}({str(self.root)!r}, {self.compression!r})"
 
     @property
     def file_name(self) -> str:
         return log_file_name(self.compression)
-
-    # -- locating -------------------------------------------------------------------------------------------
 
     def path_for(self, session_id: str, cwd: str | None) -> Path:
         """Where the log of ``session_id`` (created in ``cwd``) lives; touches nothing."""
@@ -141,9 +120,6 @@ class JsonlBackend:
         What is not ours to judge is left out: a project folder that cannot be listed (no session in it can be
         named; in a root two users share, folders are created 0700, so it is the other user's) and an unreadable
         session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
-        from dataclasses import replace
-
-        from dsh_todo.harness.persistence.contract import StoredSession
 
         found: list[StoredSession] = []
         for project in self._project_dirs():
@@ -186,13 +162,33 @@ class JsonlBackend:
         return [replace(item, problem=_duplicate(item.id))
                 if counts[item.id] > 1 and item.problem is None else item for item in found]
 
+    def written(self) -> dict[str, int]:
+        """When each listed log was last written: its modification time in nanoseconds (a log that cannot be
+        stat'ed is left out)."""
+        stamps: dict[str, int] = {}
+        for entry in self.stored_sessions():
+            if entry.path is not None:
+                with contextlib.suppress(OSError):
+                    stamps[entry.id] = os.stat(entry.path).st_mtime_ns
+        return stamps
+
     def writer_alive(self, session_id: str) -> bool:
         """Whether a live process holds the session's writer lock now (its lock file names a running pid)."""
         path = self.find(session_id)
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
-    def scan(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
-             plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
+    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
+             expand: bool = False, where: Path | None = None, listed: bool = False) -> Scan:
+        """The contract's one exact pass (:meth:`scan_path` over the log of ``session_id``, or ``where``), with the
+        closers recovery would append unless the log's writer lock is held now."""
+        path = where if where is not None else self._require(session_id)
+        found = self.scan_path(path, keep=keep, observe=observe, plan_only=plan_only, unique=listed, expand=expand)
+        live = writer_alive(path.parent / LOCK_NAME)  # the pass proved the log is this id's one log
+        return Scan(found.meta, found.count, found.events, [] if live else found.closers(), live, found.torn_at,
+                    found.cut_frame_events)
+
+    def scan_path(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
+                  plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
         not where its header says, or its id stored twice under this root; both are checked on the header alone,
         before the rest is read (a misplaced copy of a million events is refused at once).
@@ -209,12 +205,54 @@ class JsonlBackend:
             self.find(str(found.meta["id"]))
         return found
 
-    def scan_checkpointed(self, path: Path, start: Callable[[Rows, int], Observer | None], *,
-                          unique: bool = False) -> Scanned | None:
+    def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
+                          listed: bool = False) -> Scan | None:
+        """The contract's checkpointed read: :meth:`checkpointed_tail`, and the closers recovery would append, from
+        the tail when it holds a turn boundary, else from the turn open at the checkpoint's offset read back from
+        there (:func:`~.reading.open_turn_before`; ``None`` when that turn starts too far back)."""
+        path = where if where is not None else self._require(session_id)
+        unbounded: list[Event] = []
+        bounded: list[bool] = []
+        offset: list[int] = []
+
+        def begin(rows: Rows, at: int) -> Observer | None:
+            offset.append(at)
+            inner = start(rows, at)
+            if inner is None:
+                return None
+
+            def observe(events: list[Event], types: list[Any]) -> None:
+                if not bounded:
+                    if "turn/start" in types or "turn/end" in types:
+                        bounded.append(True)
+                        unbounded.clear()
+                    else:
+                        unbounded.extend(events)
+                inner(events, types)
+
+            return observe
+
+        tail = self.checkpointed_tail(path, begin, unique=listed)
+        if tail is None:
+            return None
+        live = writer_alive(path.parent / LOCK_NAME)
+        if live:
+            closers: list[Event] = []
+        elif bounded:
+            closers = tail.closers()
+        else:
+            before = open_turn_before(path, offset[0])
+            if before is None:
+                return None
+            closers = interrupted_turn_closers([*before, *unbounded]) if before else []
+        return Scan(tail.meta, tail.count, None, closers, live, from_checkpoint=True)
+
+    def checkpointed_tail(self, path: Path, start: Start, *, unique: bool = False) -> Scanned | None:
         """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
-        checkpoint proves the bytes before its offset unchanged (:mod:`.prefix`); ``None`` whenever anything is off
-        (no digest, another digest, a tail a full pass must judge): then :meth:`scan` the whole log. Refused like
-        :meth:`scan` when the log is not where its header says, or its id is stored twice (``unique``: as there).
+        checkpoint proves the bytes before its offset unchanged (:func:`~.checkpoint.prefix_digest`); ``None``
+        whenever anything is off (no digest, another digest, a tail a full pass must judge): then :meth:`scan_path`
+        the whole log. Refused like :meth:`scan_path` when the log is not where its header says, or its id is stored
+        twice (``unique``: as there).
 
         ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
         the observer of the tail's events (``None``: the rows are of no use, give up)."""
@@ -226,7 +264,6 @@ class JsonlBackend:
         found = usable_checkpoint(self, path)
         if found is None or found[1].proof is None:
             return None
-        from dsh_todo.harness.persistence.prefix import prefix_digest  # hashlib: only for a log with a checkpoint
 
         meta, checkpoint = found
         try:
@@ -250,8 +287,6 @@ class JsonlBackend:
             self._check_identity(path, meta, expected_id)
         return meta
 
-    # -- reading --------------------------------------------------------------------------------------------
-
     def read_stored(self, session_id: str) -> StoredLog:
         """The raw backend read: header, good prefix and torn-tail marker. Refuses corruption, repairs nothing."""
         return self.read_path(self._require(session_id), session_id)
@@ -265,7 +300,6 @@ class JsonlBackend:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
-        from dsh_todo.harness.persistence.contract import StoredLog
 
         self._placed(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
@@ -281,166 +315,8 @@ class JsonlBackend:
         """Refuse a log that is not where its own header says it belongs under this root (as reads do)."""
         self._check_identity(path, meta, None)
 
-    # -- recovering and writing -----------------------------------------------------------------------------
-
-    def load(self, session_id: str) -> LoadedLog:
-        """Read the log and commit crash recovery under the writer lock (released again before returning)."""
-        loaded, writer = self.resume(session_id)
-        writer.close()
-        return loaded
-
-    def resume(self, session_id: str) -> tuple[LoadedLog, JsonlWriter]:
-        """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
-        from dsh_todo.harness.persistence.contract import LoadedLog
-        from dsh_todo.harness.persistence.lock import WriterLock
-        from dsh_todo.harness.persistence.logfile import JsonlWriter
-
-        path = self._require(session_id)
-        lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-        try:
-            clear_leftovers(path.parent)
-            stored = self.read_path(path, session_id)
-            refuse_unknown_types(session_id, stored.events, path)
-            closers = interrupted_turn_closers(stored.events)
-            torn = stored.torn
-            recovered = torn.recovered if torn is not None else []
-            # Events recovered from a cut zstd frame are in the prefix but not on disk once the frame is cut.
-            writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
-                               pack_chunks=self.pack_chunks, cursor=len(stored.events) - len(recovered),
-                               materialized=True)
-            if torn is not None or closers:
-                writer.repair(torn.truncate_to if torn is not None else None, [*recovered, *closers])
-            else:
-                writer.found(stored.last_record)
-        except BaseException:
-            lock.release()
-            raise
-        loaded = LoadedLog(str(path), stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                           rewrote=torn is not None or bool(closers),
-                           truncated_to=torn.truncate_to if torn is not None else None, path=path)
-        return loaded, writer
-
-    def create(self, meta: Mapping[str, Any]) -> JsonlWriter:
-        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields).
-
-        The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
-        of the same id fails here rather than on a background flush.
-        """
-        from dsh_todo.harness.persistence.lock import WriterLock
-        from dsh_todo.harness.persistence.logfile import JsonlWriter, make_dirs
-
-        check_meta(meta)
-        session_id: str = meta["id"]
-        cwd = meta.get("cwd")
-        if self.find(session_id) is not None:
-            raise SessionExistsError(
-                f'session "{session_id}" already has a log on disk; load it to go on with it, or pick another id')
-        path = self.path_for(session_id, cwd)
-        while True:
-            make_dirs(path.parent)
-            try:
-                lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-                break
-            except FileNotFoundError:
-                continue  # a writer that never wrote just removed the empty directory; make it again
-        try:
-            if path.exists():
-                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
-                                         "load it to go on with it, or pick another id")
-            # A session is its id under the root, whatever the working directory: a writer of the same id in another
-            # project directory (its log not written yet) holds that directory's lock. Checked after taking ours, so
-            # of two racing creators at least one sees the other.
-            for project in self._project_dirs():
-                other = project / path.parent.name
-                try:
-                    if other != path.parent and (other / LOCK_NAME).exists():
-                        WriterLock.probe(other / LOCK_NAME, session_id)
-                except PermissionError:
-                    continue  # a folder we may not search: no writer of ours can be in it
-            clear_leftovers(path.parent)
-        except BaseException:
-            lock.release()
-            raise
-        return JsonlWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
-                         pack_chunks=self.pack_chunks, cursor=0, materialized=False)
-
-    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> JsonlWriter:
-        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
-
-        The stored events must be exactly the session's first events, or the log belongs to another session of the
-        same id and is refused. A torn tail is cut (and what a cut frame yielded rewritten), but no closers are
-        added: the turn is not interrupted, it is still running in memory. The writer's ``cursor`` says which live
-        events still need writing.
-        """
-        from dsh_todo.harness.persistence.lock import WriterLock
-        from dsh_todo.harness.persistence.logfile import JsonlWriter
-        from dsh_todo.jsonutil import dumps_bytes
-
-        path = self._require(session_id)
-        lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-        try:
-            stored = self.read_path(path, session_id)
-            count = len(stored.events)
-            if count > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
-                                          for a, b in zip(stored.events, events, strict=False)):
-                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
-                                         "load it to go on with it, or pick another id")
-            torn = stored.torn
-            recovered = torn.recovered if torn is not None else []
-            writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
-                               pack_chunks=self.pack_chunks, cursor=count - len(recovered), materialized=True)
-            if torn is not None:
-                writer.repair(torn.truncate_to, recovered)
-            else:
-                writer.found(stored.last_record)
-        except BaseException:
-            lock.release()
-            raise
-        return writer
-
-    # -- checkpoints, following, closing --------------------------------------------------------------------
-
-    def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
-                         batch: Batch) -> None:
-        """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
-        from dsh_todo.harness.persistence.checkpoint_file import Checkpoint, identity_of, write_checkpoint
-        from dsh_todo.harness.persistence.prefix import running_digest
-
-        path = self.find(session_id)
-        if path is None:
-            return
-        checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
-        proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
-        write_checkpoint(path, checkpoint._replace(proof=proof))
-
-    def read_checkpointed(self, session_id: str) -> Checkpointed | None:
-        """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
-        from dsh_todo.harness.persistence.contract import Checkpointed
-
-        path = self.find(session_id)
-        if path is None:
-            return None
-        found = usable_checkpoint(self, path)
-        if found is None:
-            return None
-        meta, checkpoint = found
-        seqs = [row["seq"] for row in checkpoint.rows.values() if isinstance(row, dict) and type(row.get("seq")) is int]
-        tail = read_tail(path, compression_of(path), meta, checkpoint.offset, min(seqs, default=None))
-        return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
-
-    def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
-        """``callback(events)`` with the events after ``after_seq``: what the log holds now (read on this thread,
-        raising the reader's verdict), then whatever any process appends, read from where the last read stopped
-        (:class:`~dsh_todo.harness.persistence.tail.FileFollow`, a ``stat`` every ``follow_interval`` seconds on a
-        background thread). Close the returned subscription to stop."""
-        from dsh_todo.harness.persistence.tail import FileFollow
-
-        return FileFollow(self, session_id, after_seq, callback, interval=self.follow_interval).start()
-
     def close(self) -> None:
         """Nothing to let go of: every writer holds its own file and lock."""
-
-    # -- helpers --------------------------------------------------------------------------------------------
 
     def _require(self, session_id: str) -> Path:
         path = self.find(session_id)
@@ -594,16 +470,6 @@ def flock_held(path: Path) -> bool | None:
         if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
             return True
     return False
-
-
-def clear_leftovers(directory: Path) -> None:
-    """Remove the temporary files a killed writer left in a session directory (a half-published log, a checkpoint
-    being replaced). Called with the writer lock held: every such file is written only under it, so any found then
-    belongs to a writer that is gone."""
-    for pattern in ("session.jsonl*.tmp", "projections.json.*.tmp"):
-        for leftover in directory.glob(pattern):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
 
 
 def _exists(path: Path) -> bool:

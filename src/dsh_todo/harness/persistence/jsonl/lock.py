@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from dsh_todo.harness.persistence.errors import SessionLockedError
-from dsh_todo.harness.persistence.regular import open_fd
+from dsh_todo.harness.persistence.jsonl.regular import open_fd
 
 
 def _holder_pid(fd: int) -> int | None:
