@@ -11,7 +11,7 @@ of stdin reaches the connection as EOF, so the agent exits when its input ends.
 Stdout is :class:`Stdout`, an object of ours with the two methods
 :class:`~dsh_todo.carriers.acp.lines.LineTransport` calls (``write``, ``drain``), not an ``asyncio.StreamWriter``:
 a ``StreamWriter`` over a transport of our own needs a protocol with asyncio's private ``_drain_helper`` and
-``_get_close_waiter``, which change between Python releases (decision 0028). :class:`Stdout` is the write pipe's
+``_get_close_waiter``, which any Python release may change (decision 0028). :class:`Stdout` is the write pipe's
 protocol itself, told of a full pipe by the public ``pause_writing``/``resume_writing`` callbacks; its buffer limit
 is zero, so ``drain`` returns once everything written is in the operating system's hands, and an answer written
 just before the end of input is not left in a buffer the process drops at exit.
