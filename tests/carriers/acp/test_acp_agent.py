@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -470,7 +472,7 @@ def test_bad_lines_are_answered_and_the_agent_stays_up(tmp_path: Path) -> None:
 
 
 class Written:
-    """A stand-in for stdout's writer: keeps what the transport writes."""
+    """A stand-in for stdout's writer (a :class:`~dsh_todo.carriers.acp.lines.Writer`): keeps what is written."""
 
     def __init__(self) -> None:
         self.lines: list[dict[str, Any]] = []
@@ -489,7 +491,7 @@ async def test_a_line_longer_than_the_limit_is_refused_as_it_arrives_under_its_i
 
     reader = asyncio.StreamReader()
     written = Written()
-    transport = LineTransport(reader, written, max_line=1000)  # type: ignore[arg-type]
+    transport = LineTransport(reader, written, max_line=1000)
     long = b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"text":"' + b"x" * 5000 + b'"}}\n'
     reader.feed_data(long)
     reader.feed_data(b'{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}\n')
@@ -499,3 +501,186 @@ async def test_a_line_longer_than_the_limit_is_refused_as_it_arrives_under_its_i
     assert written.lines == [{"jsonrpc": "2.0", "id": "big", "error": {
         "code": -32600, "message": "Invalid Request: a message longer than 1000 bytes"}}]
     assert await transport.receive() is None
+
+
+# -- stdout: back-pressure and a reader that goes away (public asyncio only: decision 0028) -------------------------
+
+BIG = 1 << 20
+"""Far more than a pipe holds (64 KiB on Linux)."""
+
+
+def read_exactly(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0 and (chunk := os.read(fd, min(size, 1 << 16))):
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+async def test_drain_waits_while_the_pipe_is_full_and_returns_once_it_is_read() -> None:
+    """A client that stops reading holds the agent at ``drain`` (nothing piles up in memory); once it reads, the
+    drain returns, and what was written arrives whole."""
+    from dsh_todo.carriers.acp.stdio import stdio_streams
+
+    out_r, out_w = os.pipe()
+    with open(os.devnull, "rb") as stdin, os.fdopen(out_w, "wb", buffering=0) as stdout:
+        _reader, writer = await stdio_streams(1 << 16, stdin, stdout)
+        data = bytes(range(256)) * (BIG // 256)
+        writer.write(data)
+        drain = asyncio.create_task(writer.drain())
+        await asyncio.sleep(0.3)
+        assert not drain.done()
+        received = await asyncio.to_thread(read_exactly, out_r, len(data))
+        await asyncio.wait_for(drain, 10)
+        assert received == data
+        assert not writer.lost
+        os.close(out_r)  # the reader hangs up: stdout is lost, and the pipe transport lets go of it
+        for _ in range(100):
+            if writer.lost:
+                break
+            await asyncio.sleep(0.05)
+        assert writer.lost
+
+
+async def test_stdout_closed_mid_write_wakes_the_drain_and_ends_the_input() -> None:
+    """The reader closes stdout while a drain waits on a full pipe: the drain returns (no exception for the SDK to
+    log), later writes are dropped, and the input ends as if stdin had, so the connection ends."""
+    from dsh_todo.carriers.acp.stdio import stdio_streams
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        with os.fdopen(in_r, "rb", buffering=0) as stdin, os.fdopen(out_w, "wb", buffering=0) as stdout:
+            reader, writer = await stdio_streams(1 << 16, stdin, stdout)
+            writer.write(b"x" * BIG)
+            drain = asyncio.create_task(writer.drain())
+            await asyncio.sleep(0.3)
+            assert not drain.done()
+            os.close(out_r)
+            await asyncio.wait_for(drain, 10)
+            assert writer.lost
+            writer.write(b"dropped\n")
+            await writer.drain()
+            assert await asyncio.wait_for(reader.read(), 10) == b""  # stdin is still open: the loss ended the input
+    finally:
+        os.close(in_w)
+
+
+def rpc_line(request_id: Any, method: Any, params: Any = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return dumps(message).encode() + b"\n"
+
+
+async def test_stdout_closed_during_a_prompt_ends_the_connection_and_the_turn_aborted(tmp_path: Path) -> None:
+    """The client closes the agent's stdout while a prompt runs (stdin left open): the connection ends as when the
+    client leaves, the turn ends ``aborted`` and is on disk."""
+    from acp.core import run_agent
+
+    from dsh_todo.carriers.acp.lines import LineTransport
+    from dsh_todo.carriers.acp.stdio import stdio_streams
+
+    model = GatedModel()
+    ctx = open_runtime(tmp_path / "sessions")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    answers = os.fdopen(out_r, "rb")
+
+    def answer(request_id: int) -> dict[str, Any]:
+        while line := answers.readline():
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == request_id:
+                return message
+        raise AssertionError("stdout ended")
+
+    try:
+        with os.fdopen(in_r, "rb", buffering=0) as stdin, os.fdopen(out_w, "wb", buffering=0) as stdout:
+            reader, writer = await stdio_streams(1 << 16, stdin, stdout)
+            serving = asyncio.create_task(run_agent(TodoAgent(ctx, model),  # type: ignore[arg-type]
+                                                    input_stream=LineTransport(reader, writer)))
+            os.write(in_w, rpc_line(0, "initialize", {"protocolVersion": 1}))
+            await asyncio.to_thread(answer, 0)
+            os.write(in_w, rpc_line(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+            session_id = (await asyncio.to_thread(answer, 1))["result"]["sessionId"]
+            os.write(in_w, rpc_line(2, "session/prompt", {"sessionId": session_id,
+                                                          "prompt": [{"type": "text", "text": "go"}]}))
+            await asyncio.wait_for(model.entered.wait(), 10)
+            answers.close()
+            await asyncio.wait_for(serving, 10)
+        stored = ctx.session_persistence.read(session_id)
+        assert stored.events[-1]["type"] == "turn/end"
+        assert stored.events[-1]["data"]["reason"]["kind"] == "aborted"
+    finally:
+        os.close(in_w)
+        ctx.dispose()
+
+
+def spawn_acp(tmp_path: Path) -> subprocess.Popen[bytes]:
+    script = tmp_path / "script.json"
+    script.write_text(dumps(SCRIPT))
+    return subprocess.Popen([sys.executable, *agent_argv(script, tmp_path / "sessions")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+
+
+def send_all(process: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
+    """Write ``data`` to the agent's stdin on a thread: the agent stops reading while its stdout is full."""
+
+    def run() -> None:
+        assert process.stdin is not None
+        with contextlib.suppress(OSError):
+            process.stdin.write(data)
+            process.stdin.flush()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+BIG_IDS = [f"{index:04d}" + "x" * 10_000 for index in range(40)]
+"""Ids of invalid requests, echoed in their answers: 400 KB of answers, many times what a pipe holds."""
+
+
+def test_a_client_that_stops_reading_gets_every_answer_once_it_reads(tmp_path: Path) -> None:
+    """Back-pressure end to end: while the client does not read, the agent waits (and stays up); once it reads, every
+    answer arrives, whole and in order, and the agent exits 0 at the end of its input."""
+    process = spawn_acp(tmp_path)
+    try:
+        writing = send_all(process, b"".join(rpc_line(request_id, 5) for request_id in BIG_IDS))
+        time.sleep(1)
+        assert process.poll() is None
+        assert process.stdout is not None
+        answers = [json.loads(process.stdout.readline()) for _ in BIG_IDS]
+        assert [answer["id"] for answer in answers] == BIG_IDS
+        assert {answer["error"]["code"] for answer in answers} == {-32600}
+        writing.join(10)
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(20) == 0
+        assert process.stdout.read() == b""
+        assert process.stderr is not None
+        assert process.stderr.read().decode().splitlines()[1:] == []  # the banner only
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_stdout_closed_by_the_client_mid_write_is_a_clean_exit(tmp_path: Path) -> None:
+    """Repro: a client that closed the agent's stdout (stdin left open) got a Python traceback on stderr for every
+    answer after, each longer than the last, and the agent ran on until stdin ended. Now the agent, blocked writing
+    to a full pipe when the reader goes, exits 0 promptly with nothing on stderr but the banner."""
+    process = spawn_acp(tmp_path)
+    try:
+        send_all(process, b"".join(rpc_line(request_id, 5) for request_id in BIG_IDS))
+        time.sleep(1)  # the pipe fills; the agent waits, mid-write
+        assert process.poll() is None
+        assert process.stdout is not None
+        process.stdout.close()
+        assert process.wait(20) == 0
+        assert process.stderr is not None
+        err = process.stderr.read().decode()
+        assert "Traceback" not in err
+        assert err.splitlines()[1:] == []  # the banner only
+    finally:
+        process.kill()
+        process.wait()

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections import deque
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 
@@ -28,10 +28,18 @@ MAX_LINE: Final = DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 CHUNK: Final = 1 << 16
 
 
+class Writer(Protocol):
+    """What :class:`LineTransport` needs of its output (:class:`~dsh_todo.carriers.acp.stdio.Stdout` over stdio)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
 class LineTransport:
     """JSON-RPC messages over a reader and a writer of lines (see the module's docstring)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+    def __init__(self, reader: asyncio.StreamReader, writer: Writer, *,
                  max_line: int = MAX_LINE) -> None:
         self._reader = reader
         self._writer = writer

@@ -1,4 +1,4 @@
-"""Asyncio streams over the process's stdin and stdout, whatever they are: pipes, sockets, ttys, files, ``/dev/null``.
+"""The ACP agent's stdin and stdout, whatever they are: pipes, sockets, ttys, files, ``/dev/null``; public asyncio only.
 
 The ACP SDK's own ``stdio_streams`` hands both descriptors to asyncio's pipe transports, which only take what epoll
 can watch: with stdout redirected to a file it fails ("Pipe transport is only for pipes, sockets and character
@@ -7,6 +7,18 @@ traceback and then waited forever for input that could never come. Here each des
 epoll accepts it (flow control, no thread) and a plain blocking fallback when it does not: a reader thread for
 stdin (regular files and ``/dev/null`` never block for long, and end), direct writes for stdout. Either way the end
 of stdin reaches the connection as EOF, so the agent exits when its input ends.
+
+Stdout is :class:`Stdout`, an object of ours with the two methods
+:class:`~dsh_todo.carriers.acp.lines.LineTransport` calls (``write``, ``drain``), not an ``asyncio.StreamWriter``:
+a ``StreamWriter`` over a transport of our own needs a protocol with asyncio's private ``_drain_helper`` and
+``_get_close_waiter``, which any Python release may change (decision 0028). :class:`Stdout` is the write pipe's
+protocol itself, told of a full pipe by the public ``pause_writing``/``resume_writing`` callbacks; its buffer limit
+is zero, so ``drain`` returns once everything written is in the operating system's hands, and an answer written
+just before the end of input is not left in a buffer the process drops at exit.
+
+A client that closes our stdout cannot hear the agent any more: it has left, as one that closes stdin has. So the
+loss of stdout (``EPIPE``, the reader hanging up) ends the input too, the connection ends as at EOF (a prompt in
+progress ends ``aborted``, flushed), and the process exits 0 without a traceback; nothing is written after the loss.
 """
 
 from __future__ import annotations
@@ -17,7 +29,8 @@ import os
 import selectors
 import sys
 import threading
-from typing import Any, BinaryIO
+from collections.abc import Callable
+from typing import BinaryIO
 
 READ_CHUNK = 64 * 1024
 
@@ -32,119 +45,118 @@ def pollable(fd: int, events: int) -> bool:
     return True
 
 
-class _DrainProtocol(asyncio.BaseProtocol):
-    """What :class:`asyncio.StreamWriter` needs of a protocol: ``drain()`` waits while the transport is paused."""
+class Stdout(asyncio.Protocol):
+    """Stdout for :class:`~dsh_todo.carriers.acp.lines.LineTransport` (see the module's docstring): the protocol of
+    a write pipe transport, or, without one, direct blocking writes to ``fd``. ``on_lost`` is called once, on the
+    loop, when stdout goes away."""
 
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._paused = False
-        self._waiters: list[asyncio.Future[None]] = []
-        self._lost: BaseException | None = None
-        self._closed = self._loop.create_future()
-
-    def pause_writing(self) -> None:
-        self._paused = True
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        self._wake(None)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self._lost = exc or ConnectionResetError("stdout closed")
-        self._wake(self._lost)
-        if not self._closed.done():
-            self._closed.set_result(None)
-
-    def _wake(self, exc: BaseException | None) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                if exc is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(exc)
-        self._waiters.clear()
-
-    async def _drain_helper(self) -> None:
-        if self._lost is not None:
-            raise self._lost
-        if not self._paused:
-            return
-        waiter = self._loop.create_future()
-        self._waiters.append(waiter)
-        await waiter
-
-    def _get_close_waiter(self, stream: Any) -> asyncio.Future[None]:
-        return self._closed
-
-
-class _BlockingWriteTransport(asyncio.WriteTransport):
-    """Writes straight to a descriptor epoll cannot watch (a regular file, ``/dev/null``): such writes do not block
-    for long, and there is nothing to wait for."""
-
-    def __init__(self, fd: int, protocol: _DrainProtocol) -> None:
-        super().__init__()
+    def __init__(self, fd: int, on_lost: Callable[[], object]) -> None:
         self._fd = fd
-        self._protocol = protocol
-        self._closing = False
+        self._on_lost = on_lost
+        self._transport: asyncio.WriteTransport | None = None
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self.lost = False
+        """Stdout went away: what is written from now on is dropped."""
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._closing:
+    # -- what LineTransport calls ---------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if self.lost:
             return
-        view = memoryview(bytes(data))
+        if self._transport is not None:
+            if not self._transport.is_closing():
+                self._transport.write(data)
+            return
+        view = memoryview(data)
         try:
             while view:
                 view = view[os.write(self._fd, view):]
-        except OSError as exc:
-            self._closing = True
-            self._protocol.connection_lost(exc)
+        except OSError:
+            self._lose()
 
-    def can_write_eof(self) -> bool:
-        return False
+    async def drain(self) -> None:
+        """Wait until everything written is in the operating system's hands, or stdout is gone (never raises)."""
+        await self._writable.wait()
 
-    def is_closing(self) -> bool:
-        return self._closing
+    # -- the pipe transport's protocol (public asyncio callbacks) -------------------------------------------------
 
-    def close(self) -> None:
-        if not self._closing:
-            self._closing = True
-            self._protocol.connection_lost(None)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        self._transport = transport
+        transport.set_write_buffer_limits(high=0)  # paused while anything waits in our buffer: drain = written
 
-    def abort(self) -> None:
-        self.close()
+    def pause_writing(self) -> None:
+        if not self.lost:
+            self._writable.clear()
 
-    def get_write_buffer_size(self) -> int:
-        return 0
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lose()
+
+    def _lose(self) -> None:
+        if not self.lost:
+            self.lost = True
+            self._writable.set()
+            self._on_lost()
 
 
-def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: BinaryIO) -> None:
-    """Read ``source`` on a daemon thread into ``reader``, then signal EOF (also when the read fails)."""
+class _StdinThread:
+    """Stdin that epoll cannot watch (a regular file, ``/dev/null``), read on a daemon thread into ``reader``,
+    then EOF (also when the read fails). :meth:`end` gives the reader its EOF now and drops what comes after."""
 
-    def run() -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, source: BinaryIO) -> None:
+        self._loop = loop
+        self._reader = reader
+        self._source = source
+        self._ended = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="dsh-todo-acp-stdin", daemon=True).start()
+
+    def end(self) -> None:
+        """On the loop: EOF for the reader, once."""
+        if not self._ended.is_set():
+            self._ended.set()
+            self._reader.feed_eof()
+
+    def _deliver(self, chunk: bytes) -> None:
+        if not self._ended.is_set():
+            self._reader.feed_data(chunk)
+
+    def _run(self) -> None:
+        read = getattr(self._source, "read1", self._source.read)
         try:
-            while chunk := source.read1(READ_CHUNK) if hasattr(source, "read1") else source.read(READ_CHUNK):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
+            while not self._ended.is_set() and (chunk := read(READ_CHUNK)):
+                self._loop.call_soon_threadsafe(self._deliver, chunk)
         except (OSError, ValueError):
             pass
         finally:
             with contextlib.suppress(RuntimeError):  # the loop is already gone: nobody is waiting
-                loop.call_soon_threadsafe(reader.feed_eof)
-
-    threading.Thread(target=run, name="dsh-todo-acp-stdin", daemon=True).start()
+                self._loop.call_soon_threadsafe(self.end)
 
 
-async def stdio_streams(limit: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """``(reader of stdin, writer to stdout)`` for any kind of stdin and stdout."""
+async def stdio_streams(limit: int, stdin: BinaryIO | None = None,
+                        stdout: BinaryIO | None = None) -> tuple[asyncio.StreamReader, Stdout]:
+    """``(reader of stdin, writer to stdout)`` for any kind of stdin and stdout (the process's own by default); the
+    loss of stdout ends the reader's input."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit, loop=loop)
-    if pollable(sys.stdin.fileno(), selectors.EVENT_READ):
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), sys.stdin)
+    stdin = sys.stdin.buffer if stdin is None else stdin
+    stdout = sys.stdout.buffer if stdout is None else stdout
+    reader = asyncio.StreamReader(limit=limit)
+    end_input: Callable[[], object]
+    if pollable(stdin.fileno(), selectors.EVENT_READ):
+        pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        end_input = pipe.close  # the protocol then feeds the reader its EOF
     else:
-        _feed_from_thread(loop, reader, sys.stdin.buffer)
-    protocol = _DrainProtocol()
-    transport: asyncio.WriteTransport
-    if pollable(sys.stdout.fileno(), selectors.EVENT_WRITE):
-        transport = (await loop.connect_write_pipe(lambda: protocol, sys.stdout))[0]
-    else:
-        sys.stdout.flush()
-        transport = _BlockingWriteTransport(sys.stdout.fileno(), protocol)
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+        thread = _StdinThread(loop, reader, stdin)
+        thread.start()
+        end_input = thread.end
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()  # whatever Python wrote there before goes first
+    writer = Stdout(stdout.fileno(), end_input)
+    if pollable(stdout.fileno(), selectors.EVENT_WRITE):
+        await loop.connect_write_pipe(lambda: writer, stdout)
+    return reader, writer
