@@ -27,7 +27,6 @@ from dsh_todo.harness.persistence.contract import (
     WrittenListener,
 )
 from dsh_todo.harness.persistence.header import session_header_fields
-from dsh_todo.harness.persistence.jsonl.scan import paused_gc
 from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -82,8 +81,7 @@ class PersistenceService:
         loaded, writer = self._backend.resume(session_id)
         session = Session(session_id, header=session_header_fields(loaded.meta))
         try:
-            with paused_gc():  # restoring freezes every event: millions of acyclic containers
-                session.restore(loaded.events)
+            session.restore(loaded.events)
             self._writes.open(writer)
         except BaseException:
             writer.close()

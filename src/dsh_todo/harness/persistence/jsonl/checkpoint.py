@@ -39,7 +39,7 @@ from dsh_todo.harness.persistence.jsonl.paths import Compression
 from dsh_todo.harness.persistence.jsonl.reading import CHUNK_SIZE, LineSeek
 from dsh_todo.harness.persistence.jsonl.reading import first_seq as _first_seq
 from dsh_todo.harness.persistence.jsonl.regular import open_binary, open_fd, read_bytes
-from dsh_todo.harness.persistence.jsonl.scan import LogScanner, paused_gc
+from dsh_todo.harness.persistence.jsonl.scan import LogScanner
 from dsh_todo.harness.persistence.jsonl.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.jsonutil import dumps_bytes, loads
 
@@ -172,14 +172,13 @@ def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int,
                 return None
             file.seek(offset)
             data = file.read()
-        with paused_gc():
-            events = None
-            if from_seq is not None and compression == "zstd":
-                events = _zstd_tail(data, meta, LineSeek(from_seq))
-                if events is not None and (not events or events[0]["seq"] > from_seq):
-                    events = None
-            if events is None:
-                events = _tail_events(data, compression, meta)
+        events = None
+        if from_seq is not None and compression == "zstd":
+            events = _zstd_tail(data, meta, LineSeek(from_seq))
+            if events is not None and (not events or events[0]["seq"] > from_seq):
+                events = None
+        if events is None:
+            events = _tail_events(data, compression, meta)
     except (OSError, SessionLogError, FrameError):
         return None
     if events is None or not events:

@@ -35,7 +35,7 @@ from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.jsonl.limits import max_line, too_long
 from dsh_todo.harness.persistence.jsonl.paths import compression_of
 from dsh_todo.harness.persistence.jsonl.regular import open_binary
-from dsh_todo.harness.persistence.jsonl.scan import LogScanner, paused_gc
+from dsh_todo.harness.persistence.jsonl.scan import LogScanner
 from dsh_todo.harness.persistence.jsonl.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import loads
@@ -221,8 +221,7 @@ def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
     while True:
         before = _identity(path)
         try:
-            with paused_gc():
-                found = read(path, keep, observe, limit, plan_only, expand)
+            found = read(path, keep, observe, limit, plan_only, expand)
         except SessionFormatUnsupportedError as exc:
             if exc.location is None:
                 raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
@@ -387,7 +386,7 @@ def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = No
     zstd = compression_of(path) == "zstd"
     try:
         before = _identity(path)
-        with open_binary(path) as file, paused_gc():
+        with open_binary(path) as file:
             if offset < 1 or (not zstd and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
                 return None
             file.seek(offset)
