@@ -34,15 +34,14 @@ from dsh_todo.harness.errors import (
 from dsh_todo.harness.errors import (
     SessionWriteError as SessionWriteError,
 )
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.jscompat import js_text
 
 
 def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], location: Path | str) -> None:
     """Refuse a log holding an event type this harness does not know and that is not marked ``ignorable`` (SPEC
     §5.1, DSH's coordinator text). Such a log was written by a newer harness; interpreting it anyway could misread
     state the new type carries."""
-    from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
-    from dsh_todo.jscompat import js_text
-
     known = KNOWN_SESSION_EVENT_TYPES
     for event in events:
         kind = event.get("type")

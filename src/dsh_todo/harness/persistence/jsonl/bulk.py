@@ -27,7 +27,7 @@ import functools
 import operator
 from collections.abc import Sequence
 from itertools import compress
-from typing import Any, Final, NamedTuple
+from typing import Annotated, Any, Final, NamedTuple
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, row_stub
@@ -62,10 +62,10 @@ class Proven(NamedTuple):
 
 
 @functools.cache
-def _decoder() -> Any:
-    """The envelope decoder, built on first use (msgspec is imported only by a pass that keeps no events)."""
-    from typing import Annotated
-
+def _decoder() -> tuple[Any, tuple[type[Exception], ...]]:
+    """The envelope decoder and the errors it raises, built on first use: msgspec (a C extension) is imported only
+    by a bulk pass, which only a log of more than :data:`~.scan.BULK_MIN` bytes runs; ``dsh-todo plan`` of a small
+    log never loads it."""
     import msgspec
 
     number = int | float
@@ -94,7 +94,8 @@ def _decoder() -> Any:
                                 tag_field="type", tag=tag, gc=False,
                                 namespace={"marked": tag in _MARKED, "row": False, "event_type": tag})
               for index, tag in enumerate(sorted(KNOWN_SESSION_EVENT_TYPES))]
-    return msgspec.json.Decoder(functools.reduce(operator.or_, [*rows, *events]))
+    decoder = msgspec.json.Decoder(functools.reduce(operator.or_, [*rows, *events]))
+    return decoder, (msgspec.DecodeError, msgspec.ValidationError)
 
 
 _SEQ: Final = operator.attrgetter("seq")
@@ -116,16 +117,15 @@ def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int
     UTF-8; a memoryview spares a copy of the piece the lines were split from). ``turn_open``: a turn is open before
     the lines, so lines without a turn boundary would have to hand over every event; they are left to the exact
     pass."""
-    import msgspec
-
     if not lines or not all(map(_utf8, texts)):
         return None
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
             line.count(b"[") + line.count(b"{") > MAX_VALUE_DEPTH for line in lines if len(line) > DEEP_CANDIDATE):
         return None
+    decoder, errors = _decoder()
     try:
-        values = list(map(_decoder().decode, lines))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        values = list(map(decoder.decode, lines))
+    except errors:
         return None
     total = _events(values, expected)
     if total is None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final, Literal
 
+from dsh_todo.harness.persistence.errors import SessionIdError
+
 Compression = Literal["zstd", "none"]
 
 NAME_MAX: Final = 255
@@ -69,8 +71,6 @@ def decode_segment(name: str) -> str:
 def session_segment(session_id: str) -> str:
     """:func:`encode_segment` of a session id, refused (:class:`SessionIdError`) when it cannot be a directory
     name: empty, or longer than :data:`NAME_MAX` bytes once encoded (DSH could not write such a session either)."""
-    from dsh_todo.harness.persistence.errors import SessionIdError
-
     if not session_id:
         raise SessionIdError("session id is empty")
     segment = encode_segment(session_id)
