@@ -17,8 +17,8 @@ from typing import Any, Final, Literal
 from dsh_todo.harness.persistence import interrupted_turn_closers
 from dsh_todo.harness.persistence.errors import refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
-from dsh_todo.harness.persistence.jsonl.reader import writer_alive as store_writer_alive
 from dsh_todo.harness.persistence.jsonl.paths import Compression
+from dsh_todo.harness.persistence.jsonl.reader import writer_alive as store_writer_alive
 from dsh_todo.logview import read_plan as reader_plan
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness.persistence.jsonl import follow as tail_module
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
+from dsh_todo.harness.persistence.jsonl import follow as tail_module
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.follow import LogTail
 

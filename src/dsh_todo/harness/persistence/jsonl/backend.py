@@ -21,7 +21,6 @@ from dsh_todo.harness.persistence.header import check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
     identity_of,
-    read_tail,
     running_digest,
     usable_checkpoint,
     write_checkpoint,
@@ -30,6 +29,7 @@ from dsh_todo.harness.persistence.jsonl.follow import FileFollow
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, compression_of
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
+from dsh_todo.harness.persistence.jsonl.reading import scan_tail
 from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps_bytes
@@ -169,9 +169,10 @@ class JsonlBackend(JsonlReader):
         if found is None:
             return None
         meta, checkpoint = found
-        seqs = [row["seq"] for row in checkpoint.rows.values() if isinstance(row, dict) and type(row.get("seq")) is int]
-        tail = read_tail(path, compression_of(path), meta, checkpoint.offset, min(seqs, default=None))
-        return None if tail is None else Checkpointed(checkpoint.rows, tail.events, tail.base)
+        tail = scan_tail(path, meta, checkpoint.offset, keep=True)
+        if tail is None or not tail.events:
+            return None
+        return Checkpointed(checkpoint.rows, tail.events, tail.events[0]["seq"])
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``: what the log holds now (read on this thread,

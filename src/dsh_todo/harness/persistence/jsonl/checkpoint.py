@@ -29,18 +29,13 @@ import contextlib
 import importlib
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
+from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl.paths import Compression
-from dsh_todo.harness.persistence.jsonl.reading import CHUNK_SIZE, LineSeek
-from dsh_todo.harness.persistence.jsonl.reading import first_seq as _first_seq
-from dsh_todo.harness.persistence.jsonl.regular import open_binary, open_fd, read_bytes
-from dsh_todo.harness.persistence.jsonl.scan import LogScanner
-from dsh_todo.harness.persistence.jsonl.zstd import FrameError, frame_pieces, prefix_pieces, scan_frames
+from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
@@ -147,87 +142,6 @@ def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Check
     except (OSError, SessionLogError):
         return None
     return meta, checkpoint
-
-
-# -- reading a tail exactly -----------------------------------------------------------------------------------------
-
-
-class Tail(NamedTuple):
-    """The events decoded from a checkpoint's offset to the end of the log (crash tail excluded, as reads do)."""
-
-    base: int
-    events: list[dict[str, Any]]
-
-
-def read_tail(log_path: Path, compression: Compression, meta: Meta, offset: int,
-              from_seq: int | None = None) -> Tail | None:
-    """Every event from ``offset`` on, read with the exact rules of a full read; ``None`` when anything is off
-    (a misplaced offset, a damaged tail, an unknown event type): the caller reads the whole log then, which reports
-    exactly what a full read reports. With ``from_seq`` (the checkpoint's event), a zstd record is read only from
-    that event's line on (:class:`~.reading.LineSeek`: the record was durable and clean when the checkpoint was
-    written, as the bytes before the offset were, and its checksum is still verified), else in full."""
-    try:
-        with open_binary(log_path) as file:
-            if offset < 1 or (compression == "none" and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
-                return None
-            file.seek(offset)
-            data = file.read()
-        events = None
-        if from_seq is not None and compression == "zstd":
-            events = _zstd_tail(data, meta, LineSeek(from_seq))
-            if events is not None and (not events or events[0]["seq"] > from_seq):
-                events = None
-        if events is None:
-            events = _tail_events(data, compression, meta)
-    except (OSError, SessionLogError, FrameError):
-        return None
-    if events is None or not events:
-        return None
-    try:
-        refuse_unknown_types(str(meta["id"]), events, log_path)
-    except SessionLogError:
-        return None
-    return Tail(events[0]["seq"], events)
-
-
-def _tail_events(data: bytes, compression: Compression, meta: Meta) -> list[dict[str, Any]] | None:
-    return _zstd_tail(data, meta) if compression == "zstd" else _raw_tail(data, meta)
-
-
-def _raw_tail(data: bytes, meta: Meta) -> list[dict[str, Any]] | None:
-    base = _first_seq(data)
-    if base is None:
-        return None
-    scanner = LogScanner.continuing(meta, base)
-    scanner.feed(data)
-    return scanner.events
-
-
-def _zstd_tail(data: bytes, meta: Meta, seek: LineSeek | None = None) -> list[dict[str, Any]] | None:
-    """Like the full zstd read: complete frames must hold complete lines, decoded piece by piece (memory stays at
-    one piece and the events); an incomplete last frame yields what its whole blocks decode. With ``seek``, from
-    the line it finds (``None`` when it finds none)."""
-    scan = scan_frames(data)
-    if not scan.frames:
-        return None
-    pieces: Iterator[bytes] = (piece for start, end in scan.frames for piece in frame_pieces(data[start:end],
-                                                                                                CHUNK_SIZE))
-    if seek is not None:
-        pieces = (text for piece in pieces for text in seek.pass_on(piece))
-    first = next(pieces, b"")
-    base = _first_seq(first)
-    if base is None:
-        return None
-    scanner = LogScanner.continuing(meta, base)
-    scanner.feed(first)
-    for piece in pieces:
-        scanner.feed(piece)
-    if not scanner.clean or (seek is not None and not seek.found):
-        return None
-    if scan.torn_start is not None:
-        for piece in prefix_pieces(data[scan.torn_start:], CHUNK_SIZE):
-            scanner.feed(piece)
-    return scanner.events
 
 
 # -- the proof: a digest of the bytes before the offset -----------------------------------------------------------

@@ -378,11 +378,13 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
     return one.found
 
 
-def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = None) -> Scanned | None:
-    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read with the exact rules but
-    without keeping them, or ``None`` at anything a full pass would have to judge: a torn or damaged tail, an
-    unknown event type, an offset that is not a record start, a file changing while it is read (then read the
-    whole log). ``count`` is the number of events of the whole log; ``torn_at`` stays ``None``."""
+def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = None, *,
+              keep: bool = False) -> Scanned | None:
+    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read with the exact rules (and
+    kept with ``keep``: a cold load restores them after the checkpoint's rows), or ``None`` at anything a full pass
+    would have to judge: a torn or damaged tail, an unknown event type, an offset that is not a record start, a file
+    changing while it is read (then read the whole log). ``count`` is the number of events of the whole log;
+    ``torn_at`` stays ``None``."""
     zstd = compression_of(path) == "zstd"
     try:
         before = _identity(path)
@@ -395,7 +397,7 @@ def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = No
             base = first_seq(first)
             if base is None:
                 return None
-            one = _Pass(LogScanner.continuing(meta, base), path, False, observe)
+            one = _Pass(LogScanner.continuing(meta, base), path, keep, observe)
             one.feed(first)
             for piece in pieces:
                 one.feed(piece)
@@ -419,48 +421,6 @@ def _tail_pieces(file: BinaryIO) -> Iterator[bytes]:
         if frame is None:
             raise _TornFrame
         yield from _frame(frame, at, 0, dctx)
-
-
-class LineSeek:
-    """Plaintext passed on from the line that holds event ``seq``: the lines before it in a checkpoint's record are
-    what the checkpoint's rows already cover.
-
-    A checkpoint's offset is the start of the record holding its event, and under zstd that record is a whole write
-    batch (thousands of events when appends are fast), all of it decoded (its checksum verified) but, for a reader
-    that trusts the checkpoint, not worth scanning up to the event. The line is found by the bytes its envelope
-    holds, ``"seq":<seq>,`` (JSON text cannot hold them inside a string, so an earlier match is an earlier line's
-    nested key: reading starts earlier, which costs, never misleads). Only the unfinished last line is kept while
-    looking, at most :data:`CHUNK_SIZE` bytes; :attr:`found` stays ``False`` when the bytes never come (the event is
-    a packed row's member, or a line too long), and the first event passed on may lie beyond :attr:`seq` when they
-    came only in a later line's nested key: the caller reads the record in full in both cases.
-    """
-
-    __slots__ = ("_carry", "_needle", "found", "seq")
-
-    def __init__(self, seq: int) -> None:
-        self.seq = seq
-        self._needle = b'"seq":%d,' % seq
-        self._carry = b""
-        self.found = False
-
-    def pass_on(self, piece: bytes) -> tuple[bytes, ...]:
-        """What of ``piece`` (the next plaintext, the first one starting at a line start) reading goes on with."""
-        if self.found:
-            return (piece,)
-        if not self._needle:
-            return ()
-        text = self._carry + piece if self._carry else piece
-        at = text.find(self._needle)
-        if at >= 0:
-            self.found = True
-            self._carry = b""
-            return (text[text.rfind(b"\n", 0, at) + 1:],)
-        carry = text[text.rfind(b"\n") + 1:]
-        if len(carry) > CHUNK_SIZE:
-            self._needle = b""  # give up: the caller reads the record in full
-            carry = b""
-        self._carry = carry
-        return ()
 
 
 def first_seq(plaintext: bytes) -> int | None:
