@@ -1,6 +1,6 @@
 """Session persistence: one contract (:mod:`.contract`), one service (:mod:`.service`), and DSH's JSONL logs on
-disk (raw or zstd, with DSH's crash recovery, SPEC §5.5) as one backend of it; PostgreSQL is the other
-(:mod:`.postgres`).
+disk (raw or zstd, with DSH's crash recovery, SPEC §5.5) as one backend of it; PostgreSQL is another
+(:mod:`.postgres`), and :mod:`.memory` keeps logs in this process's memory (for tests).
 
 The JSONL pieces, from the bytes up: :mod:`.paths` (where a log lives), :mod:`.header` (its first line),
 :mod:`.chunk_rows` (packed delta runs), :mod:`.scan` (the good prefix and the crash-tail rules), :mod:`.zstd`
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     )
     from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION
     from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+    from dsh_todo.harness.persistence.memory import MemoryBackend
     from dsh_todo.harness.persistence.paths import encode_segment, project_key
     from dsh_todo.harness.persistence.repair import interrupted_turn_closers
     from dsh_todo.harness.persistence.service import PersistenceService
@@ -55,6 +56,7 @@ __all__ = [
     "LoadedLog",
     "LogBackend",
     "LogWriter",
+    "MemoryBackend",
     "PersistenceService",
     "SessionExistsError",
     "SessionFormatUnsupportedError",
@@ -78,8 +80,9 @@ _HOMES = {
     **dict.fromkeys(["CorruptSessionLogError", "SessionExistsError", "SessionFormatUnsupportedError",
                      "SessionIdError", "SessionLockedError", "SessionLogError", "SessionNotFoundError",
                      "SessionWriteError"], "errors"),
-    "SESSION_FORMAT_VERSION": "header", "JsonlBackend": "jsonl_backend", "encode_segment": "paths",
-    "project_key": "paths", "interrupted_turn_closers": "repair", "PersistenceService": "service",
+    "SESSION_FORMAT_VERSION": "header", "JsonlBackend": "jsonl_backend", "MemoryBackend": "memory",
+    "encode_segment": "paths", "project_key": "paths", "interrupted_turn_closers": "repair",
+    "PersistenceService": "service",
 }
 
 
