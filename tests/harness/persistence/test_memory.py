@@ -167,6 +167,8 @@ def test_checkpoints_never_lead_the_log_nor_go_back() -> None:
 
 
 def test_the_plugin_config_and_the_composition() -> None:
+    assert plugin.name == "@deepseek-ai/dsh-session-persistence-memory" and plugin.inject == ["sessions"]
+    assert not hasattr(plugin, "default")
     shared = MemoryBackend()
     assert plugin.Config.parse(None) == plugin.Config()
     assert plugin.Config.parse({"backend": shared, "writeBatchMaxDelayMs": 5}) == plugin.Config(shared, 5)
