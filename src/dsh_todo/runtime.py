@@ -182,6 +182,7 @@ STANDARD_PLUGINS: dict[str, str] = {
     "@deepseek-ai/dsh-session-persistence-jsonl": "dsh_todo.harness.persistence.jsonl.plugin",
     "@deepseek-ai/dsh-session-projection-cache": "dsh_todo.harness.persistence.checkpoints",
     "@deepseek-ai/dsh-session-persistence-postgres": "dsh_todo.harness.persistence.postgres",
+    "@deepseek-ai/dsh-session-persistence-memory": "dsh_todo.harness.persistence.memory",
     "@deepseek-ai/dsh-invariants": "dsh_todo.harness.invariants",
     "@deepseek-ai/dsh-tool-todo": "dsh_todo.tool_todo",
     "@deepseek-ai/dsh-tool-todo/invariant": "dsh_todo.tool_todo.invariant",

@@ -5,6 +5,8 @@ The pieces our own suite uses, public so that a user's tests do not re-derive th
 
 * :func:`memory_context` — the standard runtime (tools, sessions, projections, the todo tool) with nothing
   persisted, disposed on exit; :func:`memory_composition` is its rows, for ``boot`` or a YAML file;
+  :func:`memory_log_composition` is the same runtime persisted, its logs kept in memory (a
+  :class:`~dsh_todo.harness.persistence.memory.MemoryBackend`, held to the same contract as files and PostgreSQL);
 * :class:`ScriptedModel` and :func:`reply` / :func:`todo_call` to script it, :func:`scripted_turn` to play one turn
   of the real agent loop with it;
 * :func:`stop` — stop a server started as a subprocess (SIGINT, then kill); :func:`memory_kb` and
@@ -18,7 +20,12 @@ Importing this module imports neither pytest nor psycopg.
 """
 
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
-from dsh_todo.testing.compositions import database_composition, memory_composition, memory_context
+from dsh_todo.testing.compositions import (
+    database_composition,
+    memory_composition,
+    memory_context,
+    memory_log_composition,
+)
 from dsh_todo.testing.postgres import Cluster, ClusterUnavailable, start_cluster
 from dsh_todo.testing.processes import memory_kb, open_fds, stop
 from dsh_todo.testing.rpc import rpc_result
@@ -34,6 +41,7 @@ __all__ = [
     "memory_composition",
     "memory_context",
     "memory_kb",
+    "memory_log_composition",
     "open_fds",
     "reply",
     "rpc_result",

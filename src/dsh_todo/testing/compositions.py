@@ -1,7 +1,7 @@
-"""The standard runtime as a test boots it: in memory, or persisted in one PostgreSQL schema.
+"""The standard runtime as a test boots it: in memory, persisted in memory, or persisted in one PostgreSQL schema.
 
-Both are the rows every front door boots (:func:`dsh_todo.runtime.composition`), so a test sees the tool, its
-validation, the ``todos`` projection and (on a database) the persistence plugins exactly as a deployment does. In
+All are the rows every front door boots (:func:`dsh_todo.runtime.composition`), so a test sees the tool, its
+validation, the ``todos`` projection and (when persisted) the persistence plugins exactly as a deployment does. In
 memory there is no directory to clean up; on a database, a schema per test keeps tests apart on one server.
 """
 
@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_todo.harness import Context, boot
 from dsh_todo.runtime import composition
 
-__all__ = ["database_composition", "memory_composition", "memory_context"]
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.memory import MemoryBackend
+
+__all__ = ["database_composition", "memory_composition", "memory_context", "memory_log_composition"]
 
 _POSTGRES = "@deepseek-ai/dsh-session-persistence-postgres"
+_JSONL = "@deepseek-ai/dsh-session-persistence-jsonl"
+_MEMORY = "@deepseek-ai/dsh-session-persistence-memory"
 
 
 def memory_composition(*, allow_parallel: bool = True, invariants: bool = False) -> list[dict[str, Any]]:
@@ -32,6 +37,25 @@ def memory_context(*, allow_parallel: bool = True, invariants: bool = False) -> 
         yield ctx
     finally:
         ctx.dispose()
+
+
+def memory_log_composition(backend: MemoryBackend | None = None, *, batch_delay_ms: int = 200,
+                           allow_parallel: bool = True) -> list[dict[str, Any]]:
+    """The standard composition persisted, with its logs kept in ``backend`` (a new
+    :class:`~dsh_todo.harness.persistence.memory.MemoryBackend` when ``None``): write-behind, loading back, recovery
+    and checkpoints as on a root, with nothing on disk. Boot these rows twice with one backend and the two contexts
+    share its logs and its writer locks, as two processes share a root.
+
+    The rows are the JSONL ones with the persistence row's plugin swapped, so every other row and its place stay the
+    standard composition's."""
+    from dsh_todo.harness.persistence.memory import MemoryBackend
+
+    rows = composition(".", allow_parallel=allow_parallel)
+    persistence = next(row for row in rows if row["name"] == _JSONL)
+    persistence["name"] = _MEMORY
+    persistence["config"] = {"backend": backend if backend is not None else MemoryBackend(),
+                             "writeBatchMaxDelayMs": batch_delay_ms}
+    return rows
 
 
 def database_composition(url: str, *, schema: str = "public", batch_delay_ms: int = 200, poll_ms: int = 5000,

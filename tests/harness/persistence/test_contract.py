@@ -1,4 +1,5 @@
-"""The persistence contract, once per backend (raw JSONL, zstd JSONL, PostgreSQL), through ``ctx.session_persistence``.
+"""The persistence contract, once per backend (raw JSONL, zstd JSONL, PostgreSQL, memory), through
+``ctx.session_persistence``.
 
 Every test here talks only to :class:`~dsh_todo.harness.persistence.SessionPersistence` and the standard runtime, so
 a backend that drifts from the others fails the same test the others pass.
@@ -6,7 +7,8 @@ a backend that drifts from the others fails the same test the others pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +22,25 @@ from dsh_todo.harness.persistence import (
     SessionNotFoundError,
     SessionPersistence,
 )
+from dsh_todo.harness.persistence.memory import MemoryBackend
 from dsh_todo.runtime import composition
-from dsh_todo.testing import database_composition
+from dsh_todo.testing import database_composition, memory_log_composition
 from tests.conftest import BootFactory
 
 Boot = Callable[..., Context]
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 
 
-@pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres), "memory"])
 def booter(request: pytest.FixtureRequest, tmp_path: Path, make_ctx: BootFactory) -> Boot:
-    """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards."""
-    if request.param == "postgres":
+    """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards. Every
+    context a test boots shares the backend's store (one root, one schema, one :class:`MemoryBackend`)."""
+    if request.param == "memory":
+        backend = MemoryBackend()
+
+        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
+            return memory_log_composition(backend, batch_delay_ms=batch_delay_ms)
+    elif request.param == "postgres":
         url: str = request.getfixturevalue("pg_url")
         schema: str = request.getfixturevalue("pg_schema")
 
@@ -175,3 +184,34 @@ def test_written_batches_are_announced_with_their_seqs(booter: Boot) -> None:
     one_turn(ctx, "s")
     persistence(ctx).flush()
     assert heard[-1] == ("s", 0, 4)
+
+
+def test_followers_get_what_is_stored_then_each_new_batch_in_order(booter: Boot) -> None:
+    writer = booter(batch_delay_ms=60_000)
+    one_turn(writer, "s", close=False)
+    persistence(writer).flush()
+    reader = booter()
+    seen: dict[str, list[int]] = {"s": [], "later": []}
+    done = threading.Event()
+
+    def follower(session_id: str) -> Callable[[Sequence[Any]], None]:
+        def on_events(events: Sequence[Any]) -> None:
+            seen[session_id] += [event["seq"] for event in events]
+            if seen["s"][-1:] == [5] and seen["later"][-1:] == [0]:
+                done.set()
+        return on_events
+
+    subscriptions = [persistence(reader).follow("s", 1, follower("s")),
+                     persistence(reader).follow("later", -1, follower("later"))]  # not stored yet
+    assert seen == {"s": [2, 3], "later": []}  # what is stored is handed over before follow returns
+    session = writer.sessions.get("s")
+    assert session is not None
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    persistence(writer).flush()
+    session.append("turn/start", {"turn": 2})
+    writer.sessions.create("later", cwd="/w").append("turn/start", {"turn": 1})
+    persistence(writer).flush()
+    assert done.wait(10), seen
+    for subscription in subscriptions:
+        subscription.close()
+    assert seen == {"s": [2, 3, 4, 5], "later": [0]}

@@ -7,3 +7,5 @@ where the last read stopped), :mod:`.lock` (one writer per log), :mod:`.writer` 
 :mod:`.checkpoint` (``projections.json`` and its prefix proof), :mod:`.backend` (the backend) and :mod:`.plugin`
 (the plugin). Nothing is imported here: a reader imports what it reads with.
 """
+
+__all__: list[str] = []
