@@ -215,3 +215,21 @@ def test_followers_get_what_is_stored_then_each_new_batch_in_order(booter: Boot)
     for subscription in subscriptions:
         subscription.close()
     assert seen == {"s": [2, 3, 4, 5], "later": [0]}
+
+
+def test_a_follower_of_a_log_the_reader_refuses_gets_the_readers_refusal(booter: Boot) -> None:
+    """Repro: PostgreSQL's feed handed a follower the events of a log holding an unknown event type (not marked
+    ``ignorable``), where the file and memory backends refuse it with the reader's words, as the contract says."""
+    writer = booter(batch_delay_ms=60_000)
+    session = writer.sessions.create("s", cwd="/w")
+    session.append("turn/start", {"turn": 1})
+    session.append("future/thing", {})
+    persistence(writer).flush()
+    reader = booter()
+    seen: list[Any] = []
+    with pytest.raises(SessionFormatUnsupportedError) as refused:
+        persistence(reader).follow("s", -1, seen.append)
+    assert seen == []
+    with pytest.raises(SessionFormatUnsupportedError) as read:
+        persistence(reader).read("s")
+    assert str(refused.value) == str(read.value)

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_todo.harness.persistence.contract import Callback
+from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 from dsh_todo.harness.persistence.followers import hand_over
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 
@@ -55,6 +56,8 @@ class Subscription:
         self.after_seq = after_seq
         self.callback = callback
         self.closed = False
+        self.said: str | None = None
+        """The refusal last said for this follower (said once, not at every notification)."""
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -69,6 +72,9 @@ class Subscription:
             events = backend.read_from(self.session_id, self.after_seq)
             if not events:
                 return
+            # The reader's refusal, as every backend's follow gives it: the first read raises it to the follower's
+            # caller, a later one is said by the feed, and the events are not handed over.
+            refuse_unknown_types(self.session_id, events, backend.location)
             self.after_seq = events[-1]["seq"]
             hand_over(self.callback, self.session_id, events)
 
@@ -170,6 +176,10 @@ class EventFeed:
         for sub in subs:
             try:
                 sub.catch_up(self.reader)
+            except SessionLogError as exc:
+                if str(exc) != sub.said:
+                    sub.said = str(exc)
+                    log.warning("cannot follow session %r: %s", sub.session_id, exc)
             except Exception:
                 log.warning("cannot read new events of session %r", sub.session_id, exc_info=True)
 
