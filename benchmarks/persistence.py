@@ -45,7 +45,7 @@ from dsh_todo.harness.persistence import JsonlBackend
 from dsh_todo.harness.persistence.checkpoint_file import CHECKPOINT_NAME, usable_checkpoint
 from dsh_todo.harness.persistence.fastscan import scan_last_of
 from dsh_todo.logview import PLAN_EVENT_TYPES, read_plan, read_session
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 _PROSE = ("the parser module reads each token and the writer keeps a buffer of lines so that retries stay idempotent "
           "while tests cover edge cases like empty input unicode ünïcödé and very long paths")

@@ -17,13 +17,15 @@ import time
 from urllib.parse import quote
 
 from dsh_todo.carriers.terminal import PlanPrinter
-from dsh_todo.harness import Agent, Context
+from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import Storage, Telemetry, open_storage
+from dsh_todo.runtime import Storage, Telemetry
+from dsh_todo.standard import open_storage
 
 INSPECT, DESIGN, BUILD, DOCS, TESTS = (
     "Read the request pipeline", "Choose a limiter design", "Implement the rate limiter",

@@ -12,7 +12,7 @@ from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_
 from dsh_todo.harness.errors import CommandError
 
 if TYPE_CHECKING:
-    from dsh_todo.harness import Agent
+    from dsh_todo.harness.agent import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
 
 
@@ -40,12 +40,12 @@ def _run_turn(args: argparse.Namespace) -> int:
 
     from dsh_todo.carriers.stopping import STOPPING
     from dsh_todo.carriers.terminal import PlanPrinter, safe
-    from dsh_todo.harness import Agent
+    from dsh_todo.harness.agent import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
     from dsh_todo.harness.llm import ModelError, make_model
     from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
     from dsh_todo.ids import random_uuid
-    from dsh_todo.runtime import open_storage
+    from dsh_todo.standard import open_storage
 
     storage = storage_of(args)
     telemetry = telemetry_of(args)

@@ -1,6 +1,6 @@
 """The standard runtime as a test boots it: in memory, or persisted in one PostgreSQL schema.
 
-Both are the rows every front door boots (:func:`dsh_todo.runtime.composition`), so a test sees the tool, its
+Both are the rows every front door boots (:func:`dsh_todo.standard.composition`), so a test sees the tool, its
 validation, the ``todos`` projection and (on a database) the persistence plugins exactly as a deployment does. In
 memory there is no directory to clean up; on a database, a schema per test keeps tests apart on one server.
 """
@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsh_todo.harness import Context, boot
-from dsh_todo.runtime import composition
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.loader import boot
+from dsh_todo.standard import composition
 
 __all__ = ["database_composition", "memory_composition", "memory_context"]
 

@@ -20,7 +20,7 @@ from dsh_todo.harness.persistence import (
     SessionNotFoundError,
     SessionPersistence,
 )
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 from dsh_todo.testing import database_composition
 from tests.conftest import BootFactory
 

@@ -40,10 +40,12 @@ from acp.schema import (
 )
 
 from dsh_todo.carriers.acp.updates import Update, UpdateFeed
-from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
+from dsh_todo.harness.context import Context
 from dsh_todo.harness.llm import Model, ModelError, make_model
 from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
+from dsh_todo.harness.session import Session
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage, Telemetry
@@ -223,7 +225,7 @@ def main(*, storage: Storage, script: str | None = None, model: str | None = Non
          allow_parallel: bool = True, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
     from dsh_todo.carriers.stopping import STOPPING
-    from dsh_todo.runtime import open_storage
+    from dsh_todo.standard import open_storage
 
     try:
         llm = make_model(script, model)

@@ -103,7 +103,7 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     (:func:`leave_to_stand_in`); never in a caller's process (a fork there would run the rest of the caller twice).
     ``telemetry`` on starts the exporter's threads at the boot, so the process that was started serves itself: a
     fork would leave those threads behind."""
-    from dsh_todo.runtime import open_storage
+    from dsh_todo.standard import open_storage
 
     if not http:
         STOPPING.install()

@@ -131,7 +131,7 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
 def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
             out: Any = None, err: Any = None, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
-    from dsh_todo.runtime import open_storage
+    from dsh_todo.standard import open_storage
 
     out = out or sys.stdout
     err = err or sys.stderr
