@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import sys
+import threading
 import time
+from pathlib import Path
 from urllib.parse import quote
 
+from dsh_todo.carriers.stopping import STOPPING
 from dsh_todo.carriers.terminal import PlanPrinter
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
@@ -81,9 +85,6 @@ def invocation() -> str:
     ``uv run dsh-todo`` inside the project, ``uv run --project DIR dsh-todo`` from anywhere else. Otherwise the
     ``dsh-todo`` on ``PATH``, or, when there is none, this interpreter with ``-m dsh_todo.cli``.
     """
-    import shutil
-    from pathlib import Path
-
     if os.environ.get("UV_RUN_RECURSION_DEPTH"):
         venv = os.environ.get("VIRTUAL_ENV")
         project = Path(venv).parent if venv else None
@@ -120,10 +121,6 @@ def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> 
 def serve_until_stopped(printer: PlanPrinter) -> None:
     """Keep the page up after the demo until Ctrl-C, SIGTERM or SIGHUP, whatever stdin is: whoever opens the
     printed URL after the turns ended (from an IDE's run button, a script, ``nohup``) still finds the page."""
-    import threading
-
-    from dsh_todo.carriers.stopping import STOPPING
-
     done = threading.Event()
     STOPPING.install()
     try:

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import SessionNotFoundError
 from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import Session
@@ -211,8 +212,6 @@ def _open_session(ctx: Context, session_id: str | None, cwd: str | None) -> Sess
         return live
     persistence = ctx.get("session_persistence")
     if persistence is not None:
-        from dsh_todo.harness.persistence import SessionNotFoundError
-
         try:
             loaded: Session = persistence.load(session_id)
             return loaded

@@ -15,6 +15,9 @@ from typing import Any
 
 from dsh_todo.commands.options import open_backend, storage_of
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.harness.persistence.jsonl_backend import JsonlBackend
+from dsh_todo.jsonutil import loads
+from dsh_todo.logview import Refusal
 
 
 def add_latest_options(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +39,6 @@ def chosen_session(args: argparse.Namespace) -> str:
         return session
     if args.session is not None:
         raise CommandError("give a SESSION or --latest, not both")
-    from dsh_todo.logview import Refusal
-
     storage = storage_of(args)
     try:
         backend = open_backend(storage)
@@ -53,8 +54,6 @@ def chosen_session(args: argparse.Namespace) -> str:
 
 def _latest(backend: Any, project: str | None) -> tuple[str, str]:
     """``(id, where)`` of the most recently written session of ``backend`` (of ``project`` only, when given)."""
-    from dsh_todo.harness.persistence import JsonlBackend
-
     wanted = None if project is None else os.path.abspath(project)
     if isinstance(backend, JsonlBackend):
         if not backend.root.is_dir():
@@ -90,8 +89,6 @@ def _written(path: Any) -> int:
 
 def _database_times(backend: Any) -> list[tuple[str, int]]:
     """Every stored session's id and the time of its last event (milliseconds), in one query."""
-    from dsh_todo.jsonutil import loads
-
     query = (f"SELECT DISTINCT ON (session_id) session_id, event FROM {backend.tables.events} "
              "ORDER BY session_id, seq DESC")
     rows = backend.run(lambda conn: conn.execute(query).fetchall())
