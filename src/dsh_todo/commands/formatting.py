@@ -9,12 +9,12 @@ indented lines (examples, a script's JSON) as written, and breaks only at spaces
 from __future__ import annotations
 
 import argparse
-import difflib
-import textwrap
 from collections.abc import Iterable
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    import textwrap  # only when help is shown (argparse imports it as late)
+
     return textwrap.wrap(" ".join(text.split()), max(width, 20), initial_indent=indent, subsequent_indent=indent,
                          break_on_hyphens=False, break_long_words=False)
 
@@ -53,5 +53,7 @@ class Manual(argparse.HelpFormatter):
 
 def nearest(word: str, names: Iterable[str]) -> str | None:
     """The command ``word`` most likely meant, when one is close enough to suggest."""
+    import difflib
+
     found = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
     return found[0] if found else None
