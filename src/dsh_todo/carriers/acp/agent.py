@@ -39,22 +39,22 @@ from acp.schema import (
     SessionNotification,
 )
 
+from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
+from dsh_todo.carriers.acp.stdio import stdio_streams
 from dsh_todo.carriers.acp.updates import Update, UpdateFeed
+from dsh_todo.carriers.stopping import STOPPING
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.llm import Model, ModelError, make_model
 from dsh_todo.harness.session import Session
-
-if TYPE_CHECKING:
-    from dsh_todo.runtime import Storage, Telemetry
-from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
-from dsh_todo.carriers.acp.stdio import stdio_streams
-from dsh_todo.carriers.stopping import STOPPING
 from dsh_todo.harness.tools.registry import AbortSignal
 from dsh_todo.ids import random_uuid
 from dsh_todo.standard import open_storage
+
+if TYPE_CHECKING:
+    from dsh_todo.runtime import Storage, Telemetry
 
 log = logging.getLogger("dsh_todo.acp")
 
