@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import dsh_todo.harness.invariants as invariants
+import dsh_todo.harness.invariants as invariant_registry
 import dsh_todo.harness.persistence.checkpoints as checkpoints
 import dsh_todo.harness.persistence.jsonl as jsonl
 import dsh_todo.harness.projections as projections
@@ -103,7 +103,7 @@ PLUGINS: Final[dict[str, object]] = {
     "@deepseek-ai/dsh-session-projection": projections,
     "@deepseek-ai/dsh-session-persistence-jsonl": jsonl,
     "@deepseek-ai/dsh-session-projection-cache": checkpoints,
-    "@deepseek-ai/dsh-invariants": invariants,
+    "@deepseek-ai/dsh-invariants": invariant_registry,
     "@deepseek-ai/dsh-tool-todo": tool_todo,
     "@deepseek-ai/dsh-tool-todo/invariant": todo_invariant,
     "@deepseek-ai/dsh-session-telemetry": telemetry_seam,
