@@ -32,7 +32,7 @@ from typing import Any
 
 from dsh_todo.carriers.web.server import BackgroundServer
 from dsh_todo.harness import Context
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

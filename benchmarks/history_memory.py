@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 
 from tests.long_logs import SESSION_ID, long_log
 
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import memory_kb, stop
 
 _HWM = ("import atexit, sys\n"

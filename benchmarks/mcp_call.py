@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness import Agent, Context
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 ARGS = {"todos": [{"content": f"step {i}: do the thing number {i}",
                    "status": ("completed", "in_progress", "pending")[i % 3]} for i in range(10)]}

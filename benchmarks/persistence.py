@@ -39,7 +39,7 @@ from typing import Any
 
 from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
 from dsh_todo.logview import read_plan, read_session
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 _PROSE = ("the parser module reads each token and the writer keeps a buffer of lines so that retries stay idempotent "
           "while tests cover edge cases like empty input unicode ünïcödé and very long paths")

@@ -33,7 +33,7 @@ from typing import Any
 
 from dsh_todo.harness import Context, boot
 from dsh_todo.harness.telemetry import Coordinator, TelemetryRecord
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 
 SEAM = {"id": "telemetry", "name": "@deepseek-ai/dsh-session-telemetry"}
 

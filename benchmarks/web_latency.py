@@ -26,7 +26,7 @@ from typing import Any
 
 from dsh_todo.carriers.terminal import STRIP_SEPARATOR, progress_label
 from dsh_todo.carriers.web.server import serve_in_background
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

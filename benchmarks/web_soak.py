@@ -40,7 +40,7 @@ from dsh_todo.testing import memory_kb, open_fds, stop
 
 WRITER = r"""
 import sys, time
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 root, session_id = sys.argv[1], sys.argv[2]
 prefill, total, rate = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])

@@ -28,7 +28,7 @@ from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel
 from dsh_todo.harness.tools.registry import AbortSignal
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_BYTES = 200_000

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 SESSION_ID = "long-log"
 EVENTS_PER_TURN = 15

@@ -11,9 +11,22 @@ import argparse
 import gc
 import os
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from dsh_todo.carriers.stopping import STOPPING
+from dsh_todo.commands import COMMANDS, command
+from dsh_todo.commands.formatting import Manual, nearest
+from dsh_todo.harness.errors import (
+    EncodingError,
+    InputError,
+    ModelError,
+    SessionLogError,
+    SessionWriteError,
+    SetupError,
+)
 
 if TYPE_CHECKING:
     from dsh_todo.commands import Command
@@ -45,9 +58,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     every other name gets an empty placeholder, so the usage line and the top-level errors still list every
     command and the chosen command's own help is the very same. The full parser is for ``dsh-todo --help``.
     """
-    from dsh_todo.commands import COMMANDS, command
-    from dsh_todo.commands.formatting import Manual
-
     parser = argparse.ArgumentParser(prog="dsh-todo", description=USAGE, epilog=EPILOG, formatter_class=Manual)
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of a failure (also DSH_TODO_DEBUG=1)")
@@ -68,8 +78,6 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     """The command ``argv`` runs, when that is certain before parsing: its first word, after top-level options
     only, naming a known command. ``None`` (build everything) when the top-level help is asked for first, or
     anything else is unusual: argparse then says what is wrong exactly as it always did."""
-    from dsh_todo.commands import COMMANDS
-
     for word in argv:
         if len(word) > 2 and "--debug".startswith(word):  # --debug, or an abbreviation argparse accepts
             continue
@@ -80,9 +88,6 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def _suggest(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     """A first word that is no command but close to one is answered ``did you mean 'plan'?`` (exit 2), not with
     argparse's list of every choice; anything else is left to argparse."""
-    from dsh_todo.commands import COMMANDS
-    from dsh_todo.commands.formatting import nearest
-
     for word in argv:
         if len(word) > 2 and "--debug".startswith(word):
             continue
@@ -96,8 +101,6 @@ def _suggest(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
 
 def _restore_sigpipe(command: Command) -> None:
     """Filters die of SIGPIPE quietly (:attr:`~dsh_todo.commands.Command.filter`); nothing else does."""
-    import signal
-
     if command.filter and hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
@@ -109,15 +112,6 @@ def _exit_codes() -> tuple[tuple[type[BaseException], int], ...]:
     person can fix it. A model endpoint failing or the operating system refusing (a full disk, no permission): 1,
     also when the refusal reaches us as a log that could not be written (:class:`SessionWriteError`).
     """
-    from dsh_todo.harness.errors import (
-        EncodingError,
-        InputError,
-        ModelError,
-        SessionLogError,
-        SessionWriteError,
-        SetupError,
-    )
-
     return ((InputError, 2), (SetupError, 2), (SessionWriteError, 1), (SessionLogError, 2), (EncodingError, 2),
             (ModelError, 1), (OSError, 1))
 
@@ -155,8 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _suggest(parser, words)
     args = parser.parse_args(words)
     if argv is None:  # the process's own command line, not a caller's in-process call (a test)
-        from dsh_todo.carriers.stopping import STOPPING
-
         STOPPING.own_process = True
         # The process's collector policy is the application's to choose, never the library's (decision 0008): a
         # read allocates millions of acyclic containers, and the default threshold (700) rescans them again and

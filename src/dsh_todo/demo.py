@@ -12,18 +12,24 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
 import sys
+import threading
 import time
+from pathlib import Path
 from urllib.parse import quote
 
+from dsh_todo.carriers.stopping import STOPPING
 from dsh_todo.carriers.terminal import PlanPrinter
-from dsh_todo.harness import Agent, Context
+from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import Storage, Telemetry, open_storage
+from dsh_todo.runtime import Storage, Telemetry
+from dsh_todo.standard import open_storage
 
 INSPECT, DESIGN, BUILD, DOCS, TESTS = (
     "Read the request pipeline", "Choose a limiter design", "Implement the rate limiter",
@@ -79,9 +85,6 @@ def invocation() -> str:
     ``uv run dsh-todo`` inside the project, ``uv run --project DIR dsh-todo`` from anywhere else. Otherwise the
     ``dsh-todo`` on ``PATH``, or, when there is none, this interpreter with ``-m dsh_todo.cli``.
     """
-    import shutil
-    from pathlib import Path
-
     if os.environ.get("UV_RUN_RECURSION_DEPTH"):
         venv = os.environ.get("VIRTUAL_ENV")
         project = Path(venv).parent if venv else None
@@ -118,10 +121,6 @@ def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> 
 def serve_until_stopped(printer: PlanPrinter) -> None:
     """Keep the page up after the demo until Ctrl-C, SIGTERM or SIGHUP, whatever stdin is: whoever opens the
     printed URL after the turns ended (from an IDE's run button, a script, ``nohup``) still finds the page."""
-    import threading
-
-    from dsh_todo.carriers.stopping import STOPPING
-
     done = threading.Event()
     STOPPING.install()
     try:

@@ -13,7 +13,7 @@ import pytest
 from dsh_todo.adapters import bind_todo
 from dsh_todo.adapters.common import TodoBinding, open_turn, standing_plan, turn_end_reason
 from dsh_todo.logview import read_session
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.adapters.scenario import CANONICAL, RAW, TEXT
 from tests.conftest import DiskSyncs, plan_json, todo_writes
 

@@ -166,7 +166,7 @@ def test_the_readme_states_the_open_session_cap_of_mcp_http_at_1024_files() -> N
     """Repro: the README said the cap was "about 450 at the default 1024"; ``max_sessions()`` gives 298 there. The
     sessions' descriptors (two each) and the connections' (one each, capped) fit under the limit with the reserve."""
     pytest.importorskip("mcp")
-    code = ("import resource; from dsh_todo.carriers.mcp.server import max_sessions; "
+    code = ("import resource; from dsh_todo.carriers.mcp.streamable_http import max_sessions; "
             "from dsh_todo.carriers.connection_slots import FD_RESERVE, connection_cap; "
             "resource.setrlimit(resource.RLIMIT_NOFILE, "
             f"({SERVER_FD_LIMIT}, resource.getrlimit(resource.RLIMIT_NOFILE)[1])); "

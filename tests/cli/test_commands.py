@@ -129,7 +129,7 @@ def test_sessions_lists_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_watch_prints_one_line_per_plan_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from dsh_todo.harness import Agent
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     ctx = open_runtime(tmp_path, batch_delay_ms=1)
     session = ctx.sessions.create("w", cwd="/w")

@@ -13,7 +13,7 @@ import pytest
 
 from dsh_todo.cli import main
 from dsh_todo.harness.errors import SessionExistsError
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.conftest import REPO_ROOT
 from tests.crafted import B_ID, flat_layout
 

@@ -158,7 +158,7 @@ def test_a_fifo_where_a_log_belongs_is_refused_not_waited_on(tmp_path: Path, nam
     files: the session is refused in one line, and the listing goes on to the others."""
     import os
 
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     root = tmp_path / "root"
     ctx = open_runtime(root)

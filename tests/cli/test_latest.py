@@ -11,7 +11,7 @@ import pytest
 
 from dsh_todo.cli import main
 from dsh_todo.harness import Agent
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 
 def write_sessions(root: Path, sessions: list[tuple[str, str, str]]) -> dict[str, Path]:

@@ -203,7 +203,7 @@ def test_a_checkpoint_never_vouches_for_a_damaged_prefix(tmp_path: Path, capsys:
 
     from dsh_todo.harness import Agent
     from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     ctx = open_runtime(tmp_path, compression="none", batch_delay_ms=1)
     session = ctx.sessions.create("cp", cwd="/w")

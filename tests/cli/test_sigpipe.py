@@ -22,7 +22,7 @@ from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.turns import Turns
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import stop
 
 SIGPIPE_BIT = 1 << (signal.SIGPIPE - 1)

@@ -29,7 +29,8 @@ print(json.dumps([code, sorted(sys.modules)]))
 NEVER = [
     "asyncio", "yaml", "importlib.metadata", "dataclasses_json",
     "dsh_todo.harness.loader", "dsh_todo.harness.context", "dsh_todo.harness.session",
-    "dsh_todo.harness.frozen", "dsh_todo.harness.tools", "dsh_todo.tool_todo.description",
+    "dsh_todo.harness.frozen", "dsh_todo.harness.tools", "dsh_todo.tool_todo.description", "dsh_todo.tool_todo.tool",
+    "dsh_todo.standard", "dsh_todo.harness.plugin_shape", "difflib", "textwrap",
     "dsh_todo.harness.persistence.service", "dsh_todo.harness.persistence.batching",
     "dsh_todo.harness.persistence.jsonl.writer", "dsh_todo.harness.persistence.jsonl.lock",
     "dsh_todo.harness.persistence.jsonl.encode", "dsh_todo.harness.persistence.jsonl.backend",

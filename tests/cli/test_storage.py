@@ -165,7 +165,7 @@ def test_a_session_being_created_elsewhere_is_the_same_one_line_refusal(tmp_path
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """Repro: two ``run --session NEW`` at the same moment: the loser found no log yet, went on to create the session,
     hit the winner's writer lock and died with a traceback instead of the refusal a non-racing second writer gets."""
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
@@ -194,7 +194,7 @@ def test_ids_with_control_or_bidi_characters_are_listed_escaped(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Repro: ``dsh-todo sessions`` printed ids as they are, so an id holding an escape sequence or a bidi override
     rewrote the terminal (or the line) a person was reading."""
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     ctx = open_runtime(tmp_path / "root")
     try:

@@ -13,7 +13,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 
 def session_ids(url: str) -> list[str]:

@@ -260,7 +260,7 @@ async def test_a_cancelled_turn_answers_its_call_and_closes_aborted(make_ctx: Bo
 async def test_every_call_is_durable_before_the_model_reads_its_result(tmp_path: Any) -> None:
     """With persistence, the loop flushes each call before the next model request (an ACP client, too, is shown
     the result only once it is on disk); ``dsh-todo plan --json`` then reads the plan the model was told about."""
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
     from tests.conftest import plan_json
 
     ctx = open_runtime(tmp_path / "sessions")

@@ -251,11 +251,11 @@ def test_tool_todo_invariant_export_shape() -> None:
 
 
 def test_the_standard_plugins_are_the_entry_points_pyproject_declares() -> None:
-    """``open_runtime`` imports our plugins by the table in ``dsh_todo.runtime`` instead of looking them up among the
-    entry points (start-up time); the two must name the same modules."""
+    """``open_runtime`` mounts our plugins from the modules ``dsh_todo.standard`` imports instead of looking them up
+    among the entry points (start-up time, and go-to-definition follows); the two must name the same modules."""
     from importlib.metadata import entry_points
 
-    from dsh_todo.runtime import STANDARD_PLUGINS
+    from dsh_todo.standard import PLUGINS, POSTGRES, plugin_of
 
     declared = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert declared == STANDARD_PLUGINS
+    assert declared == {name: getattr(plugin_of(name), "__name__", None) for name in [*PLUGINS, POSTGRES]}

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_todo.harness import Session, SessionStore
 from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, SessionAppendError
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
 from dsh_todo.tool_todo.rules import standing_plan
 from tests.conftest import BootFactory, todo_writes
@@ -307,7 +307,7 @@ def test_data_as_deep_as_a_log_line_allows_is_logged_and_reads_back(tmp_path: An
     (without recursion when it must be) and reads back; anything deeper is refused and nothing is appended."""
     from dsh_todo.harness.frozen import MAX_DATA_DEPTH
     from dsh_todo.logview import read_session
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     ctx = open_runtime(tmp_path)
     try:

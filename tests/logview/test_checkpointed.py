@@ -18,7 +18,7 @@ from dsh_todo.harness.persistence.jsonl import reading
 from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 from dsh_todo.logview import PlanView, read_plan, read_session
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.harness.persistence.test_checkpoints import append_turn, five_turns, todo_write
 
 

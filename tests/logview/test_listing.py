@@ -15,7 +15,7 @@ import pytest
 
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.logview import list_sessions
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.crafted import spread_sessions
 from tests.harness.persistence.test_checkpoints import turn
 

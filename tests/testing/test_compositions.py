@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from dsh_todo.harness import Agent
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 from dsh_todo.testing import database_composition, memory_composition, memory_context
 
 

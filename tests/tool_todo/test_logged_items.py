@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import dsh_todo.tool_todo as tool_todo_module
+import dsh_todo.tool_todo.tool as tool_todo_module
 from dsh_todo.harness import Agent
 from tests.conftest import BootFactory
 

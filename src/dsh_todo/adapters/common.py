@@ -40,14 +40,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.agent import Agent
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import SessionNotFoundError
 from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
+from dsh_todo.harness.session import Session
 from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
 from dsh_todo.harness.turns import Turns, TurnScope, open_turn, parse_arguments, turn_end_reason
 from dsh_todo.ids import random_call_id, random_uuid
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.tool_todo.description import TOOL_NAME
 from dsh_todo.tool_todo.rules import standing_plan as _fold_plan
 
@@ -182,7 +185,7 @@ def bind_todo(ctx: Context | None = None, *, session: Session | str | None = Non
               cwd: str | None = None) -> TodoBinding:
     """``todo_write`` bound to a session, ready for an adapter.
 
-    Without ``ctx``, boots the standard runtime (:func:`dsh_todo.runtime.open_runtime`: in memory, or persisted in
+    Without ``ctx``, boots the standard runtime (:func:`dsh_todo.standard.open_runtime`: in memory, or persisted in
     DSH's format under ``root``) with ``allowParallelInProgress = allow_parallel``; closing the binding disposes
     it. ``session`` is a live :class:`Session`, or an id: a live or persisted session with that id is resumed,
     otherwise a new one is created (a fresh uuid when omitted) with ``cwd`` (default: the current directory) in
@@ -209,8 +212,6 @@ def _open_session(ctx: Context, session_id: str | None, cwd: str | None) -> Sess
         return live
     persistence = ctx.get("session_persistence")
     if persistence is not None:
-        from dsh_todo.harness.persistence import SessionNotFoundError
-
         try:
             loaded: Session = persistence.load(session_id)
             return loaded

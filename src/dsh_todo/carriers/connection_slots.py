@@ -26,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import resource
 from typing import TYPE_CHECKING, Any, Final
 
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 if TYPE_CHECKING:
-    import uvicorn
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
     from uvicorn.server import ServerState
 
@@ -52,10 +53,8 @@ _BUSY: Final = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; 
 def fd_limit() -> int | None:
     """The process's soft limit on open files (``None``: unlimited or unknown)."""
     try:
-        import resource
-
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
+    except (OSError, ValueError):
         return None
     return None if soft == resource.RLIM_INFINITY else soft
 
@@ -89,8 +88,6 @@ class ConnectionSlots:
 
     def config(self, app: ASGIApp, **options: Any) -> uvicorn.Config:
         """A uvicorn configuration serving ``app`` through these slots (``options`` are uvicorn's own)."""
-        import uvicorn
-
         return uvicorn.Config(self.app(app), http=self.protocol(), backlog=self.backlog, **options)
 
     @property

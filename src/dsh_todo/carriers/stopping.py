@@ -18,7 +18,9 @@ handlers back when the command is done.
 from __future__ import annotations
 
 import atexit
+import gc
 import signal
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,12 +65,7 @@ class Stopping:
         """``stop`` ends the work being served: called on the next signal, or now if one came already. Called from
         inside an event loop, it runs on that loop (``call_soon_threadsafe``: an ``Event.set`` or a task's
         ``cancel``); outside one, from the handler itself, on the main thread (a ``threading.Event.set``)."""
-        import asyncio
-
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        self._loop = _running_loop()
         self._stop = stop
         if self.requested:
             self._call()
@@ -95,8 +92,6 @@ class Stopping:
         explicitly and the interpreter's own finalization would otherwise walk it in full collections, about 150 ms
         with a model client loaded: most of the time from a signal to the exit. Only garbage in reference cycles is
         left to the operating system, which takes the whole process anyway."""
-        import gc
-
         self.ignore()
         gc.freeze()
 
@@ -117,3 +112,18 @@ class Stopping:
 
 STOPPING: Final = Stopping()
 """The process's one :class:`Stopping` (signal handlers are per process)."""
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any. None can run where :mod:`asyncio` was never imported, so it is
+    looked up among the loaded modules rather than imported: the CLI marks every command's process
+    (:attr:`Stopping.own_process`) through this module, and a ``dsh-todo plan`` process has no event loop to pay
+    for (decision 0014)."""
+    loaded = sys.modules.get("asyncio")
+    if loaded is None:
+        return None
+    try:
+        running: asyncio.AbstractEventLoop = loaded.get_running_loop()
+    except RuntimeError:
+        return None
+    return running

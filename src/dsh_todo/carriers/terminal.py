@@ -8,6 +8,7 @@ rich markup.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -72,8 +73,6 @@ class PlanPrinter:
     """
 
     def __init__(self, ctx: Any, out: Any = None, *, interactive: bool | None = None) -> None:
-        import sys
-
         self.out = out if out is not None else sys.stdout
         self.interactive = (bool(getattr(self.out, "isatty", lambda: False)()) if interactive is None
                             else interactive)

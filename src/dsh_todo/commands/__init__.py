@@ -1,9 +1,10 @@
 """The subcommands of ``dsh-todo``: one module per command, holding its help, its options and its body.
 
 :mod:`dsh_todo.cli` builds the parser from :data:`COMMANDS` and turns errors into exit codes; nothing about a single
-command lives there. A command's module imports what its body needs only when the body runs, and the parser loads
-only the module of the command being run (:func:`command`), so ``dsh-todo --help`` and the start of every command
-stay fast.
+command lives there. A command's module imports what its body needs at its top, like any module; what keeps the
+start of every command fast is that the parser loads only the module of the command being run (:func:`command`):
+this table is the composition root choosing a command, by name, not an import hidden in a body (decision 0030). Only
+a door to an optional heavy dependency (the ACP agent, the web server, psycopg) is opened inside a body.
 """
 
 from __future__ import annotations

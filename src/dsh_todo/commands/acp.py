@@ -6,11 +6,10 @@ import argparse
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of, telemetry_of
+from dsh_todo.extras import require
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.extras import require
-
     require("acp")
     storage, telemetry = storage_of(args), telemetry_of(args)
     from dsh_todo.carriers.acp.agent import main as serve_acp

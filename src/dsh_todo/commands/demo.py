@@ -6,6 +6,7 @@ import argparse
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_storage_options, add_telemetry_option, check_port, storage_of, telemetry_of
+from dsh_todo.demo import run_demo
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,8 +18,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.demo import run_demo
-
     storage, telemetry = storage_of(args), telemetry_of(args)
     return run_demo(storage, web=args.web, port=check_port(args.port), pace=args.pace, telemetry=telemetry)
 

@@ -8,6 +8,9 @@ from typing import Any
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import SESSION_HELP, add_storage_options
+from dsh_todo.commands.reading import close, note, reading_of, view_of
+from dsh_todo.jsonutil import dumps
+from dsh_todo.logview import read_events, read_plan
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +21,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     """The verdict first (a refused log prints nothing), then the events as they are read, none kept: a log of any
     size costs one read piece, not the log (issue 22)."""
-    from dsh_todo.commands.reading import close, note, reading_of, view_of
-    from dsh_todo.jsonutil import dumps
-    from dsh_todo.logview import read_events, read_plan
-
     view_of(args, read_plan)
     out = sys.stdout
     printed = 0

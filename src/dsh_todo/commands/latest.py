@@ -15,6 +15,7 @@ from typing import Any
 
 from dsh_todo.commands.options import open_backend, storage_of
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.logview import Refusal
 
 
 def add_latest_options(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +37,6 @@ def chosen_session(args: argparse.Namespace) -> str:
         return session
     if args.session is not None:
         raise CommandError("give a SESSION or --latest, not both")
-    from dsh_todo.logview import Refusal
-
     storage = storage_of(args)
     try:
         backend = open_backend(storage)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import (
     add_policy_option,
@@ -14,6 +15,7 @@ from dsh_todo.commands.options import (
     storage_of,
     telemetry_of,
 )
+from dsh_todo.extras import require
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +33,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.extras import require
-
     require("mcp")
     storage, telemetry = storage_of(args), telemetry_of(args)
-    from dsh_todo.carriers.mcp.stdio import main as serve_mcp
-
     return serve_mcp(storage=storage, allow_parallel=not args.single_active, http=args.http,
                      structured=args.structured_output, port=check_port(args.port), idle_timeout=args.idle_timeout,
                      telemetry=telemetry)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING
 
 from dsh_todo.harness.errors import CommandError
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.contract import LogReader
-    from dsh_todo.runtime import Storage, Telemetry
+from dsh_todo.harness.persistence.contract import LogReader
+from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
+from dsh_todo.logview.database import open_database
+from dsh_todo.runtime import Storage, Telemetry, default_root, resolve_telemetry
 
 SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
 
@@ -69,16 +68,12 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def storage_of(args: argparse.Namespace) -> Storage:
     """The storage the options name (a contradiction raises :class:`~dsh_todo.runtime.StorageError`)."""
-    from dsh_todo.runtime import Storage
-
     return Storage.resolve(args.root, args.database, getattr(args, "compression", None), args.schema)
 
 
 def telemetry_of(args: argparse.Namespace) -> Telemetry:
     """The telemetry the options name, checked before anything boots
     (:func:`~dsh_todo.runtime.resolve_telemetry`)."""
-    from dsh_todo.runtime import resolve_telemetry
-
     return resolve_telemetry(args.telemetry)
 
 
@@ -86,12 +81,7 @@ def open_backend(storage: Storage) -> LogReader:
     """The backend a reader reads ``storage`` through (no runtime booted: readers never write). A database that
     cannot be reached raises :class:`~dsh_todo.logview.Refusal`."""
     if storage.database is not None:
-        from dsh_todo.logview.database import open_database
-
         return open_database(storage.database, schema=storage.schema)
-    from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
-    from dsh_todo.runtime import default_root
-
     return JsonlReader(storage.root or default_root(), storage.compression)
 
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dsh_todo.carriers.terminal import plan_lines
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_storage_options
+from dsh_todo.commands.reading import view_of
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.jsonutil import dumps
+from dsh_todo.logview import Refusal, read_plan, read_session
+from dsh_todo.logview.plan import PlanFold
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,11 +26,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.carriers.terminal import plan_lines
-    from dsh_todo.commands.reading import view_of
-    from dsh_todo.jsonutil import dumps
-    from dsh_todo.logview import read_plan, read_session
-
     args.session = chosen_session(args)
     if args.turn is None:
         plan = view_of(args, read_plan).plan
@@ -38,9 +38,6 @@ def _run(args: argparse.Namespace) -> int:
 def plan_of_turn(events: list[dict[str, Any]], turn: int) -> list[Any] | None:
     """The standing plan of ``events`` cut just before the ``turn/start`` that follows turn ``turn``'s: what a reader
     showed while that turn ran and after it ended, until the next one began."""
-    from dsh_todo.logview import Refusal
-    from dsh_todo.logview.plan import PlanFold
-
     starts = [(index, event.get("data", {}).get("turn")) for index, event in enumerate(events)
               if event.get("type") == "turn/start" and isinstance(event.get("data"), dict)]
     at = next((position for position, (_, number) in enumerate(starts) if number == turn), None)

@@ -10,6 +10,8 @@ from typing import Any
 from dsh_todo.carriers.terminal import safe
 from dsh_todo.commands.options import open_backend, storage_of
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.logview import Refusal
+from dsh_todo.logview.files import names_a_log
 
 
 def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
@@ -17,8 +19,6 @@ def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
     it; else as a path when it is a session log or session folder; else as a session id where sessions live
     (``$DSH_TODO_DATABASE_URL``, ``$DSH_TODO_ROOT``, the default root). So a file or folder in the working
     directory that bears a session's name never shadows it."""
-    from dsh_todo.logview.files import names_a_log
-
     if not names_a_log(source):
         return backend_of(args)
     if args.root is None and args.database is None:
@@ -36,8 +36,6 @@ def reading_of(args: argparse.Namespace, source: str) -> dict[str, Any]:
 
 def backend_of(args: argparse.Namespace) -> dict[str, Any]:
     """The reader's backend for the storage options, or the reader's refusal as a one-line error."""
-    from dsh_todo.logview import Refusal
-
     try:
         return {"backend": open_backend(storage_of(args))}
     except Refusal as exc:

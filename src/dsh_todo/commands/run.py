@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dsh_todo.carriers.stopping import STOPPING
+from dsh_todo.carriers.terminal import PlanPrinter, safe
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_of, telemetry_of
-from dsh_todo.harness.errors import CommandError
+from dsh_todo.harness.agent import Agent
+from dsh_todo.harness.agent_loop import AgentLoop
+from dsh_todo.harness.errors import CommandError, SessionLogError, SessionNotFoundError
+from dsh_todo.harness.llm import ModelError, make_model
+from dsh_todo.harness.turns import aborted
+from dsh_todo.ids import random_uuid
+from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
-    from dsh_todo.harness import Agent
+    from dsh_todo.harness.agent import Agent
     from dsh_todo.harness.agent_loop import AgentLoop
 
 
@@ -26,8 +35,6 @@ def _run(args: argparse.Namespace) -> int:
     """The turn, with the stop signals handled from the start (:mod:`dsh_todo.carriers.stopping`): SIGTERM, SIGINT
     and SIGHUP end the turn ``aborted``, the log flushed and let go, and the exit status is 128 + the signal's number
     (130 for Ctrl-C, as a shell reports a command its signal ended)."""
-    from dsh_todo.carriers.stopping import STOPPING
-
     STOPPING.install()
     try:
         return _run_turn(args)
@@ -36,17 +43,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_turn(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from dsh_todo.carriers.stopping import STOPPING
-    from dsh_todo.carriers.terminal import PlanPrinter, safe
-    from dsh_todo.harness import Agent
-    from dsh_todo.harness.agent_loop import AgentLoop
-    from dsh_todo.harness.llm import ModelError, make_model
-    from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
-    from dsh_todo.ids import random_uuid
-    from dsh_todo.runtime import open_storage
-
     storage = storage_of(args)
     telemetry = telemetry_of(args)
     if args.session == "":
@@ -87,11 +83,6 @@ def _run_turn(args: argparse.Namespace) -> int:
 async def _turn(loop: AgentLoop, agent: Agent, prompt: str) -> dict[str, Any]:
     """The turn's ``turn/end`` reason. A stop signal cancels the turn (``aborted``, whatever it was waiting for: a
     model request, a tool), as Ctrl-C always did; one that came during the boot cancels it as soon as it starts."""
-    import asyncio
-
-    from dsh_todo.carriers.stopping import STOPPING
-    from dsh_todo.harness.turns import aborted
-
     task = asyncio.current_task()
     assert task is not None
     STOPPING.serve(task.cancel)

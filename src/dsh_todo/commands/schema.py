@@ -7,6 +7,10 @@ import sys
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_policy_option
+from dsh_todo.harness.llm.wire import function_tool
+from dsh_todo.jsonutil import dumps
+from dsh_todo.tokens import count_tokens
+from dsh_todo.tool_todo import build_tool
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,11 +18,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.harness.llm.wire import function_tool
-    from dsh_todo.jsonutil import dumps
-    from dsh_todo.tokens import count_tokens
-    from dsh_todo.tool_todo import build_tool
-
     text = dumps(function_tool(build_tool(not args.single_active).schema()))
     print(text)
     policy = "single-active" if args.single_active else "parallel"

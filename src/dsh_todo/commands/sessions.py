@@ -7,9 +7,12 @@ import os
 import shlex
 from typing import Any
 
+from dsh_todo.carriers.terminal import progress_label, safe
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_storage_options
+from dsh_todo.commands.reading import backend_of, close
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.logview import list_sessions
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,16 +26,10 @@ def plan_label(view: Any) -> str:
     if view.health.refused:
         return "-"
     plan = view.plan
-    from dsh_todo.carriers.terminal import progress_label
-
     return "no plan" if plan is None else (progress_label(plan) or "empty plan")
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.carriers.terminal import safe
-    from dsh_todo.commands.reading import backend_of, close
-    from dsh_todo.logview import list_sessions
-
     if args.root_arg is not None:
         raise CommandError(f"give the root as an option: dsh-todo sessions --root {shlex.quote(args.root_arg)}")
     reading = backend_of(args)

@@ -10,8 +10,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_todo.carriers.terminal import safe
 from dsh_todo.commands.command import Command
+from dsh_todo.extras import require
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.runtime import default_database
 
 
 def _arguments(direction: str) -> Callable[[argparse.ArgumentParser], None]:
@@ -29,41 +32,33 @@ def _arguments(direction: str) -> Callable[[argparse.ArgumentParser], None]:
 
 
 def _transfer(args: argparse.Namespace) -> int:
-    from dsh_todo.runtime import default_database
-
     direction = args.command
     url = args.database or default_database()
     if not url:
         raise CommandError("no database: pass --database URL or set $DSH_TODO_DATABASE_URL")
-    from dsh_todo.extras import require
-
     require("postgres")
     root = Path(args.root)
     if direction == "import" and not root.exists():  # an empty import of a typo would look like success
         raise CommandError(f"{root} does not exist")
     if root.exists() and not root.is_dir():
         raise CommandError(f"{root} is not a directory (a JSONL persistence root is one)")
-    from dsh_todo.harness.persistence.postgres.schema import check_schema_name
+    from dsh_todo.harness.persistence.postgres import PgBackend, schema, transfer  # psycopg, the `postgres` extra
 
-    check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
-    from dsh_todo.carriers.terminal import safe
-    from dsh_todo.harness.persistence.postgres import PgBackend
-    from dsh_todo.harness.persistence.postgres.transfer import Moved, Skipped, export_root, import_root
-
+    schema.check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
     backend = PgBackend(url, schema=args.schema)
     backend.open()  # one line for an unreachable database, not one failure per session
     try:
         if direction == "import":
-            results = import_root(args.root, backend, session_ids=args.session)
+            results = transfer.import_root(args.root, backend, session_ids=args.session)
         else:
-            results = export_root(backend, args.root, compression=args.compression, session_ids=args.session)
+            results = transfer.export_root(backend, args.root, compression=args.compression, session_ids=args.session)
     finally:
         backend.close()
     failed = skipped = 0
     for result in results:
-        if isinstance(result, Moved):
+        if isinstance(result, transfer.Moved):
             print(safe(result.describe(f"{direction}ed")))
-        elif isinstance(result, Skipped):
+        elif isinstance(result, transfer.Skipped):
             skipped += 1
             print(safe(result.describe()))
         else:

@@ -8,10 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dsh_todo.carriers.terminal import plan_delta, plan_lines
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_storage_options
+from dsh_todo.commands.reading import close, reading_of
 from dsh_todo.harness.errors import CommandError
+from dsh_todo.logview import Refusal, read_plan, resolve
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +26,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dsh_todo.commands.reading import close, reading_of
-
     if not args.interval > 0:  # time.sleep refuses a negative pause with a traceback; 0 would spin a core
         raise CommandError(f"--interval must be a positive number of seconds, not {args.interval:g}")
     if not args.seconds >= 0:
@@ -40,9 +41,6 @@ def _run(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace, reading: dict[str, Any]) -> int:
     """Poll the log (its size and mtime; a database is read each time) and print each plan change; a verdict that
     is not ``ok`` is said once on stderr, and watching goes on (a log being fixed, or written, may read later)."""
-    from dsh_todo.carriers.terminal import plan_delta, plan_lines
-    from dsh_todo.logview import Refusal, read_plan, resolve
-
     try:
         target = resolve(args.session, **reading)
     except Refusal as exc:

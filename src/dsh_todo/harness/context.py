@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from dsh_todo.harness.disposer import Disposer as Disposer
 from dsh_todo.harness.errors import DshTodoError
+from dsh_todo.harness.plugin_shape import Plugin as Plugin
+from dsh_todo.harness.plugin_shape import accepts_config, check_plugin_shape, parse_config
 
 if TYPE_CHECKING:
     from dsh_todo.harness.invariants import InvariantRegistry
@@ -34,20 +36,6 @@ def _present(name: str, service: T | None) -> T:
     if service is None:
         raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
     return service
-
-
-class Plugin(Protocol):
-    """What ``ctx.plugin`` mounts: a module or object with a string ``name`` and a callable ``apply(ctx)`` or
-    ``apply(ctx, config)``. ``inject`` (service names) and ``Config`` (with ``parse``) are optional, so they are read
-    with ``getattr`` and not part of the type. Both members are read-only, so a plugin module whose ``name`` is
-    ``Final`` satisfies it structurally; :func:`~dsh_todo.harness.loader.check_plugin_shape` checks the same at run
-    time for callers that are not type-checked."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def apply(self) -> Callable[..., object]: ...
 
 
 class _Scoped:
@@ -281,8 +269,6 @@ class Context:
 
     def plugin(self, plugin: Plugin, config: Any = None) -> PluginHandle:
         """Mount a plugin: validate its config, then run ``apply`` as soon as its ``inject`` services exist."""
-        from dsh_todo.harness.loader import accepts_config, check_plugin_shape, parse_config
-
         check_plugin_shape(plugin)
         parsed = parse_config(plugin, config)
         name = plugin.name

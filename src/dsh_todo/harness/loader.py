@@ -2,7 +2,7 @@
 
 Names resolve through the entry-point group ``dsh_todo.plugins`` (so other distributions can add plugins) or as a
 dotted module path (``pkg.module`` or ``pkg.module:attr``); a row built in code may carry its ``plugin`` object
-instead, as the standard composition's rows do (:func:`dsh_todo.runtime.open_runtime`). One step past DSH's
+instead, as the standard composition's rows do (:func:`dsh_todo.standard.open_runtime`). One step past DSH's
 postmortem 0001: a plugin module that exports ``default`` next to ``name``/``inject``/``apply`` is *refused*,
 loudly, instead of being unwrapped into a bare function that silently loses its ``inject`` and then runs with no
 services.
@@ -11,57 +11,19 @@ services.
 from __future__ import annotations
 
 import importlib
-import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from dsh_todo.harness.context import Context, Plugin
-from dsh_todo.harness.errors import BootError, ConfigError, DshTodoError
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import BootError, DshTodoError
+from dsh_todo.harness.plugin_shape import accepts_config as accepts_config
+from dsh_todo.harness.plugin_shape import check_plugin_shape
+from dsh_todo.harness.plugin_shape import parse_config as parse_config
 
 ENTRY_POINT_GROUP = "dsh_todo.plugins"
 
 Row = Mapping[str, Any]
-
-def check_plugin_shape(plugin: object) -> Plugin:
-    """Refuse anything that is not a namespace plugin (a bare callable, a module with a ``default`` export); return
-    what passed, typed as the :class:`~dsh_todo.harness.context.Plugin` it is."""
-    if hasattr(plugin, "default"):
-        raise BootError(
-            f"plugin {getattr(plugin, 'name', plugin)!r} exports 'default' next to its name/inject/apply; a loader "
-            "that unwraps it would mount the default alone and drop 'inject', so it would run with no services. "
-            "Remove the 'default' export.")
-    if not callable(getattr(plugin, "apply", None)):
-        raise BootError(f"{plugin!r} is not a plugin: it has no callable 'apply'")
-    if not isinstance(getattr(plugin, "name", None), str):
-        raise BootError(f"{plugin!r} is not a plugin: it has no string 'name'")
-    needs = getattr(plugin, "inject", [])
-    if not isinstance(needs, (list, tuple)) or not all(isinstance(n, str) for n in needs):
-        raise BootError(f"plugin {getattr(plugin, 'name', plugin)!r} has an 'inject' that is not a list of service "
-                        "names")
-    return cast(Plugin, plugin)
-
-
-def parse_config(plugin: object, config: Any) -> Any:
-    """Validate a row's config with the plugin's ``Config.parse``; plugins without ``Config`` take none."""
-    schema = getattr(plugin, "Config", None)
-    if schema is None:
-        if config not in (None, {}):
-            raise ConfigError(f"plugin {getattr(plugin, 'name', plugin)!r} takes no config")
-        return None
-    parse: Callable[[Any], Any] = schema.parse
-    return parse(config)
-
-
-def accepts_config(apply: Callable[..., Any]) -> bool:
-    """Whether ``apply`` takes ``(ctx, config)`` rather than ``(ctx)``."""
-    try:
-        params = [p for p in inspect.signature(apply).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return True
-    return len(params) >= 2
-
 
 def resolve(plugin_name: str) -> object:
     """A plugin object for a DSH package name (entry point) or a dotted Python path."""

@@ -1,6 +1,6 @@
 """The standard runtime as a test boots it: in memory, persisted in memory, or persisted in one PostgreSQL schema.
 
-All are the rows every front door boots (:func:`dsh_todo.runtime.composition`), so a test sees the tool, its
+All are the rows every front door boots (:func:`dsh_todo.standard.composition`), so a test sees the tool, its
 validation, the ``todos`` projection and (when persisted) the persistence plugins exactly as a deployment does. In
 memory there is no directory to clean up; on a database, a schema per test keeps tests apart on one server.
 """
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dsh_todo.harness import Context, boot
-from dsh_todo.runtime import composition
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.memory import MemoryBackend
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.loader import boot
+from dsh_todo.harness.persistence.memory import MemoryBackend
+from dsh_todo.standard import composition
 
 __all__ = ["database_composition", "memory_composition", "memory_context", "memory_log_composition"]
 
@@ -48,8 +47,6 @@ def memory_log_composition(backend: MemoryBackend | None = None, *, batch_delay_
 
     The rows are the JSONL ones with the persistence row's plugin swapped, so every other row and its place stay the
     standard composition's."""
-    from dsh_todo.harness.persistence.memory import MemoryBackend
-
     rows = composition(".", allow_parallel=allow_parallel)
     persistence = next(row for row in rows if row["name"] == _JSONL)
     persistence["name"] = _MEMORY

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop, TurnOutcome
+from dsh_todo.harness.context import Context
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
+from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
 
 __all__ = ["reply", "scripted_turn", "todo_call"]

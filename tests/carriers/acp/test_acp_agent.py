@@ -28,7 +28,7 @@ from dsh_todo.harness.agent_loop import TurnOutcome
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.tools import AbortSignal
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.tool_todo.rules import standing_plan
 from tests.conftest import BootFactory, events_of, hanging_tool, plan_json, todo_writes
 

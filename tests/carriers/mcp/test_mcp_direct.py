@@ -36,7 +36,7 @@ from dsh_todo.carriers.mcp.stdio import serve_stdio
 from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Request
 from dsh_todo.harness import Context
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import composition as persisted
+from dsh_todo.standard import composition as persisted
 from tests.conftest import BootFactory, hanging_tool
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from dsh_todo.harness.persistence import SessionLockedError
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import rpc_result, stop
 
 CLIENTS = 300

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.carriers.mcp.test_mcp_stdio_wire import Wire
 
 pytest.importorskip("mcp")

@@ -29,7 +29,7 @@ from dsh_todo.carriers.mcp.server import build_server
 from dsh_todo.harness import Agent, Context, Session
 from dsh_todo.harness.tools.registry import ToolResult
 from dsh_todo.jsonutil import dumps, loads
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import stop
 from dsh_todo.tool_todo.rules import standing_plan
 from tests.conftest import BootFactory, DiskSyncs, fixtures_dir, hanging_tool, plan_json, read_jsonl

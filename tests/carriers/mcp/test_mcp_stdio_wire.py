@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from dsh_todo.carriers.mcp.wire import MAX_DEPTH, MAX_LINE
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.conftest import fixtures_dir, read_jsonl
 
 ANSWER_TIMEOUT = 20.0

@@ -22,7 +22,7 @@ import pytest
 from dsh_todo.carriers.web.server import BackgroundServer
 from dsh_todo.harness import Context, Session
 from dsh_todo.harness.llm import ModelReply, ToolCallRequest
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import reply, scripted_turn, todo_call
 from tests.conftest import REPO_ROOT
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness import Context
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.carriers.web.conftest import build_fixture_session
 
 

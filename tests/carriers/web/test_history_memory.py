@@ -19,7 +19,7 @@ import pytest
 
 from dsh_todo.carriers.web.history import HistorySource, history_page, page_bounds
 from dsh_todo.logview import read_session
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from dsh_todo.testing import memory_kb, stop
 from tests.long_logs import EVENTS_PER_TURN, SESSION_ID, long_log
 

@@ -196,7 +196,7 @@ def test_mux_parameters_are_validated(web: Web) -> None:
 
 def test_stopping_the_server_ends_open_streams(tmp_path: Any) -> None:
     from dsh_todo.carriers.web.server import BackgroundServer
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     ctx = open_runtime(None)
     server = BackgroundServer(ctx)
@@ -214,7 +214,7 @@ def test_stopping_the_server_ends_open_streams(tmp_path: Any) -> None:
 def test_a_second_follower_connection_is_never_told_an_older_last_seq_than_the_file(tmp_path: Any) -> None:
     """The page reads history, then subscribes: the lastSeq it hears must cover that history (it drops rows beyond)."""
     from dsh_todo.carriers.web.server import BackgroundServer
-    from dsh_todo.runtime import open_runtime
+    from dsh_todo.standard import open_runtime
 
     root = tmp_path / "sessions"
     viewer = open_runtime(root)

@@ -13,7 +13,7 @@ from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.mux import Hub
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.carriers.web.conftest import run_async
 
 PLAN = [{"content": "a", "status": "in_progress"}]

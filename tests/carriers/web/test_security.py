@@ -12,7 +12,7 @@ import pytest
 
 from dsh_todo.carriers.web.security import CSP, binding_problem, is_loopback
 from dsh_todo.carriers.web.server import BackgroundServer, serve_in_background
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.carriers.web.conftest import Web, _serve
 
 TOKEN = "s3cret-token-0123456789"

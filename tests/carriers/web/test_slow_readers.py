@@ -18,7 +18,7 @@ from typing import Any
 from dsh_todo.carriers.web.frames import QUEUE_LIMIT, REPLAY_LIMIT, Subscriber
 from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.mux import Hub
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.carriers.web.conftest import Web, run_async
 from tests.carriers.web.test_push import drain
 

@@ -27,7 +27,7 @@ from dsh_todo.harness.persistence.jsonl.limits import MAX_LINE_ENV
 from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import loads
 from dsh_todo.logview import read_plan
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.crafted import CRAFTED, FIXTURES
 
 PIECES = (64, 1000, 256 << 10)

@@ -32,7 +32,7 @@ from dsh_todo.harness.persistence.jsonl.checkpoint import (
 from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.harness.session import Session
-from dsh_todo.runtime import composition, open_runtime
+from dsh_todo.standard import composition, open_runtime
 from dsh_todo.tool_todo.projection import TODOS_UNIT
 from tests.conftest import DiskSyncs
 from tests.harness.persistence.checkpoint_plan import read_plan, read_session

@@ -23,7 +23,7 @@ from dsh_todo.harness.persistence import (
     SessionPersistence,
 )
 from dsh_todo.harness.persistence.memory import MemoryBackend
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 from dsh_todo.testing import database_composition, memory_log_composition
 from tests.conftest import BootFactory
 

@@ -22,7 +22,7 @@ from dsh_todo.harness.persistence import (
 from dsh_todo.harness.persistence import memory as plugin
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.memory import MemoryBackend
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 from dsh_todo.testing import memory_log_composition
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from dsh_todo.harness import Session
 from dsh_todo.harness.persistence import SessionLockedError
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 
 
 def test_a_session_whose_log_is_locked_never_goes_live(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.telemetry import Coordinator, TelemetryRecord
 from dsh_todo.harness.telemetry.coordinator import Capture
-from dsh_todo.runtime import composition
+from dsh_todo.standard import composition
 
 pytestmark = pytest.mark.anyio
 

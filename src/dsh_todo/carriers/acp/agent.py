@@ -39,16 +39,22 @@ from acp.schema import (
     SessionNotification,
 )
 
+from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
+from dsh_todo.carriers.acp.stdio import stdio_streams
 from dsh_todo.carriers.acp.updates import Update, UpdateFeed
-from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.carriers.stopping import STOPPING
+from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
+from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.llm import Model, ModelError, make_model
-from dsh_todo.harness.persistence import SessionLogError, SessionNotFoundError
+from dsh_todo.harness.session import Session
+from dsh_todo.harness.tools.registry import AbortSignal
+from dsh_todo.ids import random_uuid
+from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage, Telemetry
-from dsh_todo.harness.tools.registry import AbortSignal
-from dsh_todo.ids import random_uuid
 
 log = logging.getLogger("dsh_todo.acp")
 
@@ -206,10 +212,6 @@ class TodoAgent:
 async def serve_stdio(ctx: Context, model: Model) -> None:
     """Serve one ACP client over stdin/stdout until stdin ends, whatever they are (pipes, ttys, files, /dev/null:
     :mod:`dsh_todo.carriers.acp.stdio`), every line read by :class:`~dsh_todo.carriers.acp.lines.LineTransport`."""
-    from dsh_todo.carriers.acp.lines import CHUNK, LineTransport
-    from dsh_todo.carriers.acp.stdio import stdio_streams
-    from dsh_todo.carriers.stopping import STOPPING
-
     task = asyncio.current_task()
     assert task is not None
     STOPPING.serve(task.cancel)  # a stop signal ends the connection as a client that left does
@@ -222,9 +224,6 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
 def main(*, storage: Storage, script: str | None = None, model: str | None = None,
          allow_parallel: bool = True, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
-    from dsh_todo.carriers.stopping import STOPPING
-    from dsh_todo.runtime import open_storage
-
     try:
         llm = make_model(script, model)
     except ModelError as exc:

@@ -25,8 +25,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from dsh_todo.carriers.jsonrpc import raw_json
-from dsh_todo.harness import Agent, Context, Session
+from dsh_todo.harness.agent import Agent
+from dsh_todo.harness.context import Context
 from dsh_todo.harness.llm.base import ToolCallRequest
+from dsh_todo.harness.session import Session
 from dsh_todo.harness.tools.registry import ToolResult, error_result
 from dsh_todo.harness.turns import Turns
 from dsh_todo.ids import random_call_id, random_uuid

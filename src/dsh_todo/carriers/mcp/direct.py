@@ -30,8 +30,8 @@ from typing import Any, Final
 from dsh_todo.carriers.mcp.calls import ABSENT, Connections, call_result
 from dsh_todo.carriers.mcp.wire import Request
 from dsh_todo.jsonutil import dumps_bytes
-from dsh_todo.tool_todo import CALL_TITLE
 from dsh_todo.tool_todo.description import TOOL_NAME
+from dsh_todo.tool_todo.tool import CALL_TITLE
 
 SERVER_NAME: Final = "dsh-todo"
 

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import sys
 import types as pytypes
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
+from importlib import metadata
 from typing import Any, Final
 
-import anyio
 import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -38,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from dsh_todo.carriers.mcp.calls import ABSENT, Connections, call_result
 from dsh_todo.carriers.mcp.direct import LATEST_VERSION, SERVER_NAME, tool_entries
 
-__all__ = ["SERVER_NAME", "build_server", "check_sdk", "sdk_connection", "serve_http", "tool_listing"]
+__all__ = ["SERVER_NAME", "build_server", "check_sdk", "sdk_connection", "tool_listing"]
 
 
 _NOT_CAPTURED: Final[Any] = object()
@@ -78,8 +76,6 @@ def sdk_connection(ctx: ServerRequestContext[Connections, Any]) -> Connection:
 
 
 def _sdk_changed() -> str:
-    from importlib import metadata
-
     return (f"the installed mcp SDK ({metadata.version('mcp')}) no longer keeps a request's connection where "
             "dsh-todo reads it (ServerSession._connection); dsh-todo supports mcp>=2.3,<2.4")
 
@@ -153,80 +149,3 @@ def build_server(connections: Connections, *, version: str, structured: bool = F
                                          on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(_capture_raw_arguments)
     return server
-
-
-DEFAULT_IDLE_TIMEOUT: Final = 600.0
-"""Seconds without a request after which an HTTP MCP session is released (``--idle-timeout``). HTTP has no
-connection to lose, so this is how a client that vanished without its DELETE is noticed; long enough for a model
-that thinks for minutes between calls, short enough that a log held by a dead client is free again soon."""
-
-
-LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
-"""The hosts for which the server answers loopback ``Host`` and ``Origin`` names only (as the SDK does)."""
-
-
-def max_sessions() -> int:
-    """How many HTTP MCP sessions may be open at once: each holds two file descriptors (its log's lock and, once it
-    has written, its log, kept open for appending: decision 0016), a third for its client's connection, and some
-    memory, so the bound follows the fd limit. Past it a new client gets the SDK's 503 ``Too many open sessions``
-    and the server keeps serving the others, instead of dying of ``EMFILE``."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return 256
-    if soft == resource.RLIM_INFINITY:
-        return 10_000
-    return max(16, min(10_000, (soft - 128) // 3))
-
-
-async def serve_http(connections: Connections, *, version: str, structured: bool = False, host: str = "127.0.0.1",
-                     port: int = 8765, idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp``; prints the URL once the socket answers.
-
-    The socket is bound before uvicorn starts, so a busy port is a plain ``OSError`` for the caller to report. A
-    session is released on DELETE and after ``idle_timeout`` seconds without a request (:meth:`Connections.release`).
-    A request from a foreign ``Host`` or ``Origin`` is refused first (421, 403), whatever its body; a body that is
-    not a JSON-RPC message gets the stdio server's one-line answer (:mod:`.bodies`).
-    """
-    import asyncio
-    import logging
-    import socket
-
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
-    from dsh_todo.carriers.mcp.bodies import CheckedBodies
-
-    log = logging.getLogger("dsh_todo.mcp")
-    check_sdk()
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-    except OSError:
-        listener.close()
-        raise
-    security = None
-    if host in LOOPBACK_HOSTS:  # the SDK's own settings for a loopback host, given to it and to the body check
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                                             allowed_origins=["http://127.0.0.1:*", "http://localhost:*",
-                                                              "http://[::1]:*"])
-    server = build_server(connections, version=version, structured=structured)
-    app = server.streamable_http_app(host=host, session_idle_timeout=idle_timeout, max_sessions=max_sessions(),
-                                     transport_security=security)
-    # Connections take what the sessions leave of the fd limit: two apiece at most, max_sessions() of them.
-    slots = ConnectionSlots(connection_cap(held=2 * max_sessions()), label="dsh-todo mcp", log=log)
-    web = uvicorn.Server(slots.config(CheckedBodies(app, security=security), log_level="warning", lifespan="on"))
-    slots.install(asyncio.get_running_loop())
-    async with anyio.create_task_group() as group:
-        group.start_soon(partial(web.serve, sockets=[listener]))
-        while not web.started:
-            if web.should_exit:
-                return
-            await anyio.sleep(0.02)
-        bound = listener.getsockname()[1]
-        print(f"dsh-todo mcp: listening on http://{host}:{bound}/mcp", file=sys.stderr, flush=True)

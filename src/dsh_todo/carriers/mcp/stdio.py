@@ -25,10 +25,13 @@ import threading
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
+from dsh_todo import __version__
 from dsh_todo.carriers.mcp.calls import CallSession, Connections
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
 from dsh_todo.carriers.stopping import STOP_SIGNALS, STOPPING
+from dsh_todo.harness.errors import ListenError
+from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage, Telemetry
@@ -47,7 +50,7 @@ async def serve_stdio(connections: Connections, *, version: str, structured: boo
         direct = Direct(connections, server_version=version, structured=structured)
 
     async def start_fallback(emit: Emit) -> Fallback:
-        from dsh_todo.carriers.mcp.fallback import SdkHalf
+        from dsh_todo.carriers.mcp.fallback import SdkHalf  # the SDK (about a second): only when a message needs it
 
         return await SdkHalf.start(direct, emit)
 
@@ -89,9 +92,7 @@ def leave_to_stand_in() -> None:
 
 
 def server_version() -> str:
-    import dsh_todo
-
-    return dsh_todo.__version__
+    return __version__
 
 
 def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, structured: bool = False,
@@ -103,8 +104,6 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     (:func:`leave_to_stand_in`); never in a caller's process (a fork there would run the rest of the caller twice).
     ``telemetry`` on starts the exporter's threads at the boot, so the process that was started serves itself: a
     fork would leave those threads behind."""
-    from dsh_todo.runtime import open_storage
-
     if not http:
         STOPPING.install()
     ctx = open_storage(storage, allow_parallel=allow_parallel, telemetry=telemetry)
@@ -120,13 +119,11 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     try:
         if http:
             # uvicorn stops on SIGINT and SIGTERM; SIGHUP (a closed terminal) stops it the same way
-            import anyio
-
-            from dsh_todo.carriers.mcp.server import DEFAULT_IDLE_TIMEOUT, serve_http
+            from dsh_todo.carriers.mcp import streamable_http  # uvicorn and the SDK: only with --http
 
             signal.signal(signal.SIGHUP, lambda *_: signal.raise_signal(signal.SIGTERM))
-            anyio.run(partial(serve_http, connections, version=version, structured=structured, host=host,
-                              port=port, idle_timeout=DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout))
+            streamable_http.run(connections, version=version, structured=structured, host=host, port=port,
+                                idle_timeout=idle_timeout)
         else:
             asyncio.run(serve_stdio(connections, version=version, structured=structured))
     except KeyboardInterrupt:
@@ -134,8 +131,6 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     except OSError as exc:
         if not http:
             raise
-        from dsh_todo.harness.errors import ListenError
-
         print(f"dsh-todo mcp: {ListenError(host, port, exc)}", file=sys.stderr)
         return 2
     finally:

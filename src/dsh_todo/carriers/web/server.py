@@ -26,6 +26,7 @@ from dsh_todo.carriers.web.app import WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
+from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
     from dsh_todo.runtime import Storage, Telemetry
@@ -131,8 +132,6 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
 def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
             out: Any = None, err: Any = None, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
-    from dsh_todo.runtime import open_storage
-
     out = out or sys.stdout
     err = err or sys.stderr
     problem = binding_problem(host, token)

@@ -29,12 +29,12 @@ known is a root of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
+
+from opentelemetry import context, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from dsh_todo.harness.telemetry.record import TelemetryRecord
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer
 
 OPERATION: Final = "gen_ai.operation.name"
 PROVIDER: Final = "gen_ai.provider.name"
@@ -98,14 +98,10 @@ class GenAiSpans:
     # -- the events ---------------------------------------------------------------------------------------
 
     def _start(self, name: str, parent: Span | None, kind: Any, attributes: dict[str, Any], start: int) -> Span:
-        from opentelemetry import context, trace
-
         where = trace.set_span_in_context(parent) if parent is not None else context.Context()
         return self._tracer.start_span(name, context=where, kind=kind, attributes=attributes, start_time=start)
 
     def _turn_start(self, spans: _Open, session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
-        from opentelemetry.trace import SpanKind
-
         self._end_all(spans, _nanos(record))  # a turn left open is over once another starts
         spans.turn = self._start("invoke_agent", None, SpanKind.INTERNAL,
                                  {OPERATION: "invoke_agent", CONVERSATION: session_id}, _nanos(record))
@@ -114,8 +110,6 @@ class GenAiSpans:
         spans.step_start, spans.step_called = _nanos(record), False
 
     def _assistant(self, spans: _Open, session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        from opentelemetry.trace import SpanKind
-
         start = spans.step_start
         if start is None:
             return
@@ -139,8 +133,6 @@ class GenAiSpans:
 
     def _step_end(self, spans: _Open, session_id: str, record: TelemetryRecord, _data: dict[str, Any]) -> None:
         """A step that ends unanswered and without calls was a model request that failed (or was cut short)."""
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
         start, spans.step_start = spans.step_start, None
         if start is None or spans.step_called:
             return
@@ -149,8 +141,6 @@ class GenAiSpans:
         chat.end(end_time=_nanos(record))
 
     def _tool_call(self, spans: _Open, session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        from opentelemetry.trace import SpanKind
-
         spans.step_called = True
         call_id, name = data.get("callId"), data.get("name")
         if not isinstance(call_id, str):
@@ -162,8 +152,6 @@ class GenAiSpans:
              TOOL_TYPE: "function"}, _nanos(record))
 
     def _tool_result(self, spans: _Open, _session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         content = _mapping(data.get("message")).get("content")
         block = _mapping(content[0]) if isinstance(content, (list, tuple)) and content else {}
         span = spans.tools.pop(str(block.get("toolCallId")), None)
@@ -175,8 +163,6 @@ class GenAiSpans:
         span.end(end_time=_nanos(record))
 
     def _turn_end(self, spans: _Open, _session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         turn = spans.turn
         reason = _mapping(data.get("reason"))
         if turn is not None and reason.get("kind") == "error":

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dsh_todo.harness.frozen import is_lossless
 from dsh_todo.jsonutil import dumps
 
 Check = Callable[[Any, str, list[str]], None]
@@ -225,8 +226,6 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
 
     emit(schema, "v0", "    ")
     lines.append("    return True")
-    from dsh_todo.harness.frozen import is_lossless
-
     namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, **names}
     exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
     accept: Callable[[Any], bool] = namespace["accept"]

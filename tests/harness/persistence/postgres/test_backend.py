@@ -266,7 +266,7 @@ def test_checkpoints_are_exact_text_and_never_move_backwards_or_ahead(boot_pg: A
 
 
 def test_the_runtime_swaps_the_persistence_row_for_a_database(pg_url: str) -> None:
-    from dsh_todo.runtime import composition
+    from dsh_todo.standard import composition
 
     rows = composition("/some/root", database=pg_url)
     persistence = [row for row in rows if row["id"] == "persistence"]

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from dsh_todo.cli import main
-from dsh_todo.runtime import open_runtime
+from dsh_todo.standard import open_runtime
 from tests.crafted import A_ID, B_ID, copy_fixture
 
 

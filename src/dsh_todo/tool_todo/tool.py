@@ -1,0 +1,74 @@
+"""The ``todo_write`` tool itself, the writing half of :mod:`dsh_todo.tool_todo`: the definition for one policy, and
+the table of logged items every call shares.
+
+A module of its own because the package is also the reader's (the ``todos`` projection): the plugin's ``apply`` and
+``build_tool`` open this module when a tool is built, and a process that only reads logs never loads the frozen
+containers, the tool registry or the description.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dsh_todo.harness.errors import TodoRejectedError
+from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
+from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
+from dsh_todo.jscompat import js_trim
+from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
+from dsh_todo.tool_todo.rules import TodoError, check_list, render
+
+NO_OWNER: Final = "todo_write requires an owning agent session"
+CALL_TITLE: Final = "Update todo list"
+
+ITEMS_KEPT: Final = 4096
+"""How many distinct items :func:`_logged_item` remembers (then it starts afresh)."""
+ITEM_TEXT_KEPT: Final = 1024
+"""Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
+
+_items: dict[tuple[str, str], FrozenDict] = {}
+
+
+def _logged_item(sent: tuple[str, str]) -> FrozenDict:
+    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent that ``_items`` does not hold yet
+    (the caller looked first); remembered, so every later event logging it shares it.
+
+    A model resends its whole list on every call and most items come back unchanged, so most calls trim and build
+    no item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list
+    rules run on every call. Sharing is safe because nobody can change a frozen item
+    (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
+    lossless), so a key cannot be a subclass with its own idea of equality.
+    """
+    content, status = sent
+    item = untracked(FrozenDict(content=js_trim(content), status=status))
+    if len(content) <= ITEM_TEXT_KEPT:
+        if len(_items) >= ITEMS_KEPT:
+            _items.clear()
+        _items[sent] = item
+    return item
+
+
+def build_tool(allow_parallel: bool) -> ToolDefinition:
+    """The ``todo_write`` definition for one policy."""
+    def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
+        known = _items.get
+        todos = [known(sent := (item["content"], item["status"])) or _logged_item(sent) for item in args["todos"]]
+        try:
+            counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
+                                allow_parallel)
+        except TodoError as exc:
+            raise TodoRejectedError(str(exc)) from None
+        agent = call.agent
+        if agent is None:
+            raise TodoRejectedError(NO_OWNER)
+        frozen = untracked(FrozenList(todos))
+        agent.session.append("todo/write", untracked(FrozenDict(todos=frozen)))
+        return {"todos": frozen, "counts": counts}
+
+    def render_result(_args: Any, value: dict[str, Any]) -> str:
+        return render(value["counts"])
+
+    def present_call(args: Any) -> dict[str, Any]:
+        return {"card": "generic", "title": CALL_TITLE, "kind": "other", "rawInput": args["todos"]}
+
+    return define_tool(name=TOOL_NAME, description=describe(allow_parallel), parameters=PARAMETERS,
+                       execute=execute, render=render_result, output=OUTPUT, present_call=present_call)
