@@ -10,7 +10,18 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness import Session, SessionStore
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, lossless_copy
+from dsh_todo.harness.frozen import (
+    MAX_DATA_DEPTH,
+    CheckedDict,
+    CheckedList,
+    FrozenDict,
+    FrozenList,
+    NotLosslessJSON,
+    freeze_trusted,
+    frozen_array,
+    frozen_object,
+    lossless_copy,
+)
 
 cpython_only = pytest.mark.skipif(platform.python_implementation() != "CPython",
                                   reason="untracking is CPython's collector")
@@ -74,7 +85,40 @@ def test_the_copy_shares_frozen_containers_and_freezes_the_rest() -> None:
     shared = lossless_copy([{"a": 1}])
     copied = lossless_copy({"shared": shared, "fresh": ({"b": 2},)})
     assert copied["shared"] is shared
-    assert type(copied["fresh"]) is FrozenList and type(copied["fresh"][0]) is FrozenDict
+    assert type(copied["fresh"]) is CheckedList and type(copied["fresh"][0]) is CheckedDict
     with pytest.raises(TypeError):
         copied["fresh"].append(1)
     assert copied == {"shared": [{"a": 1}], "fresh": [{"b": 2}]}
+
+
+def test_only_what_the_checked_constructors_prove_is_marked_checked() -> None:
+    """``frozen_object``/``frozen_array`` mark what they build checked (the append shares it) only when every value
+    is a lossless scalar of its exact type or a checked container; anything else is frozen but unchecked."""
+    item = frozen_object(content="a", status="pending", n=1, x=2.5, ok=True, none=None)
+    assert type(item) is CheckedDict and item.depth == 1
+    todos = frozen_array([item, item])
+    assert type(todos) is CheckedList and todos.depth == 2
+    assert frozen_object(todos=todos).depth == 3 and frozen_array([1, todos, "s"]).depth == 3
+    assert type(frozen_array([])) is CheckedList and type(frozen_object()) is CheckedDict
+
+    class Text(str):
+        pass
+
+    for bad in [{1}, float("nan"), -0.0, object(), [1], {"a": 1}, Text("a"), FrozenDict(a=1), FrozenList([1])]:
+        assert type(frozen_object(value=bad)) is FrozenDict
+        assert type(frozen_array([item, bad])) is FrozenList
+    assert type(freeze_trusted({"a": [1]})) is FrozenDict  # read from a log: frozen, not counted
+    with pytest.raises(TypeError, match="immutable"):
+        frozen_object(a=1)["b"] = 2
+
+
+def test_a_checked_container_knows_its_depth_and_none_exceeds_a_log_lines() -> None:
+    value: Any = frozen_object(v=1)
+    for _ in range(MAX_DATA_DEPTH - 1):
+        value = frozen_object(v=value)
+    assert type(value) is CheckedDict and value.depth == MAX_DATA_DEPTH
+    assert type(frozen_object(v=value)) is FrozenDict and type(frozen_array([value])) is FrozenList
+    with pytest.raises(NotLosslessJSON, match=f"data nests deeper than {MAX_DATA_DEPTH} levels"):
+        lossless_copy([value], "data")
+    copied = lossless_copy({"v": [[1]]})
+    assert (copied.depth, copied["v"].depth, copied["v"][0].depth) == (3, 2, 1)

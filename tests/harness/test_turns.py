@@ -116,7 +116,7 @@ def closed_turn(make_ctx: BootFactory, runs: list[Any], seen: list[str]) -> Turn
     with TurnScope(turns):
         turns.begin_step()
         turns.session.append("todo/write", {"todos": [{"content": "standing", "status": "pending"}]})
-    ctx.sessions.observe(lambda _session, event: seen.append(event["type"]))
+    ctx.sessions.observers.insert(0, lambda _session, event: seen.append(event["type"]))  # before any veto
     return turns
 
 
@@ -124,8 +124,9 @@ def closed_turn(make_ctx: BootFactory, runs: list[Any], seen: list[str]) -> Turn
     ('{"ok":false,"item":"x"}', "Error: not ok", 1),  # the tool itself refuses: it runs once
     ('{"ok":"no"}', 'Error: invalid arguments: missing required property "item"; "ok" must be a boolean',
      0),  # the registry refuses: it never runs
+    # refused by an invariant at its append:
     ('{"ok":true,"item":" untrimmed "}', 'Error: invariant violated by "@deepseek-ai/dsh-tool-todo": todo/write '
-                                         "content must be non-empty and already trimmed", 1)])  # refused by an invariant at its append
+                                         "content must be non-empty and already trimmed", 1)])
 async def test_a_refused_call_after_a_closed_turn_runs_its_tool_at_most_once(
         make_ctx: BootFactory, refusal: tuple[str, str, int]) -> None:
     """Repro (issue 24): such a call was first run against a detached copy of the session to learn whether it would

@@ -46,11 +46,11 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
     lossless), so a key cannot be a subclass with its own idea of equality.
     """
-    from dsh_todo.harness.frozen import FrozenDict, untracked
+    from dsh_todo.harness.frozen import frozen_object
     from dsh_todo.jscompat import js_trim
 
     content, status = sent
-    item = untracked(FrozenDict(content=js_trim(content), status=status))
+    item = frozen_object(content=js_trim(content), status=status)
     if len(content) <= ITEM_TEXT_KEPT:
         if len(_items) >= ITEMS_KEPT:
             _items.clear()
@@ -85,7 +85,7 @@ class Config(NamedTuple):
 def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
     from dsh_todo.harness.errors import TodoRejectedError
-    from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
+    from dsh_todo.harness.frozen import frozen_array, frozen_object
     from dsh_todo.harness.tools import ToolExecution, define_tool
     from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
     from dsh_todo.tool_todo.rules import TodoError, check_list, render
@@ -101,8 +101,8 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
         agent = call.agent
         if agent is None:
             raise TodoRejectedError(NO_OWNER)
-        frozen = untracked(FrozenList(todos))
-        agent.session.append("todo/write", untracked(FrozenDict(todos=frozen)))
+        frozen = frozen_array(todos)  # checked, so the append shares it (docs/decisions/0001)
+        agent.session.append("todo/write", frozen_object(todos=frozen))
         return {"todos": frozen, "counts": counts}
 
     def render_result(_args: Any, value: dict[str, Any]) -> str:
