@@ -21,7 +21,6 @@ cost half as much again once a long-running agent held 20,000 events (docs/decis
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -137,7 +136,7 @@ def _nesting(values: Any) -> int:
     deeper than :data:`MAX_DATA_DEPTH`."""
     depth = 0
     for value in values:
-        kind = value.__class__
+        kind = type(value)
         if kind is str or kind is int or kind is bool or value is None:
             continue
         if kind is CheckedDict or kind is CheckedList:
@@ -150,15 +149,24 @@ def _nesting(values: Any) -> int:
 
 def frozen_object(**fields: Any) -> FrozenDict:
     """A frozen JSON object of ``fields`` as they are (no copy): the constructor for a writer that builds its own
-    data (the turn writer's events, the todo tool's list), so the append can share it instead of copying a plain
+    data (the turn writer's events, the todo tool's items), so the append can share it instead of copying a plain
     dict. It is checked, one level deep: a :class:`CheckedDict` when every field is a lossless JSON scalar or a
     checked container and it nests no deeper than a log line allows; otherwise an unchecked :class:`FrozenDict`,
     which the append checks and copies, refusing what JSON cannot carry in its own words."""
-    depth = _nesting(fields.values())
-    if not depth:
+    depth = 0
+    for value in fields.values():  # (:func:`_nesting`, inlined: this is every logged call's path)
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if kind is CheckedDict or kind is CheckedList:
+            if value.depth > depth:
+                depth = value.depth
+        elif kind is not float or not _lossless_float(value):
+            return untracked(FrozenDict(fields))
+    if depth >= MAX_DATA_DEPTH:
         return untracked(FrozenDict(fields))
     out = CheckedDict(fields)
-    out.depth = depth
+    out.depth = depth + 1
     _untrack(out)
     return out
 
@@ -167,11 +175,7 @@ def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
     """A frozen JSON array of ``items``, checked as :func:`frozen_object` checks: a :class:`CheckedList` when
     proven, else an unchecked :class:`FrozenList` the append will check."""
     out = CheckedList(items)  # first: what is checked is what is kept
-    if set(map(type, out)) == _ONLY_CHECKED_OBJECTS:  # a list of objects (a todo list): checked in C, then depths
-        depth = max(map(_DEPTH, out)) + 1
-        depth = depth if depth <= MAX_DATA_DEPTH else 0
-    else:
-        depth = _nesting(out)
+    depth = _nesting(out)
     if not depth:
         return untracked(FrozenList(out))
     out.depth = depth
@@ -179,8 +183,34 @@ def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
     return out
 
 
-_ONLY_CHECKED_OBJECTS: frozenset[type] = frozenset({CheckedDict})
-_DEPTH: Callable[[Any], int] = operator.attrgetter("depth")
+class LeafTable(dict[Any, FrozenDict]):
+    """Leaf objects (checked, holding no container) by key, each built once and shared by every array of them.
+
+    Only a checked leaf can be put in (``table[key] = frozen_object(...)`` of JSON scalars; other ways in are
+    refused), so an array of its values is proven without looking at them (:meth:`array`). The todo tool keeps its
+    items here: a model resends its list on every call, and most items come back unchanged.
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, leaf: FrozenDict) -> None:
+        if type(leaf) is not CheckedDict or leaf.depth != 1:
+            raise TypeError("a leaf table holds checked leaf objects only (frozen_object of JSON scalars)")
+        dict.__setitem__(self, key, leaf)
+
+    setdefault = update = __ior__ = _refuse
+
+    def array(self, keys: list[Any], make: Callable[[Any], FrozenDict]) -> FrozenList:
+        """The frozen array of the leaves at ``keys``: proven at once when the table holds every key (its values,
+        looked up in C), else with ``make(key)`` for the keys it lacks, checked as :func:`frozen_array` checks
+        (``make`` may put what it builds in the table)."""
+        known = self.get
+        out = CheckedList(map(known, keys))
+        if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
+            return frozen_array([known(key) or make(key) for key in keys])
+        out.depth = 2 if out else 1
+        _untrack(out)
+        return out
 
 
 def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
@@ -188,7 +218,7 @@ def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
     when it would nest deeper than a log line allows (a shared checked container took it over)."""
     depth = 0
     for value in values:
-        kind = value.__class__
+        kind = type(value)
         if (kind is CheckedDict or kind is CheckedList) and value.depth > depth:
             depth = value.depth
     if depth >= MAX_DATA_DEPTH:
@@ -302,8 +332,6 @@ def is_lossless(value: Any) -> bool:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        if kind is CheckedDict or kind is CheckedList:
-            continue  # proven when it was made
         if kind is dict or kind is FrozenDict:
             for key, child in item.items():
                 if type(key) is not str:
@@ -314,7 +342,7 @@ def is_lossless(value: Any) -> bool:
         elif kind is float:
             if not math.isfinite(item) or (item == 0.0 and math.copysign(1.0, item) < 0):
                 return False
-        else:
+        elif kind is not CheckedDict and kind is not CheckedList:  # (those were proven when they were made)
             return False
     return True
 

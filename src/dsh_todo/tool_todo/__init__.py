@@ -9,6 +9,7 @@ exports ``build_tool`` (the definition for one policy, for a registry of your ow
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from dsh_todo.harness.errors import ConfigError
@@ -16,7 +17,7 @@ from dsh_todo.tool_todo.rules import TodoItem
 
 if TYPE_CHECKING:
     from dsh_todo.harness.context import Context
-    from dsh_todo.harness.frozen import FrozenDict
+    from dsh_todo.harness.frozen import FrozenDict, LeafTable
     from dsh_todo.harness.tools import ToolDefinition
 
 # The tool itself (the frozen containers, the tool registry, the description) is imported where it is built: a
@@ -29,33 +30,13 @@ NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
 
 ITEMS_KEPT: Final = 4096
-"""How many distinct items :func:`_logged_item` remembers (then it starts afresh)."""
+"""How many distinct items the tool remembers (then it starts afresh)."""
 ITEM_TEXT_KEPT: Final = 1024
 """Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
 
-_items: dict[tuple[str, str], FrozenDict] = {}
-
-
-def _logged_item(sent: tuple[str, str]) -> FrozenDict:
-    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent that ``_items`` does not hold yet
-    (the caller looked first); remembered, so every later event logging it shares it.
-
-    A model resends its whole list on every call and most items come back unchanged, so most calls trim and build
-    no item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list
-    rules run on every call. Sharing is safe because nobody can change a frozen item
-    (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
-    lossless), so a key cannot be a subclass with its own idea of equality.
-    """
-    from dsh_todo.harness.frozen import frozen_object
-    from dsh_todo.jscompat import js_trim
-
-    content, status = sent
-    item = frozen_object(content=js_trim(content), status=status)
-    if len(content) <= ITEM_TEXT_KEPT:
-        if len(_items) >= ITEMS_KEPT:
-            _items.clear()
-        _items[sent] = item
-    return item
+_items: LeafTable | None = None
+"""The items remembered, by ``(content, status)`` as sent (made when the first tool is built: a reader of logs never
+imports the frozen containers)."""
 
 
 class Config(NamedTuple):
@@ -85,14 +66,40 @@ class Config(NamedTuple):
 def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
     from dsh_todo.harness.errors import TodoRejectedError
-    from dsh_todo.harness.frozen import frozen_array, frozen_object
+    from dsh_todo.harness.frozen import LeafTable, frozen_object
     from dsh_todo.harness.tools import ToolExecution, define_tool
+    from dsh_todo.jscompat import js_trim
     from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
     from dsh_todo.tool_todo.rules import TodoError, check_list, render
 
+    sent_as = operator.itemgetter("content", "status")  # an item's key as sent, made in C (every item, every call)
+
+    global _items
+    if _items is None:
+        _items = LeafTable()
+
+    def logged_item(sent: tuple[str, str]) -> FrozenDict:
+        """The frozen, untracked, trimmed ``{content, status}`` for an item as sent that ``_items`` does not hold
+        yet (the caller looked first); remembered, so every later event logging it shares it.
+
+        A model resends its whole list on every call and most items come back unchanged, so most calls trim and
+        build no item at all: one dict lookup each, and the list of them is proven JSON without a look at its items
+        (a :class:`~dsh_todo.harness.frozen.LeafTable` takes only checked items). Only the trimming and building are
+        remembered, never a verdict: the list rules run on every call. Sharing is safe because nobody can change a
+        frozen item (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str``
+        values (not lossless), so a key cannot be a subclass with its own idea of equality.
+        """
+        content, status = sent
+        item = frozen_object(content=js_trim(content), status=status)
+        if len(content) <= ITEM_TEXT_KEPT and _items is not None:
+            if len(_items) >= ITEMS_KEPT:
+                _items.clear()
+            _items[sent] = item
+        return item
+
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
-        known = _items.get
-        todos = [known(sent := (item["content"], item["status"])) or _logged_item(sent) for item in args["todos"]]
+        # Checked, so the append shares the list as it is (docs/decisions/0001).
+        todos = _items.array(list(map(sent_as, args["todos"])), logged_item)
         try:
             counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
                                 allow_parallel)
@@ -101,9 +108,8 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
         agent = call.agent
         if agent is None:
             raise TodoRejectedError(NO_OWNER)
-        frozen = frozen_array(todos)  # checked, so the append shares it (docs/decisions/0001)
-        agent.session.append("todo/write", frozen_object(todos=frozen))
-        return {"todos": frozen, "counts": counts}
+        agent.session.append("todo/write", frozen_object(todos=todos))
+        return {"todos": todos, "counts": counts}
 
     def render_result(_args: Any, value: dict[str, Any]) -> str:
         return render(value["counts"])

@@ -316,8 +316,8 @@ class WriteBehind:
             queue.pending.clear()
             queue.cuts.clear()
             queue.armed = False
-            queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: {len(batch)} events could '
-                            f"not be encoded: {exc}")
+            queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: {len(batch)} events '
+                            f"could not be encoded: {exc}")
         queue.error, queue.said = exc, True
         if background:
             log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
