@@ -16,6 +16,7 @@ from dsh_todo.harness.frozen import (
     CheckedList,
     FrozenDict,
     FrozenList,
+    LeafTable,
     NotLosslessJSON,
     freeze_trusted,
     frozen_array,
@@ -98,7 +99,9 @@ def test_only_what_the_checked_constructors_prove_is_marked_checked() -> None:
     assert type(item) is CheckedDict and item.depth == 1
     todos = frozen_array([item, item])
     assert type(todos) is CheckedList and todos.depth == 2
-    assert frozen_object(todos=todos).depth == 3 and frozen_array([1, todos, "s"]).depth == 3
+    wrapped: Any = frozen_object(todos=todos)
+    mixed: Any = frozen_array([1, todos, "s"])
+    assert wrapped.depth == 3 and mixed.depth == 3
     assert type(frozen_array([])) is CheckedList and type(frozen_object()) is CheckedDict
 
     class Text(str):
@@ -122,3 +125,32 @@ def test_a_checked_container_knows_its_depth_and_none_exceeds_a_log_lines() -> N
         lossless_copy([value], "data")
     copied = lossless_copy({"v": [[1]]})
     assert (copied.depth, copied["v"].depth, copied["v"][0].depth) == (3, 2, 1)
+
+
+def test_a_leaf_table_takes_only_checked_leaves_and_its_arrays_are_proven() -> None:
+    """The todo tool's items: an array of a leaf table's values is checked without a look at them, because nothing
+    but a checked leaf (``frozen_object`` of JSON scalars) can be put in."""
+    table = LeafTable()
+    table["a"] = frozen_object(content="a", status="pending")
+    for bad in [FrozenDict(content="a"), frozen_object(content={1}), frozen_object(nested=frozen_object(a=1)), {}]:
+        with pytest.raises(TypeError, match="checked leaf objects only"):
+            table["b"] = bad  # type: ignore[assignment]
+    with pytest.raises(TypeError):
+        table.update(b=FrozenDict(content="b"))
+    with pytest.raises(TypeError):
+        table.setdefault("b", FrozenDict(content="b"))
+    made: list[str] = []
+
+    def make(key: str) -> FrozenDict:
+        made.append(key)
+        return frozen_object(content=key) if key != "bad" else FrozenDict(content={1})
+
+    def same(key: str) -> str:
+        return key
+
+    known = table.array(["a", "a"], same, make)
+    assert type(known) is CheckedList and known.depth == 2 and known[0] is known[1] is table["a"] and made == []
+    fresh = table.array(["a", "c"], same, make)
+    assert type(fresh) is CheckedList and fresh == [{"content": "a", "status": "pending"}, {"content": "c"}]
+    unproven = table.array(["a", "bad"], same, make)
+    assert type(unproven) is FrozenList and made == ["c", "bad"]

@@ -200,14 +200,15 @@ class LeafTable(dict[Any, FrozenDict]):
 
     setdefault = update = __ior__ = _refuse
 
-    def array(self, keys: list[Any], make: Callable[[Any], FrozenDict]) -> FrozenList:
-        """The frozen array of the leaves at ``keys``: proven at once when the table holds every key (its values,
-        looked up in C), else with ``make(key)`` for the keys it lacks, checked as :func:`frozen_array` checks
-        (``make`` may put what it builds in the table)."""
+    def array(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
+              make: Callable[[Any], FrozenDict]) -> FrozenList:
+        """The frozen array of the leaves at ``key(item)`` for each of ``items``: proven at once when the table holds
+        every key (its values, looked up in C), else with ``make(key)`` for the keys it lacks, checked as
+        :func:`frozen_array` checks (``make`` may put what it builds in the table)."""
         known = self.get
-        out = CheckedList(map(known, keys))
+        out = CheckedList(map(known, map(key, items)))
         if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
-            return frozen_array([known(key) or make(key) for key in keys])
+            return frozen_array([known(sent) or make(sent) for sent in map(key, items)])
         out.depth = 2 if out else 1
         _untrack(out)
         return out

@@ -99,7 +99,7 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
 
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
         # Checked, so the append shares the list as it is (docs/decisions/0001).
-        todos = _items.array(list(map(sent_as, args["todos"])), logged_item)
+        todos = _items.array(args["todos"], sent_as, logged_item)
         try:
             counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
                                 allow_parallel)
