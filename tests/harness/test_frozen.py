@@ -10,7 +10,19 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness import Session, SessionStore
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, lossless_copy
+from dsh_todo.harness.frozen import (
+    MAX_DATA_DEPTH,
+    CheckedDict,
+    CheckedList,
+    FrozenDict,
+    FrozenList,
+    LeafTable,
+    NotLosslessJSON,
+    freeze_trusted,
+    frozen_array,
+    frozen_object,
+    lossless_copy,
+)
 
 cpython_only = pytest.mark.skipif(platform.python_implementation() != "CPython",
                                   reason="untracking is CPython's collector")
@@ -74,7 +86,71 @@ def test_the_copy_shares_frozen_containers_and_freezes_the_rest() -> None:
     shared = lossless_copy([{"a": 1}])
     copied = lossless_copy({"shared": shared, "fresh": ({"b": 2},)})
     assert copied["shared"] is shared
-    assert type(copied["fresh"]) is FrozenList and type(copied["fresh"][0]) is FrozenDict
+    assert type(copied["fresh"]) is CheckedList and type(copied["fresh"][0]) is CheckedDict
     with pytest.raises(TypeError):
         copied["fresh"].append(1)
     assert copied == {"shared": [{"a": 1}], "fresh": [{"b": 2}]}
+
+
+def test_only_what_the_checked_constructors_prove_is_marked_checked() -> None:
+    """``frozen_object``/``frozen_array`` mark what they build checked (the append shares it) only when every value
+    is a lossless scalar of its exact type or a checked container; anything else is frozen but unchecked."""
+    item = frozen_object(content="a", status="pending", n=1, x=2.5, ok=True, none=None)
+    assert type(item) is CheckedDict and item.depth == 1
+    todos = frozen_array([item, item])
+    assert type(todos) is CheckedList and todos.depth == 2
+    wrapped: Any = frozen_object(todos=todos)
+    mixed: Any = frozen_array([1, todos, "s"])
+    assert wrapped.depth == 3 and mixed.depth == 3
+    assert type(frozen_array([])) is CheckedList and type(frozen_object()) is CheckedDict
+
+    class Text(str):
+        pass
+
+    for bad in [{1}, float("nan"), -0.0, object(), [1], {"a": 1}, Text("a"), FrozenDict(a=1), FrozenList([1])]:
+        assert type(frozen_object(value=bad)) is FrozenDict
+        assert type(frozen_array([item, bad])) is FrozenList
+    assert type(freeze_trusted({"a": [1]})) is FrozenDict  # read from a log: frozen, not counted
+    with pytest.raises(TypeError, match="immutable"):
+        frozen_object(a=1)["b"] = 2
+
+
+def test_a_checked_container_knows_its_depth_and_none_exceeds_a_log_lines() -> None:
+    value: Any = frozen_object(v=1)
+    for _ in range(MAX_DATA_DEPTH - 1):
+        value = frozen_object(v=value)
+    assert type(value) is CheckedDict and value.depth == MAX_DATA_DEPTH
+    assert type(frozen_object(v=value)) is FrozenDict and type(frozen_array([value])) is FrozenList
+    with pytest.raises(NotLosslessJSON, match=f"data nests deeper than {MAX_DATA_DEPTH} levels"):
+        lossless_copy([value], "data")
+    copied = lossless_copy({"v": [[1]]})
+    assert (copied.depth, copied["v"].depth, copied["v"][0].depth) == (3, 2, 1)
+
+
+def test_a_leaf_table_takes_only_checked_leaves_and_its_arrays_are_proven() -> None:
+    """The todo tool's items: an array of a leaf table's values is checked without a look at them, because nothing
+    but a checked leaf (``frozen_object`` of JSON scalars) can be put in."""
+    table = LeafTable()
+    table["a"] = frozen_object(content="a", status="pending")
+    for bad in [FrozenDict(content="a"), frozen_object(content={1}), frozen_object(nested=frozen_object(a=1)), {}]:
+        with pytest.raises(TypeError, match="checked leaf objects only"):
+            table["b"] = bad  # type: ignore[assignment]
+    with pytest.raises(TypeError):
+        table.update(b=FrozenDict(content="b"))
+    with pytest.raises(TypeError):
+        table.setdefault("b", FrozenDict(content="b"))
+    made: list[str] = []
+
+    def make(key: str) -> FrozenDict:
+        made.append(key)
+        return frozen_object(content=key) if key != "bad" else FrozenDict(content={1})
+
+    def same(key: str) -> str:
+        return key
+
+    known = table.array(["a", "a"], same, make)
+    assert type(known) is CheckedList and known.depth == 2 and known[0] is known[1] is table["a"] and made == []
+    fresh = table.array(["a", "c"], same, make)
+    assert type(fresh) is CheckedList and fresh == [{"content": "a", "status": "pending"}, {"content": "c"}]
+    unproven = table.array(["a", "bad"], same, make)
+    assert type(unproven) is FrozenList and made == ["c", "bad"]

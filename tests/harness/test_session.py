@@ -379,3 +379,66 @@ def test_a_session_of_a_disposed_runtime_refuses_appends(persisted: bool, tmp_pa
         from dsh_todo.logview import read_session
 
         assert [event["type"] for event in read_session(log).events] == ["turn/start"]
+
+
+# -- what the append trusts (issue 24 goal 4) ---------------------------------------------------------------------
+
+
+def _deep_chain(levels: int) -> Any:
+    from dsh_todo.harness.frozen import frozen_object
+
+    value: Any = frozen_object(v=1)
+    for _ in range(levels - 1):
+        value = frozen_object(v=value)
+    return value
+
+
+def _bad_frozen() -> list[tuple[str, Any, str]]:
+    from dsh_todo.harness.frozen import FrozenDict, FrozenList, frozen_object
+
+    return [
+        ("set", frozen_object(a={1, 2}), "data.a is a set, not a JSON value"),
+        ("nan", frozen_object(a=float("nan")), "data.a is nan, which JSON cannot carry losslessly"),
+        ("object", frozen_object(a=object()), "data.a is a object, not a JSON value"),
+        ("deep inside", frozen_object(a=FrozenList([FrozenDict(b=float("inf"))])),
+         "data.a[0].b is inf, which JSON cannot carry losslessly"),
+        ("built directly", FrozenDict(a=b"bytes"), "data.a is a bytes, not a JSON value"),
+        ("shared inside plain data", {"x": FrozenDict(a={1})}, "data.x.a is a set, not a JSON value"),
+        ("too deep", _deep_chain(600), "data nests deeper than 511 levels, more than a session log line can hold"),
+    ]
+
+
+@pytest.mark.parametrize(("data", "text"), [case[1:] for case in _bad_frozen()], ids=[c[0] for c in _bad_frozen()])
+def test_frozen_data_that_is_not_json_is_refused_at_the_append(store: SessionStore, data: Any, text: str) -> None:
+    """Repro (issue 24): the append shared any ``FrozenDict`` unchecked, and ``frozen_object`` checked nothing, so a
+    set, a NaN or an object entered the log and failed only on the writer thread, which re-queued the batch for
+    ever (NaN was written as ``null``). Now only what a checked constructor proved is shared; anything else is
+    checked here, in the caller's thread, in the append's words, and nothing is appended."""
+    session = store.create("s")
+    seen: list[Event] = []
+    store.listen(lambda _session, event: seen.append(event))
+    with pytest.raises(SessionAppendError) as caught:
+        session.append("custom/x", data)
+    assert str(caught.value) == f'session event "custom/x" data is not lossless JSON: {text}'
+    assert session.seq == 0 and seen == []
+
+
+def test_what_the_checked_constructors_built_is_shared_and_the_rest_is_copied(store: SessionStore) -> None:
+    """The fast path stays: data built by ``frozen_object``/``frozen_array`` from JSON values and checked
+    containers is logged as it is (no copy); a frozen container nobody checked is logged as a checked copy."""
+    from dsh_todo.harness.frozen import FrozenDict, frozen_array, frozen_object
+
+    session = store.create("s")
+    items = frozen_array([frozen_object(content="a", status="pending"), 1, 2.5, None, True])
+    data = frozen_object(todos=items)
+    assert session.append("custom/x", data)["data"] is data
+    unchecked = FrozenDict(todos=items)
+    logged = session.append("custom/x", unchecked)["data"]
+    assert logged == unchecked and logged is not unchecked and logged["todos"] is items
+
+
+def test_a_surface_op_that_is_not_a_string_is_refused(store: SessionStore) -> None:
+    session = store.create("s")
+    with pytest.raises(SessionAppendError, match='session event "tool/result" surfaceOp must be a string'):
+        session.append("tool/result", {}, surface_op=["append"])  # type: ignore[arg-type]
+    assert session.seq == 0

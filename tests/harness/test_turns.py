@@ -84,3 +84,100 @@ async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_c
     for value in logged:
         with pytest.raises(TypeError, match="immutable"):
             value.append("x")
+
+
+# -- a call after a closed turn runs its tool once (issue 24 goal 5) ----------------------------------------------
+
+
+def counting_tool(runs: list[Any]) -> Any:
+    """``count``: a tool with a side effect outside the log (it counts its runs); it logs a ``todo/write`` of its
+    argument when ``ok`` is true and refuses the call otherwise, as the todo tool refuses a list."""
+    from dsh_todo.harness.errors import TodoRejectedError
+    from dsh_todo.harness.tools import define_tool
+
+    def execute(args: Any, call: Any) -> dict[str, Any]:
+        runs.append(args)
+        if not args["ok"]:
+            raise TodoRejectedError("not ok")
+        call.agent.session.append("todo/write", {"todos": [{"content": args["item"], "status": "pending"}]})
+        return {}
+
+    return define_tool(name="count", description="counts its runs", execute=execute, render=lambda _a, _v: "done",
+                       parameters={"ok": {"type": "boolean", "required": True},
+                                   "item": {"type": "string", "required": True}})
+
+
+def closed_turn(make_ctx: BootFactory, runs: list[Any], seen: list[str]) -> Turns:
+    """A writer whose session's last turn is closed with a plan standing; ``seen`` collects what the store's
+    observers (where invariant companions live) are asked about from then on."""
+    ctx = make_ctx(invariants={}, session_invariant=True, todo_invariant=True)
+    ctx.tools.register(counting_tool(runs))
+    turns = Turns.of(ctx, Agent("a", ctx.sessions.create("s")))
+    with TurnScope(turns):
+        turns.begin_step()
+        turns.session.append("todo/write", {"todos": [{"content": "standing", "status": "pending"}]})
+    ctx.sessions.observers.insert(0, lambda _session, event: seen.append(event["type"]))  # before any veto
+    return turns
+
+
+@pytest.mark.parametrize("refusal", [
+    ('{"ok":false,"item":"x"}', "Error: not ok", 1),  # the tool itself refuses: it runs once
+    ('{"ok":"no"}', 'Error: invalid arguments: missing required property "item"; "ok" must be a boolean',
+     0),  # the registry refuses: it never runs
+    # refused by an invariant at its append:
+    ('{"ok":true,"item":" untrimmed "}', 'Error: invariant violated by "@deepseek-ai/dsh-tool-todo": todo/write '
+                                         "content must be non-empty and already trimmed", 1)])
+async def test_a_refused_call_after_a_closed_turn_runs_its_tool_at_most_once(
+        make_ctx: BootFactory, refusal: tuple[str, str, int]) -> None:
+    """Repro (issue 24): such a call was first run against a detached copy of the session to learn whether it would
+    be refused, then, accepted, run again for real: a tool with an effect outside the log had it twice, and the
+    dry run skipped the invariant observers. Now the tool runs once, on the session itself."""
+    raw, text, expected_runs = refusal
+    runs: list[Any] = []
+    seen: list[str] = []
+    turns = closed_turn(make_ctx, runs, seen)
+    before = list(turns.session.events)
+    result = await turns.call_alone(ToolCallRequest("c1", "count", raw))
+    assert (result.is_error, result.text) == (True, text)
+    assert len(runs) == expected_runs
+    if raw.endswith('" untrimmed "}'):  # the observers judged the write in the new turn, as for any other call
+        assert seen == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end"]
+    else:
+        assert list(turns.session.events) == before and seen == []
+
+
+async def test_an_accepted_call_after_a_closed_turn_runs_its_tool_once_in_the_new_turn(
+        make_ctx: BootFactory) -> None:
+    runs: list[Any] = []
+    seen: list[str] = []
+    turns = closed_turn(make_ctx, runs, seen)
+    start = turns.session.seq
+    result = await turns.call_alone(ToolCallRequest("c1", "count", '{"ok":true,"item":"b"}'))
+    assert (result.is_error, result.text, len(runs)) == (False, "done", 1)
+    logged = [(e["type"], e["data"].get("turn"), e["data"].get("step")) for e in turns.session.events[start:]]
+    assert logged == [("turn/start", 2, None), ("step/start", 2, 1), ("tool/call", 2, 1), ("todo/write", None, None),
+                      ("tool/result", 2, 1), ("step/end", 2, 1)]
+    assert seen == [kind for kind, _turn, _step in logged]  # every event, each asked about once, in log order
+    call = turns.session.events[start + 2]
+    assert turns.session.events[start + 4]["sourceEventSeqs"] == [call["seq"]]
+    assert call["data"]["arguments"] == '{"ok":true,"item":"b"}'
+    # The next call joins the standing turn this one opened, as every call after it does.
+    await turns.call_alone(ToolCallRequest("c2", "count", '{"ok":false,"item":"x"}'))
+    assert len(runs) == 2 and [e["type"] for e in turns.session.events[start + 6:]] == [
+        "step/start", "tool/call", "tool/result", "step/end"]
+
+
+async def test_an_accepted_call_that_logs_nothing_still_opens_the_turn_with_its_call(make_ctx: BootFactory) -> None:
+    """A tool accepted without appending anything (a successful no-op) is logged as any call that opens a turn."""
+    runs: list[Any] = []
+    seen: list[str] = []
+    turns = closed_turn(make_ctx, runs, seen)
+    from dsh_todo.harness.tools import define_tool
+
+    turns.tools.register(define_tool(name="noop", description="does nothing", execute=lambda a, c: runs.append(a),
+                                     render=lambda _a, _v: "nothing", parameters={}))
+    start = turns.session.seq
+    result = await turns.call_alone(ToolCallRequest("c1", "noop", "{}"))
+    assert (result.is_error, result.text, len(runs)) == (False, "nothing", 1)
+    assert [e["type"] for e in turns.session.events[start:]] == seen == [
+        "turn/start", "step/start", "tool/call", "tool/result", "step/end"]

@@ -6,6 +6,13 @@ refusing what JSON cannot carry losslessly (NaN, infinities, ``-0``, non-string 
 containers are ``dict`` / ``list`` subclasses so that they compare equal to plain JSON values and serialize with the
 canonical encoder unchanged.
 
+Frozen is not checked. Anyone can build a :class:`FrozenDict` of anything (a set, a NaN), so the append trusts only
+:class:`CheckedDict` and :class:`CheckedList`, which this module's checked constructors alone make: the copy
+(:func:`lossless_copy`) and :func:`frozen_object`/:func:`frozen_array`, which mark what they built checked only when
+every value is a JSON value the log's writer can encode, nested at most :data:`MAX_DATA_DEPTH` levels (each checked
+container knows its ``depth``). Whatever they cannot prove stays an unchecked frozen container, which the append
+checks and copies like plain data (docs/decisions/0001-events-frozen-subclasses.md).
+
 Every container this module builds is taken off the cyclic garbage collector's books (:func:`untracked`): a logged
 event lives as long as its session, and a tracked one is walked again by every full collection, which made a call
 cost half as much again once a long-running agent held 20,000 events (docs/decisions/0008-untracked-log.md).
@@ -30,6 +37,7 @@ def _refuse(*_: Any, **__: Any) -> NoReturn:
 
 
 _Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
+_INF = float("inf")
 
 
 def _load_untrack() -> Callable[[Any], None]:
@@ -102,11 +110,121 @@ class FrozenList(list[Any]):
     __hash__ = None  # still unhashable, like every list
 
 
+class CheckedDict(FrozenDict):
+    """A frozen JSON object proven encodable: only this module's checked constructors make one, and the append
+    shares it without a copy. ``depth`` is how deeply it nests (1: it holds no container)."""
+
+    __slots__ = ("depth",)
+    depth: int
+
+
+class CheckedList(FrozenList):
+    """A frozen JSON array proven encodable, as :class:`CheckedDict`."""
+
+    __slots__ = ("depth",)
+    depth: int
+
+
+def _lossless_float(value: float) -> bool:
+    """Whether JSON carries ``value`` losslessly: finite, and not ``-0.0``."""
+    return value == value and value not in (_INF, -_INF) and not (value == 0.0 and math.copysign(1.0, value) < 0)
+
+
+def _nesting(values: Any) -> int:
+    """How deeply a container holding ``values`` nests, or 0 when one of them is not proven JSON (neither a lossless
+    scalar nor a checked container: exact types only, as a subclass may encode as something else) or it would nest
+    deeper than :data:`MAX_DATA_DEPTH`."""
+    depth = 0
+    for value in values:
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if kind is CheckedDict or kind is CheckedList:
+            if value.depth > depth:
+                depth = value.depth
+        elif kind is not float or not _lossless_float(value):
+            return 0
+    return depth + 1 if depth < MAX_DATA_DEPTH else 0
+
+
 def frozen_object(**fields: Any) -> FrozenDict:
-    """A frozen JSON object of ``fields`` as they are: for a writer that builds its own data from strings, integers,
-    booleans, ``None`` and frozen containers (the turn writer's events), so the append shares it instead of copying
-    a plain dict. Nothing is checked: anything else (a plain list, a float) must go through :func:`lossless_copy`."""
-    out = FrozenDict(fields)
+    """A frozen JSON object of ``fields`` as they are (no copy): the constructor for a writer that builds its own
+    data (the turn writer's events, the todo tool's items), so the append can share it instead of copying a plain
+    dict. It is checked, one level deep: a :class:`CheckedDict` when every field is a lossless JSON scalar or a
+    checked container and it nests no deeper than a log line allows; otherwise an unchecked :class:`FrozenDict`,
+    which the append checks and copies, refusing what JSON cannot carry in its own words."""
+    depth = 0
+    for value in fields.values():  # (:func:`_nesting`, inlined: this is every logged call's path)
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if kind is CheckedDict or kind is CheckedList:
+            if value.depth > depth:
+                depth = value.depth
+        elif kind is not float or not _lossless_float(value):
+            return untracked(FrozenDict(fields))
+    if depth >= MAX_DATA_DEPTH:
+        return untracked(FrozenDict(fields))
+    out = CheckedDict(fields)
+    out.depth = depth + 1
+    _untrack(out)
+    return out
+
+
+def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
+    """A frozen JSON array of ``items``, checked as :func:`frozen_object` checks: a :class:`CheckedList` when
+    proven, else an unchecked :class:`FrozenList` the append will check."""
+    out = CheckedList(items)  # first: what is checked is what is kept
+    depth = _nesting(out)
+    if not depth:
+        return untracked(FrozenList(out))
+    out.depth = depth
+    _untrack(out)
+    return out
+
+
+class LeafTable(dict[Any, FrozenDict]):
+    """Leaf objects (checked, holding no container) by key, each built once and shared by every array of them.
+
+    Only a checked leaf can be put in (``table[key] = frozen_object(...)`` of JSON scalars; other ways in are
+    refused), so an array of its values is proven without looking at them (:meth:`array`). The todo tool keeps its
+    items here: a model resends its list on every call, and most items come back unchanged.
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, leaf: FrozenDict) -> None:
+        if type(leaf) is not CheckedDict or leaf.depth != 1:
+            raise TypeError("a leaf table holds checked leaf objects only (frozen_object of JSON scalars)")
+        dict.__setitem__(self, key, leaf)
+
+    setdefault = update = __ior__ = _refuse
+
+    def array(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
+              make: Callable[[Any], FrozenDict]) -> FrozenList:
+        """The frozen array of the leaves at ``key(item)`` for each of ``items``: proven at once when the table holds
+        every key (its values, looked up in C), else with ``make(key)`` for the keys it lacks, checked as
+        :func:`frozen_array` checks (``make`` may put what it builds in the table)."""
+        known = self.get
+        out = CheckedList(map(known, map(key, items)))
+        if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
+            return frozen_array([known(sent) or make(sent) for sent in map(key, items)])
+        out.depth = 2 if out else 1
+        _untrack(out)
+        return out
+
+
+def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
+    """``out`` (just built by the copy from checked values) given its depth and untracked; raises :class:`_Deep`
+    when it would nest deeper than a log line allows (a shared checked container took it over)."""
+    depth = 0
+    for value in values:
+        kind = type(value)
+        if (kind is CheckedDict or kind is CheckedList) and value.depth > depth:
+            depth = value.depth
+    if depth >= MAX_DATA_DEPTH:
+        raise _Deep
+    out.depth = depth + 1
     _untrack(out)
     return out
 
@@ -119,6 +237,10 @@ class _Bad(Exception):
     pass
 
 
+class _Deep(Exception):
+    """The copy would nest deeper than :data:`MAX_DATA_DEPTH`."""
+
+
 def _bad() -> NoReturn:
     raise _Bad
 
@@ -127,36 +249,30 @@ def _snap(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
-    if kind is FrozenDict or kind is FrozenList:  # made by this module from checked JSON: share, never copy
+    if kind is CheckedDict or kind is CheckedList:  # proven by a checked constructor: share, never copy
         return value
-    if kind is dict:
-        out: Any = FrozenDict({(key if type(key) is str else _bad()): _snap(item) for key, item in value.items()})
-    elif kind is list or kind is tuple:
-        out = FrozenList([_snap(item) for item in value])
-    elif kind is float:
-        if value != value or value in (_INF, -_INF) or (value == 0.0 and math.copysign(1.0, value) < 0):
-            _bad()
-        return value
-    else:
-        raise _Bad
-    _untrack(out)
-    return out
-
-
-_INF = float("inf")
+    if kind is dict or kind is FrozenDict:  # (a frozen container nobody checked is copied like a plain one)
+        out: Any = CheckedDict({(key if type(key) is str else _bad()): _snap(item) for key, item in value.items()})
+        return _seal(out, out.values())
+    if kind is list or kind is tuple or kind is FrozenList:
+        out = CheckedList([_snap(item) for item in value])
+        return _seal(out, out)
+    if kind is float:
+        return value if _lossless_float(value) else _bad()
+    raise _Bad
 
 
 def lossless_copy(value: Any, path: str = "") -> Any:
     """A frozen deep copy of a JSON value; raises :class:`NotLosslessJSON` naming the first bad place.
 
-    Frozen containers are shared, not copied: they can only have come from here (or from a parsed log), so they are
-    already checked and nobody can change them.
+    Checked containers are shared, not copied: only a checked constructor makes one, so they are proven JSON and
+    nobody can change them. Any other frozen container is copied like plain data.
     """
     try:
         return _snap(value)
     except _Bad:
         pass
-    except RecursionError:  # a few hundred levels: too deep for the recursive walk's two frames a level
+    except (RecursionError, _Deep):  # a few hundred levels: too deep for the recursive walk's two frames a level
         return _deep_copy(value, path)
     return _explain(value, path)
 
@@ -175,16 +291,16 @@ def _deep_copy(value: Any, path: str) -> Any:
         item, parent, slot = stack.pop()
         kind = type(item)
         out: Any
-        if kind is dict:
-            out = FrozenDict()
+        if kind is dict or kind is FrozenDict:
+            out = CheckedDict()
             for key, child in item.items():
                 if type(key) is not str:
                     raise NotLosslessJSON(f"{_describe(path)} has a non-string key {key!r} (deep inside)")
                 dict.__setitem__(out, key, None)
                 stack.append((child, out, key))
             built.append(out)
-        elif kind is list or kind is tuple:
-            out = FrozenList()
+        elif kind is list or kind is tuple or kind is FrozenList:
+            out = CheckedList()
             for index, child in enumerate(item):
                 list.append(out, None)
                 stack.append((child, out, index))
@@ -192,16 +308,16 @@ def _deep_copy(value: Any, path: str) -> Any:
         elif (kind is float and not math.isfinite(item)) or (kind is float and item == 0.0 and (
                 math.copysign(1.0, item) < 0)):
             raise NotLosslessJSON(f"{_describe(path)} holds {item!r} (deep inside), which JSON cannot carry losslessly")
-        elif kind in (str, int, bool, float, FrozenDict, FrozenList) or item is None:
+        elif kind in (str, int, bool, float, CheckedDict, CheckedList) or item is None:
             out = item
         else:
             raise NotLosslessJSON(f"{_describe(path)} holds a {kind.__name__} (deep inside), not a JSON value")
-        if type(parent) is FrozenDict:
+        if isinstance(parent, dict):
             dict.__setitem__(parent, slot, out)
         else:
             list.__setitem__(parent, slot, out)
-    for container in built:
-        _untrack(container)
+    for container in reversed(built):  # children were made after their parents: each is sealed before its parent
+        _seal(container, container.values() if type(container) is CheckedDict else container)
     return holder[0]
 
 
@@ -227,7 +343,7 @@ def is_lossless(value: Any) -> bool:
         elif kind is float:
             if not math.isfinite(item) or (item == 0.0 and math.copysign(1.0, item) < 0):
                 return False
-        else:
+        elif kind is not CheckedDict and kind is not CheckedList:  # (those were proven when they were made)
             return False
     return True
 
@@ -237,15 +353,17 @@ def _explain(value: Any, path: str) -> Any:
     kind = type(value)
     if kind is str or kind is int or value is None or kind is bool:
         return value
+    if kind is CheckedDict or kind is CheckedList:
+        return value
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise NotLosslessJSON(f"{_describe(path)} has a non-string key {key!r}")
             out[key] = _explain(item, f"{path}.{key}" if path else key)
-        return untracked(FrozenDict(out))
+        return _sealed(CheckedDict(out), path)
     if isinstance(value, (list, tuple)):
-        return untracked(FrozenList([_explain(item, f"{path}[{i}]") for i, item in enumerate(value)]))
+        return _sealed(CheckedList([_explain(item, f"{path}[{i}]") for i, item in enumerate(value)]), path)
     if kind is float:
         if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
             raise NotLosslessJSON(f"{_describe(path)} is {value!r}, which JSON cannot carry losslessly")
@@ -259,8 +377,19 @@ def _explain(value: Any, path: str) -> Any:
     raise NotLosslessJSON(f"{_describe(path)} is a {type(value).__name__}, not a JSON value")
 
 
+def _sealed(out: CheckedDict | CheckedList, path: str) -> Any:
+    try:
+        return _seal(out, out.values() if type(out) is CheckedDict else out)
+    except _Deep:
+        raise NotLosslessJSON(f"{_describe(path)} nests deeper than {MAX_DATA_DEPTH} levels, more than a session "
+                              "log line can hold") from None
+
+
 def freeze_trusted(value: Any) -> Any:
-    """Freeze a value already known to be plain JSON (read from a log) without re-checking it."""
+    """Freeze a value already known to be plain JSON (read from a log) without re-checking it.
+
+    The containers are frozen, not checked (their depth is not counted): data taken from them into a new append
+    is copied, not shared."""
     kind = type(value)
     if kind is dict:
         return untracked(FrozenDict({k: freeze_trusted(v) for k, v in value.items()}))

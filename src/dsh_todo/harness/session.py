@@ -1,10 +1,11 @@
 """The session log: one append-only, event-sourced list per agent session (SPEC §5).
 
 ``@deepseek-ai/dsh-session`` in DSH. A :class:`Session` only ever grows; :meth:`Session.append` takes a lossless,
-frozen copy of the payload, asks the pre-commit observers (invariant companions live there and may veto), pushes the
-event, then tells the post-commit listeners (projections, persistence, carriers), whose failures are logged, never
-raised: once an event is in the log nothing can take it back. The :class:`SessionStore` is the ``sessions``
-service: it owns the live sessions and the two listener lists that every session reports to.
+frozen copy of the payload (sharing, uncopied, only what a checked constructor of :mod:`.frozen` proved, so nothing
+reaches the log's writer that it cannot encode), asks the pre-commit observers (invariant companions live there and
+may veto), pushes the event, then tells the post-commit listeners (projections, persistence, carriers), whose
+failures are logged, never raised: once an event is in the log nothing can take it back. The :class:`SessionStore`
+is the ``sessions`` service: it owns the live sessions and the two listener lists that every session reports to.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.event_types import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, NotLosslessJSON, freeze_trusted, lossless_copy, untracked
+from dsh_todo.harness.frozen import (
+    CheckedDict,
+    FrozenDict,
+    FrozenList,
+    NotLosslessJSON,
+    freeze_trusted,
+    lossless_copy,
+    untracked,
+)
 
 log = logging.getLogger("dsh_todo.session")
 
@@ -42,8 +51,9 @@ def lossless_data(type: str, value: Any, path: str = "data") -> Any:
     """The frozen copy of ``value``, which is (or sits at ``path`` in) the data of a ``type`` event; raises
     :class:`SessionAppendError` naming the first place JSON cannot carry losslessly.
 
-    An append takes frozen data as already checked, so a writer that builds its data frozen (``tool/result``
-    around a tool's content) checks the foreign parts here, with the words the append would use.
+    An append shares checked data without looking into it, so a writer that builds its data with the checked
+    constructors (``tool/result`` around a tool's content) checks the foreign parts here, with the words the append
+    would use, and builds around the checked copy.
     """
     try:
         return lossless_copy(value, path)
@@ -101,6 +111,7 @@ class Session:
         self._store = store
         self._clock = clock
         self._publishing = False
+        self._preface: Callable[[], object] | None = None
         self.closed = False
         self.extensions: dict[object, Any] = {}
         """Per-session state owned by services (keyed by the service object), e.g. projection cells."""
@@ -128,9 +139,23 @@ class Session:
         cwd = self.header.get("cwd")
         return cwd if isinstance(cwd, str) else None
 
+    def preface(self, write: Callable[[], object] | None) -> None:
+        """Have the next append call ``write()`` first, once: after the append's own checks passed, before its
+        event is numbered, so what ``write`` appends comes just before that event (``None`` withdraws it).
+
+        How the turn writer opens a turn only for a call that logs something (:meth:`Turns.call_alone`): the call's
+        ``turn/start`` … ``tool/call`` are written when its tool makes its first append, and not at all when the tool
+        refuses the call without one, so the tool runs once, and every observer sees the events as they are logged.
+        """
+        self._preface = write
+
     def append(self, type: str, data: Any, *, surface_op: str | None = None,
                source_event_seqs: Iterable[int] | None = None, ignorable: bool = False) -> Event:
-        """Log one event; returns it. Raises (and logs nothing) on bad input or an invariant veto."""
+        """Log one event; returns it. Raises (and logs nothing) on bad input or an invariant veto.
+
+        ``data`` is copied into frozen containers, refusing what JSON cannot carry losslessly or what nests deeper
+        than a log line may hold, unless a checked constructor made it (:class:`~.frozen.CheckedDict`): that is
+        proven and shared. An unchecked frozen container is copied like any other data."""
         if self._publishing:
             raise SessionAppendError("session append cannot reenter while another append is being published")
         if self.closed:
@@ -140,9 +165,16 @@ class Session:
         if type in SURFACE_EVENT_TYPES:
             if surface_op is None:
                 raise SessionAppendError(f'session event "{type}" is surface-eligible and must carry surfaceOp')
+            if surface_op.__class__ is not str:
+                raise SessionAppendError(f'session event "{type}" surfaceOp must be a string')
         elif surface_op is not None:
             raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
-        frozen = data if data.__class__ is FrozenDict else lossless_data(type, data)
+        frozen = data if data.__class__ is CheckedDict else lossless_data(type, data)
+        if self._preface is not None:
+            write, self._preface = self._preface, None
+            write()
+            if self.closed:
+                raise SessionAppendError(f'session "{self.id}" is closed')
         events = self._events
         event = FrozenDict(type=type, seq=len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.errors import AbortError
-from dsh_todo.harness.frozen import FrozenList, frozen_object, untracked
+from dsh_todo.harness.frozen import frozen_array, frozen_object
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import Event, Session, SessionStore, lossless_data
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry, ToolResult, error_result
@@ -271,15 +271,13 @@ class Turns:
         writes a ``turn/start``: the standing plan changes only when a call is accepted.
 
         Opening a turn after a closed one would clear what that turn left standing (SPEC §5.4) even if the call were
-        then rejected, so such a call is first tried on a detached copy (:meth:`_refusal`); refused, it is answered
-        and nothing is appended. Accepted, it runs for real in the new turn.
+        then rejected, so such a call opens it only once its tool logs something (:meth:`_opening`); refused before
+        that, it is answered and nothing is appended.
         """
         where = self.position()
         if where is None:
             if next_turn_number(self.session) > 1:  # a closed turn may have left a plan standing
-                refusal = await self._refusal(call, arguments, signal)
-                if refusal is not None:
-                    return refusal
+                return await self._opening(call, arguments, signal)
             self.begin()
             self.standing = True
             where = self._inside()
@@ -289,31 +287,64 @@ class Turns:
         try:
             return await self._run(where, call, arguments, signal)
         finally:
-            if own is not None and self.position() == own:  # unless the turn was closed around it meanwhile
-                self._end_step(own)
+            self._end_own_step(own)
             self.flush()
 
-    async def _refusal(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult | None:
-        """The answer ``call`` gets if the registry refuses it, tried against a detached session that nothing listens
-        to (no projection, no persistence, no push), so trying appends nothing anywhere; ``None`` if it is taken."""
-        scratch = Session(self.session.id, header=self.session.header)
+    async def _opening(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult:
+        """``call`` when it needs a new standing turn after a closed one: the turn, its step and the ``tool/call``
+        are written just before the tool's first append (:meth:`Session.preface`), or after it returns when it was
+        accepted without appending, so a call refused before it logged anything leaves the log as it was.
+
+        The tool runs once, on the live session, so a tool with effects outside the log has them once, and every
+        observer (an invariant companion) sees the very events any call logs. A call that only an observer refuses
+        (a veto of its first append) has opened the turn by then, since the ``turn/start`` must come first. The
+        preface fires on the session's next append: while the tool awaits, another writer's append would open the
+        turn too (the todo tool appends without awaiting).
+        """
+        opened: list[tuple[OpenTurn, int]] = []
+
+        def open_call() -> None:
+            self.begin()
+            self.standing = True
+            where = self._begin_step(self._inside())
+            opened.append((where, self._log_call(where, call)))
+
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
-        result = await self.tools.execute(call.name, parsed, Agent(self.agent.id, scratch), signal=signal,
-                                          call_id=call.id)
-        return result if result.is_error else None
+        session = self.session
+        session.preface(open_call)
+        result: ToolResult | None = None
+        try:
+            result = await self.tools.execute(call.name, parsed, self.agent, signal=signal, call_id=call.id)
+        except Exception as exc:  # the harness failing, not the tool (the registry answers those)
+            result = error_result(str(exc))
+            raise
+        except BaseException:  # cancelled while the tool ran
+            result = _ABORTED
+            raise
+        finally:
+            session.preface(None)
+            if not opened and result is not None and not result.is_error:
+                open_call()  # accepted without logging anything: the call is logged as any accepted call
+            if opened:
+                (where, seq), = opened
+                try:
+                    self._settle(where, seq, call, result if result is not None else _ABORTED)
+                finally:
+                    self._end_own_step(where)
+                    self.flush()
+        return result
+
+    def _end_own_step(self, own: OpenTurn | None) -> None:
+        """Close the step a call opened for itself (``own``), unless the turn was closed around it meanwhile."""
+        if own is not None and self.position() == own:
+            self._end_step(own)
 
     async def _run(self, where: OpenTurn, call: ToolCallRequest, arguments: Any,
                    signal: AbortSignal | None) -> ToolResult:
         """``call`` in the open step of ``where`` (the writer's position, just read)."""
         if not where.step_open:
             raise RuntimeError(f"turn {where.turn} has no open step for a tool call")
-        turn, step = where.turn, where.step
-        data: Mapping[str, Any] = frozen_object(turn=turn, step=step, callId=call.id, name=call.name,
-                                                arguments=call.arguments)
-        if not (type(call.id) is str and type(call.name) is str and type(call.arguments) is str):
-            data = dict(data)  # not the strings its type says: the append checks and copies it
-        seq = self.session.append("tool/call", data)["seq"]
-        self._pending[seq] = (turn, step, call.id)
+        seq = self._log_call(where, call)
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
         try:
             result = await self.tools.execute(call.name, parsed, self.agent, signal=signal, call_id=call.id)
@@ -324,9 +355,21 @@ class Turns:
             result = _ABORTED
             raise
         finally:
-            if self._pending.pop(seq, None) is not None:  # not answered already by the turn's end
-                self._answer(turn, step, call.id, result, seq)
+            self._settle(where, seq, call, result)
         return result
+
+    def _log_call(self, where: OpenTurn, call: ToolCallRequest) -> int:
+        """Append ``call``'s ``tool/call`` in the open step of ``where``; its seq, pending until :meth:`_settle`."""
+        # (Fields that are not the strings their type says leave it unchecked: the append checks and copies it.)
+        seq: int = self.session.append("tool/call", frozen_object(turn=where.turn, step=where.step, callId=call.id,
+                                                                  name=call.name, arguments=call.arguments))["seq"]
+        self._pending[seq] = (where.turn, where.step, call.id)
+        return seq
+
+    def _settle(self, where: OpenTurn, seq: int, call: ToolCallRequest, result: ToolResult) -> None:
+        """Answer the ``tool/call`` at ``seq`` with ``result``, unless the turn's end answered it already."""
+        if self._pending.pop(seq, None) is not None:
+            self._answer(where.turn, where.step, call.id, result, seq)
 
     def _answer(self, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
         """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
@@ -335,7 +378,7 @@ class Turns:
         blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
         content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
         message = frozen_object(source=frozen_object(kind="tool", callId=call_id),
-                                content=untracked(FrozenList((content,))), role="user", id=random_uuid())
+                                content=frozen_array((content,)), role="user", id=random_uuid())
         data = (frozen_object(turn=turn, step=step, message=message) if result.error is None else
                 frozen_object(turn=turn, step=step, message=message,
                               error=lossless_data("tool/result", result.error, "data.error")))

@@ -8,10 +8,11 @@ containers, the tool registry or the description.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 from dsh_todo.harness.errors import TodoRejectedError
-from dsh_todo.harness.frozen import FrozenDict, FrozenList, untracked
+from dsh_todo.harness.frozen import FrozenDict, LeafTable, frozen_object
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
 from dsh_todo.jscompat import js_trim
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
@@ -25,7 +26,12 @@ ITEMS_KEPT: Final = 4096
 ITEM_TEXT_KEPT: Final = 1024
 """Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
 
-_items: dict[tuple[str, str], FrozenDict] = {}
+_items = LeafTable()
+"""The items remembered, by ``(content, status)`` as sent. A :class:`~dsh_todo.harness.frozen.LeafTable` takes only
+checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001)."""
+
+_sent_as = operator.itemgetter("content", "status")
+"""An item's key as sent, made in C (every item, every call)."""
 
 
 def _logged_item(sent: tuple[str, str]) -> FrozenDict:
@@ -39,7 +45,7 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
     lossless), so a key cannot be a subclass with its own idea of equality.
     """
     content, status = sent
-    item = untracked(FrozenDict(content=js_trim(content), status=status))
+    item = frozen_object(content=js_trim(content), status=status)
     if len(content) <= ITEM_TEXT_KEPT:
         if len(_items) >= ITEMS_KEPT:
             _items.clear()
@@ -50,8 +56,8 @@ def _logged_item(sent: tuple[str, str]) -> FrozenDict:
 def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
-        known = _items.get
-        todos = [known(sent := (item["content"], item["status"])) or _logged_item(sent) for item in args["todos"]]
+        # Checked, so the append shares the list as it is (docs/decisions/0001).
+        todos = _items.array(args["todos"], _sent_as, _logged_item)
         try:
             counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
                                 allow_parallel)
@@ -60,9 +66,8 @@ def build_tool(allow_parallel: bool) -> ToolDefinition:
         agent = call.agent
         if agent is None:
             raise TodoRejectedError(NO_OWNER)
-        frozen = untracked(FrozenList(todos))
-        agent.session.append("todo/write", untracked(FrozenDict(todos=frozen)))
-        return {"todos": frozen, "counts": counts}
+        agent.session.append("todo/write", frozen_object(todos=todos))
+        return {"todos": todos, "counts": counts}
 
     def render_result(_args: Any, value: dict[str, Any]) -> str:
         return render(value["counts"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from dsh_todo.harness.persistence import batching
 from dsh_todo.harness.persistence.batching import WriteBehind
 from dsh_todo.harness.persistence.contract import Batch
+from dsh_todo.harness.persistence.errors import SessionWriteError
 
 
 class MemoryWriter:
@@ -142,3 +144,55 @@ def test_a_full_disk_is_said_once_per_episode_and_once_more_when_it_recovers(
     assert said == [('could not write 1 events of session "s": [Errno 28] No space left on device; retrying until '
                      'it can', False),
                     ('session "s" is written again', False)] * 2
+
+
+class UnencodableWriter(MemoryWriter):
+    """Refuses every batch as the encoder refuses a value JSON cannot carry (a set reached the queue)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        self.attempts += 1
+        raise TypeError("Type is not JSON serializable: set")
+
+
+def test_a_batch_that_cannot_be_encoded_is_said_once_and_never_retried(
+        writes: WriteBehind, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Repro (issue 24): a batch the writer could not encode went back to the head of its queue and was tried again
+    once a second for ever (the append is what refuses such data now; this is the writer's own guard). Now it is
+    said once, on one line, and the session's log takes nothing more: every flush says so to its caller."""
+    monkeypatch.setattr(batching, "RETRY_PAUSE_S", 0.01)
+    writer = UnencodableWriter()
+    queue = writes.open(writer)
+    with caplog.at_level(logging.WARNING, logger="dsh_todo.persistence"):
+        writes.enqueue(queue, event(0))
+        deadline = time.monotonic() + 30
+        while not caplog.records and time.monotonic() < deadline:  # the thread's window (20 ms) closes
+            time.sleep(0.01)
+        time.sleep(0.2)  # twenty retry pauses: a retried batch would have been tried again by now
+        assert writer.attempts == 1
+        writes.enqueue(queue, event(1))  # later events are not written either: the log would have a hole
+        for _ in range(2):
+            with pytest.raises(SessionWriteError) as caught:
+                writes.flush("s")
+            assert caught.value.repeat
+            assert str(caught.value) == ('session "s" cannot be written any more: 1 events could not be encoded: '
+                                         "Type is not JSON serializable: set")
+        assert writer.attempts == 1 and not queue.armed
+    said = [(record.getMessage(), bool(record.exc_info)) for record in caplog.records]
+    assert said == [('session "s" cannot be written any more: 1 events could not be encoded: Type is not JSON '
+                     "serializable: set", False)]
+
+
+def test_a_flush_that_cannot_encode_raises_once_new_and_then_as_said(writes: WriteBehind) -> None:
+    writer = UnencodableWriter()
+    queue = writes.open(writer)
+    writes.enqueue(queue, event(0))
+    with pytest.raises(SessionWriteError) as first:
+        writes.flush("s")
+    assert not first.value.repeat and isinstance(first.value.__cause__, TypeError)
+    with pytest.raises(SessionWriteError) as again:
+        writes.flush("s")
+    assert again.value.repeat and writer.attempts == 1

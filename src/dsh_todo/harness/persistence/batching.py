@@ -23,6 +23,13 @@ close at exit then stays quiet about what its caller has just reported). The wri
 outlasted a retry, so a failure a flush's caller is about to report (a turn's end flushed by its front door) is one
 line, the caller's. Tracebacks only at ``DEBUG`` (``dsh-todo --debug``).
 
+A batch the writer cannot encode (``TypeError``/``ValueError``/``RecursionError``: a value JSON cannot carry, which
+the append refuses in its caller's thread, so only a defect gets here) is not retried, since no retry can succeed:
+the session's log is *broken*. It is said once (the thread's one warning, or the flush that met it), the batch and
+everything queued after it are dropped (written after it, they would leave a hole in the log), and every later
+flush raises :class:`SessionWriteError` (as said already) so the session's front door fails instead of answering
+as if its calls were durable.
+
 Durability listeners (:meth:`WriteBehind.on_written`) hear about every batch once it is fsynced, with where it
 landed; they run on whichever thread wrote it, still under the session's I/O lock, so they see one session's
 batches in order. The projection checkpoint plugin uses this to write a checkpoint only for events already durable.
@@ -45,6 +52,9 @@ from dsh_todo.harness.persistence.errors import SessionWriteError
 log = logging.getLogger("dsh_todo.persistence")
 
 RETRY_PAUSE_S: Final = 1.0
+UNENCODABLE: Final = (TypeError, ValueError, RecursionError)
+"""What encoding a batch raises for a value JSON cannot carry (orjson's error is a ``TypeError``; the standard
+library's are ``TypeError``, ``ValueError`` and, nested too deeply, ``RecursionError``); a retry cannot help."""
 LINGER_S: Final = 5.0
 """How long the writer thread keeps waking once per window after its last batch, before it sleeps until called."""
 
@@ -58,7 +68,7 @@ class SessionQueue:
     finds the queue disarmed and opens a window itself.
     """
 
-    __slots__ = ("armed", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "said", "writer")
+    __slots__ = ("armed", "broken", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "said", "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
@@ -74,6 +84,9 @@ class SessionQueue:
         self.said = False
         """Whether the current episode of failed writes was said (warned by the writer thread, or raised to a
         flush's caller)."""
+        self.broken: str | None = None
+        """Why the log takes no more events (a batch that could not be encoded): said once, then raised by every
+        flush; ``None`` while it is healthy."""
 
 
 class WriteBehind:
@@ -133,6 +146,8 @@ class WriteBehind:
             raise SessionWriteError(f'session "{queue.writer.session_id}" persistence expected seq '
                                     f"{queue.next_seq}, got {event.get('seq')!r}")
         queue.next_seq += 1
+        if queue.broken is not None:
+            return  # nothing more is written (a hole would follow): every flush says so
         queue.pending.append(event)
         if not queue.armed:
             with self._cond:
@@ -254,6 +269,10 @@ class WriteBehind:
         inside (a batch up to a cut leaves the rest to its own window unless it holds a cut)."""
         with queue.io_lock:
             while True:
+                if queue.broken is not None:
+                    if background:
+                        return
+                    raise SessionWriteError(queue.broken, repeat=True)
                 with self._cond:
                     batch, cut = self._take(queue, whole=not background)
                     more = bool(queue.pending) and queue.deadline <= time.monotonic()
@@ -261,6 +280,9 @@ class WriteBehind:
                     return
                 try:
                     queue.writer.append(batch)
+                except UNENCODABLE as exc:
+                    self._break(queue, batch, exc, background=background)
+                    return
                 except Exception as exc:
                     with self._cond:
                         queue.pending.extendleft(reversed(batch))
@@ -285,6 +307,22 @@ class WriteBehind:
                 self._notify(queue)
                 if not (background and more):  # a flush took everything queued when it was called: done
                     return
+
+    def _break(self, queue: SessionQueue, batch: list[Mapping[str, Any]], exc: BaseException, *,
+               background: bool) -> None:
+        """``batch`` could not be encoded: drop it and everything queued after it, and say so once (a warning from
+        the writer thread, or the :class:`SessionWriteError` raised to the flush that met it)."""
+        with self._cond:
+            queue.pending.clear()
+            queue.cuts.clear()
+            queue.armed = False
+            queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: {len(batch)} events '
+                            f"could not be encoded: {exc}")
+        queue.error, queue.said = exc, True
+        if background:
+            log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
+            return
+        raise SessionWriteError(queue.broken) from exc
 
     def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:
         """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all
