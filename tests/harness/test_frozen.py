@@ -141,9 +141,9 @@ def test_a_leaf_table_takes_only_checked_leaves_and_its_arrays_are_proven() -> N
         table.setdefault("b", FrozenDict(content="b"))
     made: list[str] = []
 
-    def make(key: str) -> FrozenDict:
+    def make(key: str) -> dict[str, Any]:
         made.append(key)
-        return frozen_object(content=key) if key != "bad" else FrozenDict(content={1})
+        return {"content": key} if key != "bad" else {"content": {1}}
 
     def same(key: str) -> str:
         return key
@@ -151,6 +151,38 @@ def test_a_leaf_table_takes_only_checked_leaves_and_its_arrays_are_proven() -> N
     known = table.array(["a", "a"], same, make)
     assert type(known) is CheckedList and known.depth == 2 and known[0] is known[1] is table["a"] and made == []
     fresh = table.array(["a", "c"], same, make)
-    assert type(fresh) is CheckedList and fresh == [{"content": "a", "status": "pending"}, {"content": "c"}]
+    assert type(fresh) is CheckedList and fresh.depth == 2
+    assert fresh == [{"content": "a", "status": "pending"}, {"content": "c"}] and fresh[1] is table["c"]
     unproven = table.array(["a", "bad"], same, make)
-    assert type(unproven) is FrozenList and made == ["c", "bad"]
+    assert type(unproven) is FrozenList and type(unproven[1]) is FrozenDict and made == ["c", "bad"]
+    assert "bad" not in table
+    assert table.array(["c"], same, make)[0] is fresh[1] and made == ["c", "bad"]
+
+
+def test_a_leaf_table_builds_new_leaves_checked_frozen_and_within_its_bounds() -> None:
+    """A list with new items (decision 0031): each new leaf is checked as ``frozen_object`` checks, frozen, off the
+    collector's books, and remembered only within the table's bounds."""
+    table = LeafTable(kept=3, longest=4)
+
+    def make(key: Any) -> dict[str, Any]:
+        return {"text": key[0], "n": key[1]}
+
+    def pair(item: Any) -> Any:
+        return item
+
+    out = table.array([("ab", 1), ("abcde", 2.5), ("c", None), ("d", True)], pair, make)
+    assert type(out) is CheckedList and out.depth == 2
+    assert out == [{"text": "ab", "n": 1}, {"text": "abcde", "n": 2.5}, {"text": "c", "n": None},
+                   {"text": "d", "n": True}]
+    assert all(type(leaf) is CheckedDict and leaf.depth == 1 for leaf in out)
+    assert ("abcde", 2.5) not in table  # a string longer than ``longest``: built, never remembered
+    assert len(table) == 3
+    table.array([("e", 0)], pair, make)  # full: it starts afresh
+    assert list(table) == [("e", 0)]
+    with pytest.raises(TypeError, match="immutable"):
+        out[0]["text"] = "x"
+    for bad in [float("nan"), -0.0, float("inf"), [1], object()]:
+        refused = table.array(["f"], str, lambda key, bad=bad: {"text": key, "n": bad})
+        assert type(refused) is FrozenList and type(refused[0]) is FrozenDict and "f" not in table
+    if platform.python_implementation() == "CPython":
+        assert not any(gc.is_tracked(c) for c in [out, *out])

@@ -46,8 +46,7 @@ async def test_a_remembered_item_still_goes_through_every_list_rule(make_ctx: Bo
 
 
 async def test_the_table_of_items_stays_bounded(make_ctx: BootFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_todo_module, "ITEMS_KEPT", 8)
-    monkeypatch.setattr(tool_todo_module, "_items", LeafTable())
+    monkeypatch.setattr(tool_todo_module, "_items", LeafTable(kept=8))
     ctx = make_ctx(allow_parallel=True)
     agent = Agent("a", ctx.sessions.create("a"))
     for n in range(10):
@@ -60,7 +59,7 @@ async def test_the_table_of_items_stays_bounded(make_ctx: BootFactory, monkeypat
 
 async def test_a_long_item_is_logged_but_not_remembered(make_ctx: BootFactory,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_todo_module, "_items", LeafTable())
+    monkeypatch.setattr(tool_todo_module, "_items", LeafTable(longest=tool_todo_module.ITEM_TEXT_KEPT))
     ctx = make_ctx(allow_parallel=True)
     agent = Agent("a", ctx.sessions.create("a"))
     long = "x" * (tool_todo_module.ITEM_TEXT_KEPT + 1)

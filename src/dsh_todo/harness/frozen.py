@@ -21,6 +21,7 @@ cost half as much again once a long-running agent held 20,000 events (docs/decis
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -40,26 +41,36 @@ _Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
 _INF = float("inf")
 
 
-def _load_untrack() -> Callable[[Any], None]:
-    """CPython's ``PyObject_GC_UnTrack`` through ctypes (imported on first use, not at start-up); elsewhere a no-op."""
+def _load_untrack() -> Callable[[int], None]:
+    """CPython's ``PyObject_GC_UnTrack`` through ctypes, called with the object's address (imported on first use, not
+    at start-up); elsewhere a no-op.
+
+    The address, not the object: a ``py_object`` argument costs ctypes ~0.4 µs a call to convert, a ``c_void_p`` made
+    from ``id()`` ~0.15 µs, and a call of a list with new items pays it once per item (decision 0031). ``id()`` is
+    the object's address on CPython only, so anything else gets the no-op; the caller holds the object during the
+    call, so the address stays valid.
+    """
     try:
         import ctypes
 
-        untrack: Callable[[Any], None] = ctypes.PYFUNCTYPE(None, ctypes.py_object)(
+        if sys.implementation.name != "cpython":
+            raise ImportError("not CPython")
+        untrack: Callable[[int], None] = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(
             ("PyObject_GC_UnTrack", ctypes.pythonapi))
     except (ImportError, AttributeError, OSError):  # no ctypes, or not CPython: the collector keeps tracking
-        def untrack(_: Any) -> None:
+        def untrack(_: int) -> None:
             return None
     return untrack
 
 
-def _first_untrack(container: Any) -> None:
-    global _untrack
-    _untrack = _load_untrack()
-    _untrack(container)
+def _first_untrack_at(address: int) -> None:
+    global _untrack_at
+    _untrack_at = _load_untrack()
+    _untrack_at(address)
 
 
-_untrack: Callable[[Any], None] = _first_untrack
+_untrack_at: Callable[[int], None] = _first_untrack_at
+"""Untracks the object at an address (``_untrack_at(id(container))``), which the caller holds."""
 
 
 def untracked(container: _Container) -> _Container:
@@ -70,7 +81,7 @@ def untracked(container: _Container) -> _Container:
     container costs a full collection nothing, however many the logs hold. Adding to a dict afterwards (only
     ``dict.__setitem__`` can) may track it again, so untrack last.
     """
-    _untrack(container)
+    _untrack_at(id(container))
     return container
 
 
@@ -167,7 +178,7 @@ def frozen_object(**fields: Any) -> FrozenDict:
         return untracked(FrozenDict(fields))
     out = CheckedDict(fields)
     out.depth = depth + 1
-    _untrack(out)
+    _untrack_at(id(out))
     return out
 
 
@@ -179,19 +190,27 @@ def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
     if not depth:
         return untracked(FrozenList(out))
     out.depth = depth
-    _untrack(out)
+    _untrack_at(id(out))
     return out
 
 
 class LeafTable(dict[Any, FrozenDict]):
     """Leaf objects (checked, holding no container) by key, each built once and shared by every array of them.
 
-    Only a checked leaf can be put in (``table[key] = frozen_object(...)`` of JSON scalars; other ways in are
-    refused), so an array of its values is proven without looking at them (:meth:`array`). The todo tool keeps its
-    items here: a model resends its list on every call, and most items come back unchanged.
+    Only a checked leaf can be put in (``table[key] = frozen_object(...)`` of JSON scalars, or :meth:`array`'s own
+    build; other ways in are refused), so an array of its values is proven without looking at them (:meth:`array`).
+    The todo tool keeps its items here: a model resends its list on every call, and most items come back unchanged.
+
+    Bounded: it holds at most ``kept`` leaves (then it starts afresh), and a leaf with a string longer than
+    ``longest`` is built each time, never remembered, so the table stays a few MB whatever a model sends.
     """
 
-    __slots__ = ()
+    __slots__ = ("kept", "longest")
+
+    def __init__(self, kept: int = 4096, longest: int = 1024) -> None:
+        super().__init__()
+        self.kept = kept
+        self.longest = longest
 
     def __setitem__(self, key: Any, leaf: FrozenDict) -> None:
         if type(leaf) is not CheckedDict or leaf.depth != 1:
@@ -201,16 +220,54 @@ class LeafTable(dict[Any, FrozenDict]):
     setdefault = update = __ior__ = _refuse
 
     def array(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
-              make: Callable[[Any], FrozenDict]) -> FrozenList:
+              make: Callable[[Any], dict[str, Any]]) -> FrozenList:
         """The frozen array of the leaves at ``key(item)`` for each of ``items``: proven at once when the table holds
-        every key (its values, looked up in C), else with ``make(key)`` for the keys it lacks, checked as
-        :func:`frozen_array` checks (``make`` may put what it builds in the table)."""
+        every key (its values, looked up in C), else built with the fields ``make(key)`` gives (a plain ``dict``) for
+        each key it lacks, and remembered within the table's bounds."""
         known = self.get
         out = CheckedList(map(known, map(key, items)))
         if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
-            return frozen_array([known(sent) or make(sent) for sent in map(key, items)])
+            return self._fill(items, key, make)
         out.depth = 2 if out else 1
-        _untrack(out)
+        _untrack_at(id(out))
+        return out
+
+    def _fill(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
+              make: Callable[[Any], dict[str, Any]]) -> FrozenList:
+        """:meth:`array` for a list with new leaves: each checked, built and remembered in this one frame
+        (:func:`frozen_object`'s check inlined; a list the model rewrote pays it for every item, decision 0031)."""
+        known, longest = self.get, self.longest
+        leaves: list[Any] = []
+        proven = True
+        for sent in map(key, items):
+            leaf = known(sent)
+            if leaf is None:
+                fields = make(sent)
+                remember = True
+                for value in fields.values():
+                    kind = type(value)
+                    if kind is str:
+                        if len(value) > longest:
+                            remember = False
+                    elif kind is not int and kind is not bool and value is not None and (
+                            kind is not float or not _lossless_float(value)):
+                        leaf = untracked(FrozenDict(fields))
+                        proven = False
+                        break
+                else:
+                    leaf = CheckedDict(fields)
+                    leaf.depth = 1
+                    _untrack_at(id(leaf))
+                    if remember:
+                        if len(self) >= self.kept:
+                            self.clear()
+                        dict.__setitem__(self, sent, leaf)
+            leaves.append(leaf)
+        if not proven:  # a field that is no JSON scalar: checked as any array, so the append checks the list
+            return frozen_array(leaves)
+        out = CheckedList(leaves)  # every leaf checked: the table's, or built just above
+        out.depth = 2 if out else 1
+        _untrack_at(id(out))
         return out
 
 
@@ -225,7 +282,7 @@ def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
     if depth >= MAX_DATA_DEPTH:
         raise _Deep
     out.depth = depth + 1
-    _untrack(out)
+    _untrack_at(id(out))
     return out
 
 

@@ -12,7 +12,7 @@ import operator
 from typing import Any, Final
 
 from dsh_todo.harness.errors import TodoRejectedError
-from dsh_todo.harness.frozen import FrozenDict, LeafTable, frozen_object
+from dsh_todo.harness.frozen import LeafTable, frozen_object
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
 from dsh_todo.jscompat import js_trim
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
@@ -22,42 +22,36 @@ NO_OWNER: Final = "todo_write requires an owning agent session"
 CALL_TITLE: Final = "Update todo list"
 
 ITEMS_KEPT: Final = 4096
-"""How many distinct items :func:`_logged_item` remembers (then it starts afresh)."""
+"""How many distinct items the table remembers (then it starts afresh)."""
 ITEM_TEXT_KEPT: Final = 1024
 """Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
 
-_items = LeafTable()
+_items = LeafTable(ITEMS_KEPT, ITEM_TEXT_KEPT)
 """The items remembered, by ``(content, status)`` as sent. A :class:`~dsh_todo.harness.frozen.LeafTable` takes only
-checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001)."""
+checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001).
+
+A model resends its whole list on every call and most items come back unchanged, so most calls trim and build no
+item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list rules run
+on every call. Sharing is safe because nobody can change a frozen item (docs/decisions/0008-untracked-log.md). The
+registry has refused anything but exact ``str`` values (not lossless), so a key cannot be a subclass with its own idea
+of equality."""
 
 _sent_as = operator.itemgetter("content", "status")
 """An item's key as sent, made in C (every item, every call)."""
 
 
-def _logged_item(sent: tuple[str, str]) -> FrozenDict:
-    """The frozen, untracked, trimmed ``{content, status}`` for an item as sent that ``_items`` does not hold yet
-    (the caller looked first); remembered, so every later event logging it shares it.
-
-    A model resends its whole list on every call and most items come back unchanged, so most calls trim and build
-    no item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list
-    rules run on every call. Sharing is safe because nobody can change a frozen item
-    (docs/decisions/0008-untracked-log.md). The registry has refused anything but exact ``str`` values (not
-    lossless), so a key cannot be a subclass with its own idea of equality.
-    """
+def _fields(sent: tuple[str, str]) -> dict[str, str]:
+    """The logged fields of an item as sent that ``_items`` does not hold yet: its content trimmed as JavaScript
+    trims. The table checks, builds, freezes, untracks and remembers the item (decision 0031)."""
     content, status = sent
-    item = frozen_object(content=js_trim(content), status=status)
-    if len(content) <= ITEM_TEXT_KEPT:
-        if len(_items) >= ITEMS_KEPT:
-            _items.clear()
-        _items[sent] = item
-    return item
+    return {"content": js_trim(content), "status": status}
 
 
 def build_tool(allow_parallel: bool) -> ToolDefinition:
     """The ``todo_write`` definition for one policy."""
     def execute(args: Any, call: ToolExecution) -> dict[str, Any]:
         # Checked, so the append shares the list as it is (docs/decisions/0001).
-        todos = _items.array(args["todos"], _sent_as, _logged_item)
+        todos = _items.array(args["todos"], _sent_as, _fields)
         try:
             counts = check_list([item["content"] for item in todos], [item["status"] for item in todos],
                                 allow_parallel)
