@@ -133,6 +133,71 @@ def test_acceptor_on_objects_with_exactly_their_declared_keys_agrees_with_the_va
     assert compile_acceptor(schema)({"v": value}) is (violations(schema, {"v": value}) == [])
 
 
+class _Text(str):
+    pass
+
+
+_REFUSAL_SCHEMAS = [
+    {"todos": {"type": "array", "required": True, "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"content": {"type": "string", "required": True},
+                       "status": {"type": "string", "required": True, "enum": ["pending", "completed"]}}}}},
+    {"n": {"type": "integer", "required": True}, "x": {"type": "number"}, "tag": {"type": "string", "const": "t"},
+     "open": {"type": "object", "additionalProperties": True, "properties": {"a": {"type": "boolean"}}},
+     "free": {"type": "json", "description": "no type: anything JSON"}},
+]
+_TRICKY = [None, True, 0, 1.5, -0.0, float("nan"), float("inf"), "s", _Text("s"), (1,), {1, 2}, object(), [], {},
+           {"a": True}, {1: "x"}, {"b": -0.0}, ["pending"], FrozenDict(a=True)]
+
+
+def _args_grid() -> list[Any]:
+    item = {"content": "a", "status": "pending"}
+    grid: list[Any] = [None, [], "x", {}, {1: "x"}, FrozenDict(n=1), {"todos": [item, item]}]
+    for value in _TRICKY:
+        grid += [{"todos": [item, value]}, {"todos": [{"content": value, "status": "done"}]},
+                 {"todos": [{"content": "a", "status": value}]}, {"todos": [{**item, "x": value}]},
+                 {"todos": value}, {"todos": [item], "extra": value}, {"todos": [{"status": "x"}, value]},
+                 {"n": value}, {"n": 1, "x": value}, {"n": 1, "tag": value}, {"n": 1, "open": {"k": value}},
+                 {"n": 1, "open": {"a": value}}, {"n": 1, "free": value}, {"n": 1, "free": [value]},
+                 {"n": "1", "free": {"k": value}}, {"n": value, "x": value, "q": value}]
+    return grid
+
+
+@pytest.mark.parametrize("parameters", _REFUSAL_SCHEMAS, ids=["closed-items", "open-and-untyped"])
+def test_a_refusal_answers_what_the_lossless_check_then_the_validator_would(parameters: dict[str, Any]) -> None:
+    """``refuse`` is one walk (decision 0031) for two answers whose order is the contract: arguments that are not
+    lossless JSON are refused for that alone, whatever else is wrong; otherwise every violation, in order."""
+    from dsh_todo.harness.frozen import is_lossless
+    from dsh_todo.harness.tools.validate import compile_refusal
+
+    schema = compile_parameters(parameters)
+    refuse = compile_refusal(schema)
+    for args in _args_grid():
+        expected = violations(schema, args) if is_lossless(args) else None
+        assert refuse(args) == expected, args
+
+
+def test_the_acceptor_refuses_a_key_that_is_not_a_string() -> None:
+    """An open object's undeclared values were checked lossless, but not their keys: ``{1: "x"}`` was accepted, and
+    the lossless check it skipped would have refused it."""
+    schema = compile_parameters({"n": {"type": "integer"}})
+    assert compile_acceptor(schema)({"n": 1, "k": "x"})
+    assert not compile_acceptor(schema)({"n": 1, 2: "x"})
+
+
+async def test_a_refused_call_says_lossless_first_then_every_violation() -> None:
+    registry = ToolRegistry()
+    registry.register(echo_tool())
+    lossy = await registry.execute("echo", {"n": "x", "tag": 1, "z": float("nan")})
+    assert lossy.text == "Error: tool execution arguments must be losslessly JSON-serializable"
+    assert lossy.is_error and lossy.error is None
+    wrong = await registry.execute("echo", {"n": "x", "tag": 1, 2: "y"})
+    assert wrong.text == "Error: tool execution arguments must be losslessly JSON-serializable"
+    both = await registry.execute("echo", {"n": "x", "tag": 1})
+    assert both.text == 'Error: invalid arguments: "n" must be an integer; "tag" must be a string'
+    assert both.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+
+
 # -- the registry --------------------------------------------------------------------------------------------------
 
 def test_register_schemas_and_change_events() -> None:

@@ -2,8 +2,9 @@
 
 Execute runs, in order (SPEC §1.4, §2): abort-before-dispatch → lossless check of the arguments → schema
 validation (every violation, ``ToolArgsError``) → the tool body → render. A generated acceptor answers the
-common case (valid arguments) in one pass; only refused calls pay for the lossless walk and the full violation
-list. Arguments are not deep-copied: tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
+common case (valid arguments) in one pass; only refused calls pay for the lossless check and the full violation
+list, which one walk answers together (``refuse``; docs/decisions/0031-every-path-of-a-call.md). Arguments are
+not deep-copied: tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
 Every failure becomes an ``isError`` result whose one text block is ``Error: <message>``; only
 :class:`HarnessError` failures carry ``{name, code}``.
 """
@@ -20,7 +21,7 @@ from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
-from dsh_todo.harness.tools.validate import compile_acceptor, compile_validator
+from dsh_todo.harness.tools.validate import compile_acceptor, compile_refusal, compile_validator
 
 log = logging.getLogger("dsh_todo.tools")
 
@@ -85,6 +86,9 @@ class ToolDefinition:
     concurrency_safe: bool = False
     validate: Callable[[Any], list[str]] = field(repr=False, default=lambda _: [])
     accept: Callable[[Any], bool] = field(repr=False, default=lambda _: False)
+    refuse: Callable[[Any], list[str] | None] | None = field(repr=False, default=None)
+    """For a call ``accept`` refused: ``None`` when its arguments are not lossless JSON, else every violation (what
+    the lossless check then ``validate`` would say, in one walk); when absent, the registry asks those two."""
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -104,11 +108,17 @@ def define_tool(*, name: str, description: str, parameters: Mapping[str, Mapping
     return ToolDefinition(
         name=name, description=description, parameters=compiled, execute=execute, render=render,
         output_schema=compile_value(output) if output is not None else None, present_call=present_call,
-        concurrency_safe=concurrency_safe, validate=compile_validator(compiled), accept=compile_acceptor(compiled))
+        concurrency_safe=concurrency_safe, validate=compile_validator(compiled), accept=compile_acceptor(compiled),
+        refuse=compile_refusal(compiled))
 
 
 def error_result(message: str, info: dict[str, str] | None = None) -> ToolResult:
-    return ToolResult(True, [{"type": "text", "text": f"Error: {message}"}], None, info)
+    result: ToolResult = _new(ToolResult, (True, [{"type": "text", "text": f"Error: {message}"}], None, info))
+    return result
+
+
+ARGS_ERROR = "Error: " + ToolArgsError("invalid arguments: ").message
+"""The text before a refused call's violations; the registry builds the whole text once, with no exception."""
 
 
 class ToolRegistry:
@@ -168,12 +178,15 @@ class ToolRegistry:
             return error_result(f'unknown tool "{tool_name}"', {"name": "ToolNotFoundError", "code": "NOT_FOUND"})
         args = arguments
         if not tool.accept(args):
-            if not is_lossless(args):
+            refuse = tool.refuse
+            problems = refuse(args) if refuse is not None else tool.validate(args) if is_lossless(args) else None
+            if problems is None:
                 return error_result(LOSSLESS_ERROR)
-            problems = tool.validate(args)
-            if problems:
-                error = ToolArgsError("invalid arguments: " + "; ".join(problems))
-                return error_result(error.message, error.info())
+            if problems:  # ToolArgsError's text and info, built once
+                refused: ToolResult = _new(ToolResult, (
+                    True, [{"type": "text", "text": ARGS_ERROR + "; ".join(problems)}], None,
+                    {"name": ToolArgsError.name, "code": ToolArgsError.code}))
+                return refused
         try:
             value = tool.execute(args, _new(ToolExecution, (agent, signal, call_id)))
             if type(value) is not dict and inspect.isawaitable(value):  # a plain dict (the usual) never is

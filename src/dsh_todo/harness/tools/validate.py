@@ -9,6 +9,12 @@ every tool call, and walking the schema dictionaries afresh for each item would 
 A refused call pays for it only where it is wrong: an array asks the generated acceptor (:func:`compile_acceptor`)
 about each item first and walks only the items it refuses, so one bad status in ten items costs one item's walk,
 not ten (the error path stayed within 1.5x of a valid call; docs/decisions/0008-untracked-log.md).
+
+A refused call must also learn whether its arguments are lossless JSON, which decides before any violation is said
+(``LOSSLESS_ERROR``). :func:`compile_refusal` answers both in that one walk: what the acceptor passed, or a type test
+of an exact JSON type, is proven as it goes, and only what neither proves (a value of the wrong type, an undeclared
+key, a node without a type) gets the lossless walk, instead of a second walk of the whole arguments first
+(docs/decisions/0031-every-path-of-a-call.md).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dsh_todo.harness.frozen import is_lossless
+from dsh_todo.harness.frozen import CheckedDict, CheckedList, FrozenDict, FrozenList, is_lossless
 from dsh_todo.jsonutil import dumps
 
 Check = Callable[[Any, str, list[str]], None]
@@ -44,6 +50,20 @@ def _label(path: str) -> str:
     return path or "arguments"
 
 
+class _Lossy(Exception):
+    """Raised by a proving walk (:func:`compile_refusal`) at the first value that is not lossless JSON."""
+
+
+def _prove(value: Any) -> None:
+    """Raise :class:`_Lossy` unless ``value`` is lossless JSON (the walk found nothing else that proves it)."""
+    if not is_lossless(value):
+        raise _Lossy
+
+
+_EXACT_SCALARS = (str, int, bool, type(None))
+_CONTAINERS = frozenset({dict, list, FrozenDict, FrozenList, CheckedDict, CheckedList})
+
+
 def compile_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
     """``schema`` → a function returning every violation of a value (empty when valid)."""
     check = _compile(schema)
@@ -56,36 +76,70 @@ def compile_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
     return validate
 
 
+def compile_refusal(schema: dict[str, Any]) -> Callable[[Any], list[str] | None]:
+    """``schema`` → a function returning ``None`` when a value is not lossless JSON, else every violation (empty when
+    valid): what :func:`~dsh_todo.harness.frozen.is_lossless` then :func:`compile_validator` answer, in one walk."""
+    check = _compile(schema, proving=True)
+
+    def refuse(value: Any) -> list[str] | None:
+        out: list[str] = []
+        try:
+            check(value, "", out)
+        except _Lossy:
+            return None
+        return out
+
+    return refuse
+
+
 def violations(schema: dict[str, Any], value: Any) -> list[str]:
     """One-off validation (compiles the schema each time; tools keep a compiled validator)."""
     return compile_validator(schema)(value)
 
 
-def _compile(schema: dict[str, Any]) -> Check:
+def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
+    """The check of one node. ``proving``: it also raises :class:`_Lossy` unless the value is lossless JSON."""
     kind = schema.get("type")
     type_test = _TYPE_TESTS.get(kind) if isinstance(kind, str) else None
     type_text = _ARTICLE.get(kind, str(kind)) if isinstance(kind, str) else ""
     body: Check | None = None
     if kind == "object":
-        body = _compile_object(schema)
+        body = _compile_object(schema, proving)
     elif kind == "array" and "items" in schema:
-        body = _compile_array(schema["items"])
+        body = _compile_array(schema["items"], proving)
     value_checks = _compile_value_checks(schema)
 
-    def check(value: Any, path: str, out: list[str]) -> None:
+    if not proving:
+        def check(value: Any, path: str, out: list[str]) -> None:
+            if type_test is not None and not type_test(value):
+                out.append(f'"{_label(path)}" must be {type_text}')
+                return
+            if body is not None:
+                body(value, path, out)
+            if value_checks is not None:
+                value_checks(value, path, out)
+
+        return check
+
+    def proving_check(value: Any, path: str, out: list[str]) -> None:
         if type_test is not None and not type_test(value):
+            _prove(value)
             out.append(f'"{_label(path)}" must be {type_text}')
             return
-        if body is not None:
+        if body is not None:  # it proves the container's contents; the container itself is proven here
+            if type(value) not in _CONTAINERS:
+                raise _Lossy
             body(value, path, out)
+        elif type(value) not in _EXACT_SCALARS:  # a float, a subclass, a container nobody walks: the slow proof
+            _prove(value)
         if value_checks is not None:
             value_checks(value, path, out)
 
-    return check
+    return proving_check
 
 
-def _compile_object(schema: dict[str, Any]) -> Check:
-    properties = {key: _compile(child) for key, child in schema.get("properties", {}).items()}
+def _compile_object(schema: dict[str, Any], proving: bool = False) -> Check:
+    properties = {key: _compile(child, proving) for key, child in schema.get("properties", {}).items()}
     required = tuple(schema.get("required", ()))
     closed = schema.get("additionalProperties") is False
     declared = frozenset(properties)
@@ -99,6 +153,14 @@ def _compile_object(schema: dict[str, Any]) -> Check:
         for key, child in ordered:
             if key in value:
                 child(value[key], prefix + key, out)
+        if proving:  # what no child walks: every key must be a string and every undeclared value lossless
+            if declared.issuperset(value):
+                return
+            for key, item in value.items():
+                if key not in declared:
+                    if type(key) is not str:
+                        raise _Lossy
+                    _prove(item)
         if closed and not declared.issuperset(value):
             for key in value:
                 if key not in declared:
@@ -107,13 +169,13 @@ def _compile_object(schema: dict[str, Any]) -> Check:
     return check_object
 
 
-def _compile_array(items_schema: dict[str, Any]) -> Check:
-    item_check = _compile(items_schema)
+def _compile_array(items_schema: dict[str, Any], proving: bool = False) -> Check:
+    item_check = _compile(items_schema, proving)
     item_accept = compile_acceptor(items_schema)
 
     def check_array(value: list[Any], path: str, out: list[str]) -> None:
         for index, item in enumerate(value):  # the generated acceptor passes good items without building a path
-            if not item_accept(item):
+            if not item_accept(item):  # (what it accepts is lossless: exact JSON types only)
                 item_check(item, f"{path}[{index}]", out)
 
     return check_array
@@ -184,7 +246,8 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
                     lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
             if not closed:  # undeclared values of an open object are not checked below: they must still be lossless
                 lines.append(f"{indent}for k, x in {var}.items():")
-                lines.append(f"{indent}    if k not in {declared} and not LOSSLESS(x): return False")
+                lines.append(f"{indent}    if k not in {declared} and (type(k) is not str or not LOSSLESS(x)): "
+                             "return False")
             required = set(node.get("required", ()))
             for key, child in properties.items():
                 item = fresh("v")
