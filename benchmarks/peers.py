@@ -1,4 +1,6 @@
-"""Our full ``todo_write`` call against the Python peers' todo tools on the same 10-item list, valid and invalid.
+"""Our full ``todo_write`` call against the Python peers' todo tools on the same 10-item list, on every path a call
+takes: the list resent (the items we remember), every item new to the call (a first or rewritten plan: nothing we
+remember applies), and one invalid ``status`` (a refusal).
 
 The peers are installed on demand into throwaway virtual environments (``uv venv`` + ``uv pip install`` in a
 temporary directory, removed afterwards unless ``--keep DIR``), never into the project's: they are not test
@@ -13,7 +15,9 @@ interpreter, ours and the peer's batches interleaved, in CPU time.
   state kept in memory (``save_state`` does nothing); needs Python 3.12+.
 
 Ours is ``ctx.tools.execute("todo_write", …)`` with the projection registry mounted, each batch on a fresh session
-(the peers hold only their latest list). Usage: ``uv run python benchmarks/peers.py [--quick] [--keep DIR]
+(the peers hold only their latest list). On the *new* path every call of every batch, ours and the peer's, gets a
+list whose contents were never sent before (built before the batch's clock starts). Each path's row compares us with
+the fastest peer on that path (goal: at most 0.5x it). Usage: ``uv run python benchmarks/peers.py [--quick] [--keep DIR]
 [--python PATH]``. A peer that cannot be installed is reported as such and the others are still measured.
 """
 
@@ -45,6 +49,10 @@ PEERS = (
     Peer("kimi", "Kimi CLI SetTodoList (in memory)", "kimi-cli==1.52.0", (3, 12)),
 )
 
+PATHS = (("valid, items resent", ""), ("valid, every item new", "_new"), ("invalid status", "_error"))
+"""Each path's label and the suffix of its figures in the driver's output."""
+LABELS = {peer.key: peer.label for peer in PEERS}
+
 DRIVER = r'''
 import asyncio, gc, json, logging, statistics, sys, time, types
 
@@ -55,11 +63,20 @@ STATUSES = [("completed", "in_progress", "pending")[i % 3] for i in range(10)]
 INVALID = "finished"
 
 
-def items(key, names, bad):
-    out = [{key: c, "status": names[s]} for c, s in zip(CONTENTS, STATUSES)]
+def items(key, names, bad, contents=CONTENTS):
+    out = [{key: c, "status": names[s]} for c, s in zip(contents, STATUSES)]
     if bad:
         out[-1]["status"] = INVALID
     return out
+
+
+fresh = [0]
+
+
+def new_contents(calls):
+    """``calls`` lists of contents never sent before in this process."""
+    fresh[0] += 1
+    return [[f"  call {fresh[0]}-{n}, step {i}: do the thing  " for i in range(10)] for n in range(calls)]
 
 
 SAME = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
@@ -77,12 +94,16 @@ ctx = boot([
 counter = [0]
 
 
-async def ours(bad):
+async def ours(bad, new=False):
     counter[0] += 1
     session = ctx.sessions.create(f"bench-{counter[0]}")
-    agent, args, execute = Agent("bench", session), {"todos": items("content", SAME, bad)}, ctx.tools.execute
+    agent, execute = Agent("bench", session), ctx.tools.execute
+    if new:
+        lists = [{"todos": items("content", SAME, False, contents)} for contents in new_contents(batch)]
+    else:
+        lists = [{"todos": items("content", SAME, bad)}] * batch
     start = time.process_time()
-    for _ in range(batch):
+    for args in lists:
         result = await execute("todo_write", args, agent=agent)
         text = result.text
     elapsed = time.process_time() - start
@@ -100,7 +121,7 @@ if peer == "langchain":
         except Exception as exc:  # its tool node turns a validation error into the call's error message
             return str(exc)
 
-    make = lambda bad: {"todos": items("content", SAME, bad)}
+    make = lambda bad, contents=CONTENTS: {"todos": items("content", SAME, bad, contents)}
     is_async = False
 elif peer == "openhands":
     from openhands.tools.task_tracker.definition import TaskTrackerAction, TaskTrackerExecutor
@@ -113,7 +134,7 @@ elif peer == "openhands":
         except Exception as exc:  # its agent turns a validation error into an error observation
             return str(exc)
 
-    make = lambda bad: {"command": "plan", "task_list": items("title", TODO, bad)}
+    make = lambda bad, contents=CONTENTS: {"command": "plan", "task_list": items("title", TODO, bad, contents)}
     is_async = False
 else:
     from kimi_cli.tools.todo import SetTodoList
@@ -125,29 +146,32 @@ else:
     async def call(args):
         return (await tool.call(args)).output
 
-    make = lambda bad: {"todos": items("title", DONE, bad)}
+    make = lambda bad, contents=CONTENTS: {"todos": items("title", DONE, bad, contents)}
     is_async = True
 
 
-async def theirs(bad):
-    args = make(bad)
+async def theirs(bad, new=False):
+    lists = [make(False, contents) for contents in new_contents(batch)] if new else [make(bad)] * batch
     start = time.process_time()
     if is_async:
-        for _ in range(batch):
+        for args in lists:
             await call(args)
     else:
-        for _ in range(batch):
+        for args in lists:
             call(args)
     return time.process_time() - start
 
 
 async def main():
-    times = {"ours": [], "ours_error": [], "peer": [], "peer_error": []}
+    times = {"ours": [], "ours_new": [], "ours_error": [], "peer": [], "peer_new": [], "peer_error": []}
     for _ in range(3):  # warm-up
         await ours(False), await theirs(False), await ours(True), await theirs(True)
+        await ours(False, True), await theirs(False, True)
     for _ in range(samples):
         times["ours"].append(await ours(False))
         times["peer"].append(await theirs(False))
+        times["ours_new"].append(await ours(False, True))
+        times["peer_new"].append(await theirs(False, True))
         times["ours_error"].append(await ours(True))
         times["peer_error"].append(await theirs(True))
     print(json.dumps({k: statistics.median(v) / batch * 1e6 for k, v in times.items()}))
@@ -248,25 +272,26 @@ def main() -> None:
             for peer in PEERS:
                 if peer.key in envs:
                     results[peer.key].append(measure(envs[peer.key], peer, samples, batch, where))
-        fastest: tuple[float, str, float] | None = None
+        medians: dict[str, dict[str, float]] = {}
         for peer in PEERS:
             if peer.key not in results:
                 continue
             runs = results[peer.key]
             median = {k: sorted(run[k] for run in runs)[len(runs) // 2] for k in runs[0]}
+            medians[peer.key] = median
             version = _runs(str(envs[peer.key]))
             assert version is not None
             print(f"{peer.label} [{peer.requirement}, Python {version[0]}.{version[1]}]: "
-                  f"valid {median['peer']:.1f} us vs ours {median['ours']:.1f} us "
-                  f"(ours/theirs {median['ours'] / median['peer']:.2f}); "
-                  f"invalid status {median['peer_error']:.1f} us vs ours {median['ours_error']:.1f} us "
-                  f"(ours/theirs {median['ours_error'] / median['peer_error']:.2f})")
-            if fastest is None or median["peer"] < fastest[0]:
-                fastest = (median["peer"], peer.label, median["ours"])
-        if fastest is not None:
-            theirs, label, ours = fastest
-            print(f"fastest peer on the valid call: {label}, {theirs:.1f} us; ours {ours:.1f} us = "
-                  f"{ours / theirs:.2f}x it (goal <= 0.5x)")
+                  + "; ".join(f"{label} {median['peer' + suffix]:.1f} us vs ours {median['ours' + suffix]:.1f} us "
+                              f"(ours/theirs {median['ours' + suffix] / median['peer' + suffix]:.2f})"
+                              for label, suffix in PATHS))
+        for label, suffix in PATHS:
+            if not medians:
+                break
+            key = min(medians, key=lambda k: medians[k]["peer" + suffix])
+            theirs, ours = medians[key]["peer" + suffix], medians[key]["ours" + suffix]
+            print(f"{label}: fastest peer {LABELS[key]}, {theirs:.1f} us; ours {ours:.1f} us = {ours / theirs:.2f}x "
+                  f"it (goal <= 0.5x)")
     finally:
         if keep is None:
             shutil.rmtree(where, ignore_errors=True)
