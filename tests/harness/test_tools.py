@@ -85,6 +85,9 @@ def test_author_errors(spec: dict[str, Any], message: str) -> None:
     pytest.param({"type": "null"}, 0, ['"v" must be null'], id="null"),
     pytest.param({"type": "string", "const": "x"}, "y", ['"v" must equal "x"'], id="const"),
     pytest.param({"type": "integer", "enum": [1, 2]}, True, ['"v" must be an integer'], id="enum-bool"),
+    pytest.param({"type": "string", "enum": ["a", "b"]}, "c", ['"v" must be one of ["a","b"]'], id="enum-string"),
+    pytest.param({"type": "integer", "enum": [1, 2]}, 2.0, ['"v" must be one of [1,2]'], id="enum-float-is-not-2"),
+    pytest.param({"type": "boolean", "enum": [True]}, False, ['"v" must be one of [true]'], id="enum-boolean"),
     pytest.param({"type": "array", "items": {"type": "string"}}, ["a", 1, None],
                  ['"v[1]" must be a string', '"v[2]" must be a string'], id="array-items"),
 ])

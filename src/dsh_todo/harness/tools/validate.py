@@ -171,12 +171,15 @@ def _compile_object(schema: dict[str, Any], proving: bool = False) -> Check:
 
 def _compile_array(items_schema: dict[str, Any], proving: bool = False) -> Check:
     item_check = _compile(items_schema, proving)
-    item_accept = compile_acceptor(items_schema)
+    first_refused = compile_first_refused(items_schema)
 
     def check_array(value: list[Any], path: str, out: list[str]) -> None:
-        for index, item in enumerate(value):  # the generated acceptor passes good items without building a path
-            if not item_accept(item):  # (what it accepts is lossless: exact JSON types only)
-                item_check(item, f"{path}[{index}]", out)
+        # The generated acceptor passes good items without a path or a call each (what it accepts is lossless:
+        # exact JSON types only), and names the next one it refuses.
+        index = first_refused(value, 0)
+        while index >= 0:
+            item_check(value[index], f"{path}[{index}]", out)
+            index = first_refused(value, index + 1)
 
     return check_array
 
@@ -187,9 +190,16 @@ def _compile_value_checks(schema: dict[str, Any]) -> Check | None:
         allowed = list(schema["enum"])
         text = dumps(allowed)
 
+        scalars = frozenset((type(a), a) for a in allowed if type(a) in _EXACT_SCALARS)
+        """The allowed scalars with their exact types: one set lookup answers for a scalar (a refused status)."""
+
         def check_enum(value: Any, path: str, out: list[str]) -> None:
-            if not any(value == a and type(value) is type(a) for a in allowed):
-                out.append(f'"{_label(path)}" must be one of {text}')
+            if type(value) in _EXACT_SCALARS:
+                if (type(value), value) in scalars:
+                    return
+            elif any(value == a and type(value) is type(a) for a in allowed):
+                return
+            out.append(f'"{_label(path)}" must be one of {text}')
 
         checks.append(check_enum)
     if "const" in schema:
@@ -220,6 +230,19 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
     closure per node, and only a refused call pays for :func:`compile_validator`'s full violation list. It answers
     ``False`` whenever it is unsure (a number that may not be lossless, a str subclass): the slow path decides.
     """
+    accept: Callable[[Any], bool] = _generate(schema, first=False)
+    return accept
+
+
+def compile_first_refused(items_schema: dict[str, Any]) -> Callable[[list[Any], int], int]:
+    """``items_schema`` → ``first(values, start)``: the index of the first of ``values[start:]`` the acceptor of
+    ``items_schema`` would refuse, or -1. The same generated checks as :func:`compile_acceptor`, in one loop: a
+    refused array asks once per refused item, not once per item (decision 0031)."""
+    first: Callable[[list[Any], int], int] = _generate(items_schema, first=True)
+    return first
+
+
+def _generate(schema: dict[str, Any], first: bool) -> Any:
     lines: list[str] = ["def accept(v0):"]
     names: dict[str, Any] = {}
     counter = [0]
@@ -287,9 +310,17 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
         if "const" in node:
             lines.append(f"{indent}return False")
 
-    emit(schema, "v0", "    ")
-    lines.append("    return True")
+    if first:  # each refusal returns the item's index instead of False; an accepted item goes on to the next
+        lines[0] = "def accept(values, start):"
+        lines.append("    for index in range(start, len(values)):")
+        lines.append("        v0 = values[index]")
+        body = len(lines)
+        emit(schema, "v0", "        ")
+        lines[body:] = [line.replace("return False", "return index") for line in lines[body:]]
+        lines.append("    return -1")
+    else:
+        emit(schema, "v0", "    ")
+        lines.append("    return True")
     namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, **names}
     exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
-    accept: Callable[[Any], bool] = namespace["accept"]
-    return accept
+    return namespace["accept"]
