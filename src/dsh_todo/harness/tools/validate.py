@@ -62,6 +62,9 @@ def _prove(value: Any) -> None:
 
 _EXACT_SCALARS = (str, int, bool, type(None))
 _CONTAINERS = frozenset({dict, list, FrozenDict, FrozenList, CheckedDict, CheckedList})
+_EXACT_TYPES: dict[str, type] = {"string": str, "object": dict, "array": list, "boolean": bool, "integer": int,
+                                 "null": type(None)}
+"""The one exact type that passes each type test: a proving walk asks it before the test itself (a call)."""
 
 
 def compile_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
@@ -121,8 +124,10 @@ def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
 
         return check
 
+    exact = _EXACT_TYPES.get(kind) if isinstance(kind, str) else None
+
     def proving_check(value: Any, path: str, out: list[str]) -> None:
-        if type_test is not None and not type_test(value):
+        if type(value) is not exact and type_test is not None and not type_test(value):
             _prove(value)
             out.append(f'"{_label(path)}" must be {type_text}')
             return
