@@ -24,7 +24,8 @@ CALL_TITLE: Final = "Update todo list"
 ITEMS_KEPT: Final = 4096
 """How many distinct items the table remembers (then it starts afresh)."""
 ITEM_TEXT_KEPT: Final = 1024
-"""Longer contents are built afresh each time, never remembered: the table stays a few MB whatever models send."""
+"""An item whose (trimmed) content is longer is built afresh each time, never remembered: the table stays a few MB
+whatever models send."""
 
 _items = LeafTable(ITEMS_KEPT, ITEM_TEXT_KEPT)
 """The items remembered, by ``(content, status)`` as sent. A :class:`~dsh_todo.harness.frozen.LeafTable` takes only
