@@ -21,7 +21,6 @@ cost half as much again once a long-running agent held 20,000 events (docs/decis
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -41,36 +40,32 @@ _Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
 _INF = float("inf")
 
 
-def _load_untrack() -> Callable[[int], None]:
-    """CPython's ``PyObject_GC_UnTrack`` through ctypes, called with the object's address (imported on first use, not
-    at start-up); elsewhere a no-op.
+def _load_untrack() -> Callable[[Any], None]:
+    """CPython's ``PyObject_GC_UnTrack`` through ctypes (imported on first use, not at start-up); elsewhere a no-op.
 
-    The address, not the object: a ``py_object`` argument costs ctypes ~0.4 µs a call to convert, a ``c_void_p`` made
-    from ``id()`` ~0.15 µs, and a call of a list with new items pays it once per item (decision 0031). ``id()`` is
-    the object's address on CPython only, so anything else gets the no-op; the caller holds the object during the
-    call, so the address stays valid.
+    Given the object (a ``py_object`` argument), not its address: ``id(obj)`` as a ``c_void_p`` converted faster in
+    a bare process (0.15 against 0.40 µs a call on 3.11), but ``id()`` raises the ``builtins.id`` audit event, and in
+    a process with an audit hook installed (one of the peers' does) it cost ~0.2 µs more than the conversion it saved
+    (decision 0031).
     """
     try:
         import ctypes
 
-        if sys.implementation.name != "cpython":
-            raise ImportError("not CPython")
-        untrack: Callable[[int], None] = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(
+        untrack: Callable[[Any], None] = ctypes.PYFUNCTYPE(None, ctypes.py_object)(
             ("PyObject_GC_UnTrack", ctypes.pythonapi))
     except (ImportError, AttributeError, OSError):  # no ctypes, or not CPython: the collector keeps tracking
-        def untrack(_: int) -> None:
+        def untrack(_: Any) -> None:
             return None
     return untrack
 
 
-def _first_untrack_at(address: int) -> None:
-    global _untrack_at
-    _untrack_at = _load_untrack()
-    _untrack_at(address)
+def _first_untrack(container: Any) -> None:
+    global _untrack
+    _untrack = _load_untrack()
+    _untrack(container)
 
 
-_untrack_at: Callable[[int], None] = _first_untrack_at
-"""Untracks the object at an address (``_untrack_at(id(container))``), which the caller holds."""
+_untrack: Callable[[Any], None] = _first_untrack
 
 
 def untracked(container: _Container) -> _Container:
@@ -81,7 +76,7 @@ def untracked(container: _Container) -> _Container:
     container costs a full collection nothing, however many the logs hold. Adding to a dict afterwards (only
     ``dict.__setitem__`` can) may track it again, so untrack last.
     """
-    _untrack_at(id(container))
+    _untrack(container)
     return container
 
 
@@ -178,7 +173,7 @@ def frozen_object(**fields: Any) -> FrozenDict:
         return untracked(FrozenDict(fields))
     out = CheckedDict(fields)
     out.depth = depth + 1
-    _untrack_at(id(out))
+    _untrack(out)
     return out
 
 
@@ -190,7 +185,7 @@ def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
     if not depth:
         return untracked(FrozenList(out))
     out.depth = depth
-    _untrack_at(id(out))
+    _untrack(out)
     return out
 
 
@@ -229,7 +224,7 @@ class LeafTable(dict[Any, FrozenDict]):
         if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
             return self._fill(items, key, make)
         out.depth = 2 if out else 1
-        _untrack_at(id(out))
+        _untrack(out)
         return out
 
     def _fill(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
@@ -257,7 +252,7 @@ class LeafTable(dict[Any, FrozenDict]):
                 else:
                     leaf = CheckedDict(fields)
                     leaf.depth = 1
-                    _untrack_at(id(leaf))
+                    _untrack(leaf)
                     if remember:
                         if len(self) >= self.kept:
                             self.clear()
@@ -267,7 +262,7 @@ class LeafTable(dict[Any, FrozenDict]):
             return frozen_array(leaves)
         out = CheckedList(leaves)  # every leaf checked: the table's, or built just above
         out.depth = 2 if out else 1
-        _untrack_at(id(out))
+        _untrack(out)
         return out
 
 
@@ -282,7 +277,7 @@ def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
     if depth >= MAX_DATA_DEPTH:
         raise _Deep
     out.depth = depth + 1
-    _untrack_at(id(out))
+    _untrack(out)
     return out
 
 
