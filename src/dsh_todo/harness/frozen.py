@@ -45,7 +45,7 @@ def _load_untrack() -> Callable[[Any], None]:
 
     Given the object (a ``py_object`` argument), not its address: ``id(obj)`` as a ``c_void_p`` converted faster in
     a bare process (0.15 against 0.40 µs a call on 3.11), but ``id()`` raises the ``builtins.id`` audit event, and in
-    a process with an audit hook (OpenHands', measured) it cost ~0.2 µs more than the conversion it saved
+    OpenHands' process (an audit hook, by the look of it) it cost ~0.2 µs more than the conversion it saved
     (decision 0031).
     """
     try:
