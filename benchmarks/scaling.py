@@ -16,14 +16,16 @@ Prints the numbers and writes a PNG of the curves (matplotlib's Agg backend, no 
 3. **Log length** (10 → 1,000,000 events already in the session): a session restored in bulk
    (``Session.restore``) and adopted, then the call. The first call folds the restored log into the projection cell
    once (linear, reported apart); every later call folds only its own event: flat.
-4. **Writers** (1 → 16 processes on one JSONL root, then on one PostgreSQL, each its own session): every writer
-   boots the standard runtime (``dsh_todo.standard.open_runtime``), appends batches of ``--batch`` events and
-   flushes each (durable: fsync / commit) for the same wall-clock window; appends/s is the sum over writers. This
-   process follows writer 0's session through ``session_persistence.follow`` (as ``postgres.py`` does) and takes
-   the latency from just before each ``append`` in the writer (``CLOCK_MONOTONIC``, shared by the processes) to
-   the callback here: p50/p99 at each count. A file cannot push: the JSONL follower polls (100 ms), PostgreSQL's
-   is woken by ``NOTIFY``. Without ``--database`` PostgreSQL is a throwaway local cluster with ``fsync`` on
-   (``start_cluster``); without one here that half is skipped, saying why.
+4. **Writers** (1 → 16 processes on one JSONL root, then on one PostgreSQL, each its own session): every writer boots
+   the standard runtime (``dsh_todo.standard.open_runtime``), appends batches of ``--batch`` events and flushes each
+   (durable: fsync / commit) for the same wall-clock window; appends/s is all the writers' events over the span from
+   the first start to the last end. This process follows writer 0's session through ``session_persistence.follow``
+   (as ``postgres.py`` does) and takes the latency from just before each ``append`` in the writer
+   (``CLOCK_MONOTONIC``, shared by the processes) to the callback here: p50/p99 at each count, and an idle floor
+   first (one writer, one event flushed every 20 ms, ``postgres.py``'s remote writer), the push path's own latency
+   apart from the load's. A file cannot push: the JSONL follower polls (100 ms), PostgreSQL's is woken by ``NOTIFY``.
+   Without ``--database`` PostgreSQL is a throwaway local cluster with ``fsync`` on (``start_cluster``); without one
+   here that half is skipped, saying why.
 
 Medians of repeated runs; ``--quick`` runs fewer and smaller, ``--full`` more and longer. The default finishes in a
 few minutes on two busy cores; machines here are shared, so quote the load with the numbers.
@@ -182,10 +184,11 @@ def bench_log_length(profile: Profile) -> tuple[list[tuple[int, float]], list[tu
 
 # -- 4. writer processes ---------------------------------------------------------------------------------------------
 
-def writer(where: str, index: int, window: float, batch: int, stamps: bool) -> int:
+def writer(where: str, index: int, window: float, batch: int, stamps: bool, pause: float = 0.0) -> int:
     """One writer process: the standard runtime on ``where`` (a root, or ``URL SCHEMA``), its own session; after
-    ``go`` on stdin, batches of ``batch`` appends, each flushed (durable), until ``window`` seconds have passed.
-    Prints one JSON line: events made durable, seconds, and (writer 0) each append's start time by seq."""
+    ``go`` on stdin, batches of ``batch`` appends, each flushed (durable), ``pause`` seconds after each, until
+    ``window`` seconds have passed. Prints one JSON line: events made durable, seconds, and (writer 0) each append's
+    start time by seq."""
     url, _, schema = where.partition(" ")
     ctx = open_runtime(database=url, schema=schema) if schema else open_runtime(url)
     try:
@@ -198,6 +201,7 @@ def writer(where: str, index: int, window: float, batch: int, stamps: bool) -> i
         append = session.append
         sent: list[tuple[int, int]] = []
         events = 0
+        began = time.monotonic_ns()
         start = time.perf_counter()
         deadline = start + window
         while time.perf_counter() < deadline:
@@ -208,18 +212,24 @@ def writer(where: str, index: int, window: float, batch: int, stamps: bool) -> i
                     sent.append((event["seq"], before))
             flush()
             events += batch
-        elapsed = time.perf_counter() - start
+            if pause:
+                time.sleep(pause)
+        ended = time.monotonic_ns()
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         flush()
     finally:
         ctx.dispose()
-    print(json.dumps({"events": events, "seconds": elapsed, "sent": sent}), flush=True)
+    print(json.dumps({"events": events, "began": began, "ended": ended, "sent": sent}), flush=True)
     return 0
 
 
-def writers_once(ctx: Context, where: str, count: int, window: float, batch: int) -> tuple[float, list[float]]:
-    """``count`` writer processes at once: (durable appends/s summed over them, writer 0's append → callback ms)."""
-    processes = [subprocess.Popen([sys.executable, __file__, "--writer", where, str(index), str(window), str(batch)],
+def writers_once(ctx: Context, where: str, count: int, window: float, batch: int,
+                 pause: float = 0.0) -> tuple[float, list[float]]:
+    """``count`` writer processes at once: (every writer's durable events over the span from the first one's start
+    to the last one's end, writer 0's append → callback ms). Over the span, not a sum of each writer's rate: on two
+    cores sixteen writers do not all start at once, and a sum would count their windows as if they overlapped."""
+    processes = [subprocess.Popen([sys.executable, __file__, "--writer", where, str(index), str(window), str(batch),
+                                   str(pause)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                  for index in range(count)]
     callback_at: dict[int, int] = {}
@@ -264,13 +274,28 @@ def writers_once(ctx: Context, where: str, count: int, window: float, batch: int
     with lock:
         latencies = [(callback_at[seq] - stamp) / 1e6 for seq, stamp in sent if seq in callback_at]
     assert len(latencies) == len(sent), (len(sent), len(latencies))
-    return sum(r["events"] / r["seconds"] for r in results), latencies
+    span = (max(r["ended"] for r in results) - min(r["began"] for r in results)) / 1e9
+    return sum(r["events"] for r in results) / span, latencies
+
+
+IDLE_PAUSE = 0.02
+"""The idle floor's writer: one event, flushed, every 20 ms (``postgres.py``'s remote writer)."""
 
 
 def bench_writers(profile: Profile, batch: int, label: str, boot_follower: Any, where_for: Any,
                   reset: Any) -> list[tuple[int, float, float, float]]:
-    """(writers, appends/s, p50 ms, p99 ms) per writer count: medians over repeats of the rate; latencies pooled."""
-    points = []
+    """(writers, appends/s, p50 ms, p99 ms) per writer count: medians over repeats of the rate; latencies pooled.
+    Count 0 is the idle floor: one writer, one event every 20 ms, so the latency is the push path's alone."""
+    where = where_for(0, 0)
+    ctx = boot_follower(where)
+    try:
+        rate, idle = writers_once(ctx, where, 1, profile["window"], 1, IDLE_PAUSE)
+    finally:
+        ctx.dispose()
+        reset(where)
+    points = [(0, rate, statistics.median(idle), pct(idle, 0.99))]
+    print(f"  {label} idle floor (one event every {IDLE_PAUSE * 1000:.0f} ms): p50 {points[0][2]:7.2f} ms, "
+          f"p99 {points[0][3]:7.2f} ms ({len(idle)} events)", flush=True)
     repeats = max(1, profile["repeats"] // 2)
     for count in WRITER_COUNTS:
         rates: list[float] = []
@@ -380,10 +405,12 @@ def plot(results: dict[str, Any], out: Path, caption: str) -> None:
         if not points:
             continue
         label = "JSONL root" if name == "jsonl" else "PostgreSQL"
+        idle, points = points[0], points[1:]
         xs = [p[0] for p in points]
         rate_ax.plot(xs, [p[1] for p in points], marker="o", color=color, label=label)
         latency_ax.plot(xs, [p[2] for p in points], marker="o", color=color, label=f"{label} p50")
         latency_ax.plot(xs, [p[3] for p in points], marker="v", ls="--", color=color, label=f"{label} p99")
+        latency_ax.axhline(idle[2], ls=":", color=color, label=f"{label} p50, idle (1 event / 20 ms)")
     rate_ax.set_ylim(bottom=0)
     rate_ax.set(xlabel="concurrent writer processes (a session each)",
                 ylabel="durable appends/s, all writers", title="durable appends vs writer processes")
@@ -416,11 +443,12 @@ def main() -> int:
     parser.add_argument("--database", default=os.environ.get("DSH_TODO_DATABASE_URL"),
                         help="a PostgreSQL URL (default: a throwaway local cluster)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "scaling.png")
-    parser.add_argument("--writer", nargs=4, metavar=("WHERE", "INDEX", "WINDOW", "BATCH"), help=argparse.SUPPRESS)
+    parser.add_argument("--writer", nargs=5, metavar=("WHERE", "INDEX", "WINDOW", "BATCH", "PAUSE"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
-        where, index, window, batch = args.writer
-        return writer(where, int(index), float(window), int(batch), stamps=index == "0")
+        where, index, window, batch, pause = args.writer
+        return writer(where, int(index), float(window), int(batch), index == "0", float(pause))
 
     profile = PROFILES["quick" if args.quick else "full" if args.full else "default"]
     parts = set(args.only.split(","))
