@@ -397,7 +397,7 @@ def plot(results: dict[str, Any], out: Path, caption: str) -> None:
         first_ax.plot(fx, [y / 1000 for y in fy], marker="^", ls="--", color="tab:red",
                       label="first call after a restore (folds the log), ms")
         first_ax.plot(fx, [fy[-1] / 1000 * x / fx[-1] for x in fx], ls=":", color="grey", label="linear")
-        first_ax.set(yscale="log", ylabel="first call, ms")
+        first_ax.set(yscale="log", ylabel="first call, ms", ylim=(min(fy) / 1000 / 3, max(fy) / 1000 * 3))
         lines = log_ax.get_lines() + first_ax.get_lines()
         log_ax.legend(lines, [line.get_label() for line in lines], loc="upper left")
     for name, color in (("jsonl", "tab:blue"), ("postgres", "tab:green")):
@@ -422,7 +422,9 @@ def plot(results: dict[str, Any], out: Path, caption: str) -> None:
     latency_ax.set_xticks(list(WRITER_COUNTS), [str(c) for c in WRITER_COUNTS])
     if rate_ax.get_lines():
         rate_ax.legend()
-        latency_ax.legend()
+        bottom, top = latency_ax.get_ylim()
+        latency_ax.set_ylim(bottom, top * 20)  # room above the curves for the legend
+        latency_ax.legend(fontsize=7, ncol=2, loc="upper left")
     for ax in axes.flat:
         ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(f"dsh-todo: how cost grows ({caption})")
