@@ -3,6 +3,7 @@ cross-process push latency against concurrent writer processes, on one JSONL roo
 
     uv run --group bench python benchmarks/scaling.py [--quick | --full] [--out docs/scaling.png]
                                                       [--only call,sessions,log,writers] [--database URL]
+                                                      [--save numbers.json] [--replot numbers.json]
 
 Prints the numbers and writes a PNG of the curves (matplotlib's Agg backend, no display; matplotlib is in the
 ``bench`` dependency group, not ``dev``: nothing else needs it). Log axes wherever a range spans decades.
@@ -410,7 +411,7 @@ def plot(results: dict[str, Any], out: Path, caption: str) -> None:
         rate_ax.plot(xs, [p[1] for p in points], marker="o", color=color, label=label)
         latency_ax.plot(xs, [p[2] for p in points], marker="o", color=color, label=f"{label} p50")
         latency_ax.plot(xs, [p[3] for p in points], marker="v", ls="--", color=color, label=f"{label} p99")
-        latency_ax.axhline(idle[2], ls=":", color=color, label=f"{label} p50, idle (1 event / 20 ms)")
+        latency_ax.axhline(idle[2], ls=":", color=color, label=f"{label} p50, idle")
     rate_ax.set_ylim(bottom=0)
     rate_ax.set(xlabel="concurrent writer processes (a session each)",
                 ylabel="durable appends/s, all writers", title="durable appends vs writer processes")
@@ -445,6 +446,8 @@ def main() -> int:
     parser.add_argument("--database", default=os.environ.get("DSH_TODO_DATABASE_URL"),
                         help="a PostgreSQL URL (default: a throwaway local cluster)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "scaling.png")
+    parser.add_argument("--save", type=Path, help="also write the numbers as JSON here")
+    parser.add_argument("--replot", type=Path, metavar="JSON", help="plot numbers saved by --save; measure nothing")
     parser.add_argument("--writer", nargs=5, metavar=("WHERE", "INDEX", "WINDOW", "BATCH", "PAUSE"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -452,6 +455,10 @@ def main() -> int:
         where, index, window, batch, pause = args.writer
         return writer(where, int(index), float(window), int(batch), index == "0", float(pause))
 
+    if args.replot:
+        saved = json.loads(args.replot.read_text())
+        plot(saved["results"], args.out, saved["caption"])
+        return 0
     profile = PROFILES["quick" if args.quick else "full" if args.full else "default"]
     parts = set(args.only.split(","))
     load = os.getloadavg()[0]
@@ -477,6 +484,8 @@ def main() -> int:
     print(f"done in {time.perf_counter() - started:.0f} s; load {load:.1f} → {end_load:.1f}", flush=True)
     caption = (f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
                f"load {load:.1f}–{end_load:.1f}; CPU time for the call, wall time for the writers")
+    if args.save:
+        args.save.write_text(json.dumps({"caption": caption, "results": results}))
     plot(results, args.out, caption)
     return 0
 
