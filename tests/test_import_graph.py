@@ -35,6 +35,7 @@ HEAVY: dict[str, str] = {
     "importlib.metadata": "plugin discovery, for the names of a composition someone wrote: reads every installed "
                           "distribution's metadata",
     "ctypes": "the garbage collector's untrack call, loaded on the first frozen container",
+    "sysconfig": "whether the build is free-threaded (no untracking there), read once with the untrack call",
     "msgspec": "the bulk proof of a big log's lines, which a small log's read never runs",
     "hashlib": "OpenSSL, for a checkpoint's prefix proof beyond half a megabyte (the built-in SHA-256 below it)",
 }

@@ -27,6 +27,7 @@ LEFTOVERS = {
     "tests/__pycache__/conftest.cpython-311.pyc": "",
     "test-artifacts/shot.png": "",
     "dist/old.tar.gz": "",
+    ".venv-3.13/pyvenv.cfg": "",  # the second interpreter's environment (.ci/run)
 }
 """A file in each place a cache or a run's output lands, by relative path."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh_todo.harness import Session, SessionStore
+from dsh_todo.harness import Session, SessionStore, frozen
 from dsh_todo.harness.frozen import (
     MAX_DATA_DEPTH,
     CheckedDict,
@@ -24,8 +24,8 @@ from dsh_todo.harness.frozen import (
     lossless_copy,
 )
 
-cpython_only = pytest.mark.skipif(platform.python_implementation() != "CPython",
-                                  reason="untracking is CPython's collector")
+cpython_only = pytest.mark.skipif(platform.python_implementation() != "CPython" or frozen._free_threaded(),
+                                  reason="untracking is the collector of CPython with the GIL")
 
 
 def containers(value: Any) -> list[Any]:
@@ -51,6 +51,34 @@ def test_a_logged_event_is_untracked_all_the_way_down() -> None:
 def test_copies_and_restored_events_are_untracked_too() -> None:
     assert not any(gc.is_tracked(c) for c in containers(lossless_copy({"a": [{"b": 1}]})))
     assert not any(gc.is_tracked(c) for c in containers(freeze_trusted({"a": [{"b": 1}]})))
+
+
+@cpython_only
+def test_the_untracking_loaded_takes_a_container_off_the_books() -> None:
+    """The branch every GIL build takes; the one above each append already goes through it."""
+    container = FrozenDict(items=[1])  # holds a list: tracked
+    assert gc.is_tracked(container)
+    frozen._load_untrack()(container)
+    assert not gc.is_tracked(container)
+
+
+def test_a_free_threaded_build_leaves_every_container_tracked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Free-threaded CPython (``Py_GIL_DISABLED``) gets the no-op, whatever build runs this test."""
+    import sysconfig
+
+    read = sysconfig.get_config_var
+    asked: list[str] = []
+
+    def gil_disabled(name: str) -> Any:
+        asked.append(name)
+        return 1 if name == "Py_GIL_DISABLED" else read(name)
+
+    monkeypatch.setattr(sysconfig, "get_config_var", gil_disabled)
+    container = FrozenDict(items=[1])
+    tracked = gc.is_tracked(container)
+    frozen._load_untrack()(container)
+    assert asked == ["Py_GIL_DISABLED"]
+    assert gc.is_tracked(container) == tracked
 
 
 def test_an_untracked_log_is_freed_by_reference_counting_alone() -> None:

@@ -40,6 +40,17 @@ _Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
 _INF = float("inf")
 
 
+def _leave_tracked(_: Any) -> None:
+    return None
+
+
+def _free_threaded() -> bool:
+    """Whether this is a free-threaded build (PEP 703, ``python3.13t``), whatever the GIL's state at the moment."""
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def _load_untrack() -> Callable[[Any], None]:
     """CPython's ``PyObject_GC_UnTrack`` through ctypes (imported on first use, not at start-up); elsewhere a no-op.
 
@@ -47,15 +58,20 @@ def _load_untrack() -> Callable[[Any], None]:
     a bare process (0.15 against 0.40 µs a call on 3.11), but ``id()`` raises the ``builtins.id`` audit event, and in
     OpenHands' process (an audit hook, by the look of it) it cost ~0.2 µs more than the conversion it saved
     (decision 0031).
-    """
+
+    A no-op on a free-threaded build too: its collector finds objects by walking the allocator's heaps rather than
+    a list of tracked ones, so there is less to save, and the tracked flag is a bit in each object's header that
+    CPython does not promise may be cleared from outside while other threads can reach the object; under the GIL
+    untracking is a plain unlinking (docs/decisions/0008-untracked-log.md, *Amended: free-threaded builds*)."""
+    if _free_threaded():
+        return _leave_tracked
     try:
         import ctypes
 
         untrack: Callable[[Any], None] = ctypes.PYFUNCTYPE(None, ctypes.py_object)(
             ("PyObject_GC_UnTrack", ctypes.pythonapi))
     except (ImportError, AttributeError, OSError):  # no ctypes, or not CPython: the collector keeps tracking
-        def untrack(_: Any) -> None:
-            return None
+        return _leave_tracked
     return untrack
 
 

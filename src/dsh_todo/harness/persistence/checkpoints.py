@@ -4,7 +4,7 @@ A cold reader (``dsh-todo plan``, a carrier opening a session that is not loaded
 without folding its whole log. This plugin keeps, for every persisted session, the projection checkpoint
 (``{key: {ver, seq, val}}``, :meth:`~dsh_todo.harness.projections.ProjectionRegistry.checkpoint`) in the session's
 backend (:meth:`~.contract.LogBackend.write_checkpoint`): beside a JSONL log as ``projections.json`` with the byte
-offset a reader starts decoding from (:mod:`.checkpoint_file`), or in PostgreSQL's checkpoints table. A cold read
+offset a reader starts decoding from (:mod:`.jsonl.checkpoint`), or in PostgreSQL's checkpoints table. A cold read
 then restores from the rows and folds only the tail (:meth:`ProjectionCache.restore`). One design for every backend.
 
 **It never leads the log.** A checkpoint is written only for an event that is already durable: at every
