@@ -175,20 +175,11 @@ def frozen_object(**fields: Any) -> FrozenDict:
     dict. It is checked, one level deep: a :class:`CheckedDict` when every field is a lossless JSON scalar or a
     checked container and it nests no deeper than a log line allows; otherwise an unchecked :class:`FrozenDict`,
     which the append checks and copies, refusing what JSON cannot carry in its own words."""
-    depth = 0
-    for value in fields.values():  # (:func:`_nesting`, inlined: this is every logged call's path)
-        kind = type(value)
-        if kind is str or kind is int or kind is bool or value is None:
-            continue
-        if kind is CheckedDict or kind is CheckedList:
-            if value.depth > depth:
-                depth = value.depth
-        elif kind is not float or not _lossless_float(value):
-            return untracked(FrozenDict(fields))
-    if depth >= MAX_DATA_DEPTH:
+    depth = _nesting(fields.values())
+    if not depth:
         return untracked(FrozenDict(fields))
     out = CheckedDict(fields)
-    out.depth = depth + 1
+    out.depth = depth
     _untrack(out)
     return out
 

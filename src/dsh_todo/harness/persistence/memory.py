@@ -18,7 +18,6 @@ slow follower slows that writer, which a test backend can afford.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -48,7 +47,7 @@ from dsh_todo.harness.persistence.errors import (
     SessionNotFoundError,
     refuse_unknown_types,
 )
-from dsh_todo.harness.persistence.followers import hand_over
+from dsh_todo.harness.persistence.followers import Refusals, hand_over
 from dsh_todo.harness.persistence.header import check_meta, decode_header, header_line
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.harness.persistence.service import backend_config, install
@@ -59,7 +58,6 @@ inject = ["sessions"]
 
 LOCATION: Final = "memory"
 
-log = logging.getLogger("dsh_todo.persistence")
 
 
 @dataclass
@@ -299,7 +297,7 @@ class _Follow:
         self.closed = False
         self._guard = threading.Lock()
         self._busy = self._again = False
-        self._said: str | None = None
+        self._refusals = Refusals(session_id)
 
     def pump(self, *, raising: bool = False) -> None:
         with self._guard:
@@ -320,9 +318,7 @@ class _Follow:
                 except SessionLogError as exc:
                     if raising:
                         raise
-                    if str(exc) != self._said:
-                        self._said = str(exc)
-                        log.warning("cannot follow session %r: %s", self.session_id, exc)
+                    self._refusals.say(exc)
                     continue
                 if events:
                     self.after_seq = events[-1]["seq"]

@@ -23,7 +23,6 @@ run of new events to the callback, in seq order, exactly once.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from pathlib import Path
@@ -33,7 +32,7 @@ from dsh_todo.harness.errors import EncodingError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.contract import Callback, Event
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
-from dsh_todo.harness.persistence.followers import hand_over
+from dsh_todo.harness.persistence.followers import Refusals, hand_over
 from dsh_todo.harness.persistence.jsonl.paths import compression_of
 from dsh_todo.harness.persistence.jsonl.regular import open_binary
 from dsh_todo.harness.persistence.jsonl.scan import LogScanner
@@ -42,7 +41,6 @@ from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 
-log = logging.getLogger("dsh_todo.persistence")
 
 FOLLOW_INTERVAL_S: Final = 0.1
 """How often a :class:`FileFollow` looks at its file (one ``stat``)."""
@@ -183,7 +181,7 @@ class FileFollow:
         self.closed = False
         self._tail: LogTail | None = None
         self._polls = 0
-        self._said: str | None = None
+        self._refusals = Refusals(session_id)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -213,11 +211,9 @@ class FileFollow:
             except SessionLogError as exc:
                 if raising:
                     raise
-                if str(exc) != self._said:
-                    self._said = str(exc)
-                    log.warning("cannot follow session %r: %s", self.session_id, exc)
+                self._refusals.say(exc)
                 return
-            self._said = None
+            self._refusals.clear()
             fresh = [event for event in events if event["seq"] > self.after_seq]
             if not fresh or self.closed:
                 return

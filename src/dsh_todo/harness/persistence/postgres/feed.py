@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from dsh_todo.harness.persistence.contract import Callback
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
-from dsh_todo.harness.persistence.followers import hand_over
+from dsh_todo.harness.persistence.followers import Refusals, hand_over
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ class Subscription:
         self.after_seq = after_seq
         self.callback = callback
         self.closed = False
-        self.said: str | None = None
-        """The refusal last said for this follower (said once, not at every notification)."""
+        self.refusals = Refusals(session_id)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -177,9 +176,7 @@ class EventFeed:
             try:
                 sub.catch_up(self.reader)
             except SessionLogError as exc:
-                if str(exc) != sub.said:
-                    sub.said = str(exc)
-                    log.warning("cannot follow session %r: %s", sub.session_id, exc)
+                sub.refusals.say(exc)
             except Exception:
                 log.warning("cannot read new events of session %r", sub.session_id, exc_info=True)
 
