@@ -102,8 +102,7 @@ class Scan:
 
     ``closers`` are the interrupted-turn closers recovery would append (none while a writer is ``live``: its turn is
     running, not interrupted); ``torn_at`` is where a crash tail starts (a file's byte offset), ``cut_frame_events``
-    how many of the stored events came out of an incomplete final zstd frame. ``from_checkpoint``: the events before
-    a projection checkpoint were not handed to the observer, the checkpoint's rows stood for them.
+    how many of the stored events came out of an incomplete final zstd frame.
     """
 
     meta: Meta
@@ -113,7 +112,6 @@ class Scan:
     live: bool = False
     torn_at: int | None = None
     cut_frame_events: int = 0
-    from_checkpoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,7 +207,7 @@ class JsonlReader:
 
     def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
                           listed: bool = False) -> Scan | None:
-        """The contract's checkpointed read: :meth:`checkpointed_tail`, and the closers recovery would append, from
+        """The contract's checkpointed read: :meth:`_checkpointed_tail`, and the closers recovery would append, from
         the tail when it holds a turn boundary, else from the turn open at the checkpoint's offset read back from
         there (:func:`~.reading.open_turn_before`; ``None`` when that turn starts too far back)."""
         path = where if where is not None else self._require(session_id)
@@ -232,7 +232,7 @@ class JsonlReader:
 
             return observe
 
-        tail = self.checkpointed_tail(path, begin, unique=listed)
+        tail = self._checkpointed_tail(path, begin, unique=listed)
         if tail is None:
             return None
         live = writer_alive(path.parent / LOCK_NAME)
@@ -245,9 +245,9 @@ class JsonlReader:
             if before is None:
                 return None
             closers = interrupted_turn_closers([*before, *unbounded]) if before else []
-        return Scan(tail.meta, tail.count, None, closers, live, from_checkpoint=True)
+        return Scan(tail.meta, tail.count, None, closers, live)
 
-    def checkpointed_tail(self, path: Path, start: Start, *, unique: bool = False) -> Scanned | None:
+    def _checkpointed_tail(self, path: Path, start: Start, *, unique: bool = False) -> Scanned | None:
         """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
         checkpoint proves the bytes before its offset unchanged (:func:`~.checkpoint.prefix_digest`); ``None``
         whenever anything is off (no digest, another digest, a tail a full pass must judge): then :meth:`scan_path`
