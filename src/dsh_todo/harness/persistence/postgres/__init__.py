@@ -11,19 +11,18 @@ Config: ``url`` (required: a libpq URI or connection string), ``schema`` (``"pub
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.persistence.postgres.backend import PgBackend
+from dsh_todo.harness.persistence.postgres.schema import SCHEMA_NAME
 from dsh_todo.harness.persistence.service import MAX_BATCH_DELAY_MS, backend_config, install, text_field
 
 name = "@deepseek-ai/dsh-session-persistence-postgres"
 inject = ["sessions"]
 
-_SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _KEYS: Final = frozenset({"url", "schema", "pollIntervalMs"})
 
 __all__ = ["Config", "PgBackend", "apply", "inject", "name"]
@@ -41,7 +40,7 @@ class Config:
         raw, delay = backend_config(name, raw, keys=_KEYS, needs="a database 'url'")
         url = text_field(name, raw, "url", "PostgreSQL connection string")
         schema = raw.get("schema", "public")
-        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+        if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
             raise ConfigError(f"{name}: 'schema' must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
         poll = raw.get("pollIntervalMs", 5000)
         if type(poll) is not int or not 10 <= poll <= MAX_BATCH_DELAY_MS:

@@ -1,15 +1,9 @@
-"""The PostgreSQL session backend: the JSONL backend's operations, over two tables instead of one file per session.
+"""The PostgreSQL session backend: the contract's levels of reading and writing (:mod:`..contract`), over tables
+instead of one file per session.
 
-The levels match :class:`~dsh_todo.harness.persistence.jsonl.backend.JsonlBackend`:
-
-- :meth:`PgBackend.read_stored` is the raw read (header and events in seq order) and refuses damage: a seq gap or an
-  event whose own ``seq`` disagrees with its row. There is no torn tail to cut: a batch is one transaction, so a
-  crash leaves either all of it or none of it.
-- :meth:`PgBackend.read` also refuses event types this harness does not know and that are not ``ignorable``.
-- :meth:`PgBackend.load` and :meth:`PgBackend.resume` commit recovery under the writer lock: the closers of an
-  interrupted turn (:func:`~dsh_todo.harness.persistence.repair.interrupted_turn_closers`, the same events the JSONL
-  backend writes) are appended in one transaction. A second load finds nothing to do.
-- :meth:`PgBackend.create` and :meth:`PgBackend.continue_live` return a :class:`PgWriter` for a live session.
+The raw read refuses damage (a seq gap, an event whose own ``seq`` disagrees with its row) but has no torn tail to cut:
+a batch is one transaction, so a crash leaves all of it or none. Recovery only appends the closers of an interrupted
+turn (the JSONL backend's), in one transaction under the writer lock.
 
 Reads share one autocommit connection (re-opened once if it broke); each writer has its own connection, which also
 holds the session's advisory lock (:mod:`.locking`). Event text is written by the canonical encoder
@@ -18,7 +12,8 @@ holds the session's advisory lock (:mod:`.locking`). Event text is written by th
 
 from __future__ import annotations
 
-import builtins
+import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -48,6 +43,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
+from dsh_todo.harness.persistence.jsonl.checkpoint import identity_of
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.locking import (
@@ -57,7 +53,6 @@ from dsh_todo.harness.persistence.postgres.locking import (
     name_holder,
     record_holder,
     try_lock,
-    unlock,
 )
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
@@ -86,15 +81,6 @@ def storable(text: str) -> bool:
     return True
 
 
-def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError("a session id must be a non-empty string")
-    if not storable(session_id):
-        raise ValueError(f"session id {session_id!r} cannot be stored in PostgreSQL (it holds NUL or a lone "
-                         "surrogate); the JSONL backend can store it")
-    return session_id
-
-
 def _column_text(value: Any) -> str | None:
     return value if isinstance(value, str) and storable(value) else None
 
@@ -115,30 +101,20 @@ def header_columns(meta: Mapping[str, Any]) -> tuple[Any, ...]:
             _column_text(line.get("agentPreset")))
 
 
-def event_type(event: Mapping[str, Any]) -> str:
-    kind = event.get("type")
-    return kind if isinstance(kind, str) and storable(kind) else ""
-
-
 def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Event]:
     """Parse event rows, refusing a gap or an event whose ``seq`` disagrees with its key."""
+    corrupt = f'corrupt session log: session "{session_id}" in {location}'
     events: list[Event] = []
-    append = events.append
-    expected = first_seq
-    for seq, _batch, text in rows:
+    for expected, (seq, _batch, text) in enumerate(rows, first_seq):
         if seq != expected:
-            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} has a seq gap '
-                                         f"(expected {expected}, got {seq})")
+            raise CorruptSessionLogError(f"{corrupt} has a seq gap (expected {expected}, got {seq})")
         try:
             event = loads(text)
         except ValueError:
-            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} has an '
-                                         f"unparsable event at seq {seq}") from None
+            raise CorruptSessionLogError(f"{corrupt} has an unparsable event at seq {seq}") from None
         if type(event) is not dict or event.get("seq") != seq:
-            raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {location} stores an '
-                                         f"event whose seq is not its key {seq}")
-        append(event)
-        expected += 1
+            raise CorruptSessionLogError(f"{corrupt} stores an event whose seq is not its key {seq}")
+        events.append(event)
     return events
 
 
@@ -183,6 +159,18 @@ class PgBackend:
                     raise
             return fn(self._reader())
 
+    def query(self, sql: str, params: Sequence[Any] | None = None, conn: Conn | None = None) -> list[tuple[Any, ...]]:
+        """The rows of one read, on ``conn`` or else the shared connection (:meth:`run`). A text parameter (a session
+        id) that PostgreSQL cannot hold (:func:`storable`) names nothing stored: no rows."""
+        if params is not None and not all(storable(value) for value in params if isinstance(value, str)):
+            return []
+
+        def fetch(c: Conn) -> list[tuple[Any, ...]]:
+            cursor = c.execute(sql, params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+        return fetch(conn) if conn is not None else self.run(fetch)
+
     def open(self) -> None:
         """Connect now (creating the tables if needed), so a wrong URL fails at boot rather than on first use, with
         :class:`DatabaseUnavailableError` saying where and why in one line."""
@@ -204,7 +192,11 @@ class PgBackend:
 
     def lock_session(self, session_id: str) -> tuple[Conn, int]:
         """A new writer connection holding ``session_id``'s advisory lock, or :class:`SessionLockedError`."""
-        check_session_id(session_id)
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("a session id must be a non-empty string")
+        if not storable(session_id):
+            raise ValueError(f"session id {session_id!r} cannot be stored in PostgreSQL (it holds NUL or a lone "
+                             "surrogate); the JSONL backend can store it")
         with self._lock:
             self._reader()  # the tables exist before anyone writes
         key = lock_key(self.tables.schema, session_id)
@@ -238,31 +230,19 @@ class PgBackend:
 
     def next_seq(self, session_id: str, conn: Conn | None = None) -> int | None:
         """The stored log length of ``session_id`` (``None``: no log)."""
-        if not storable(session_id):
-            return None
-        query = f"SELECT next_seq FROM {self.tables.sessions} WHERE id = %s"
-
-        def read(c: Conn) -> int | None:
-            row = c.execute(query, (session_id,)).fetchone()
-            return None if row is None else int(row[0])
-
-        return read(conn) if conn is not None else self.run(read)
+        rows = self.query(f"SELECT next_seq FROM {self.tables.sessions} WHERE id = %s", (session_id,), conn)
+        return int(rows[0][0]) if rows else None
 
     def next_seqs(self, session_ids: Iterable[str]) -> dict[str, int]:
         """The stored log lengths of several sessions at once (missing ones are left out)."""
         ids = [sid for sid in session_ids if storable(sid)]
-        if not ids:
-            return {}
-        query = f"SELECT id, next_seq FROM {self.tables.sessions} WHERE id = ANY(%s)"
-        rows = self.run(lambda c: c.execute(query, (ids,)).fetchall())
+        rows = self.query(f"SELECT id, next_seq FROM {self.tables.sessions} WHERE id = ANY(%s)", (ids,)) if ids else []
         return {str(row[0]): int(row[1]) for row in rows}
 
     def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from the sessions table; headers from a newer format are skipped, as JSONL does."""
-        query = f"SELECT header FROM {self.tables.sessions} ORDER BY created_at, id"
-        rows = self.run(lambda c: c.execute(query).fetchall())
-        found: builtins.list[StoredSession] = []
-        for (header,) in rows:
+        found: list[StoredSession] = []
+        for (header,) in self.query(f"SELECT header FROM {self.tables.sessions} ORDER BY created_at, id"):
             try:
                 meta = decode_header(loads(header))
             except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
@@ -273,16 +253,11 @@ class PgBackend:
     # -- reading --------------------------------------------------------------------------------------------
 
     def read_meta(self, session_id: str, conn: Conn | None = None) -> Meta:
-        query = f"SELECT header FROM {self.tables.sessions} WHERE id = %s"
-
-        def read(c: Conn) -> Any:
-            return c.execute(query, (session_id,)).fetchone()
-
-        row = (read(conn) if conn is not None else self.run(read)) if storable(session_id) else None
-        if row is None:
+        rows = self.query(f"SELECT header FROM {self.tables.sessions} WHERE id = %s", (session_id,), conn)
+        if not rows:
             raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
         try:
-            value = loads(row[0])
+            value = loads(rows[0][0])
         except ValueError:
             raise CorruptSessionLogError(f'corrupt session log: session "{session_id}" in {self.location} has an '
                                          "unparsable header") from None
@@ -295,24 +270,14 @@ class PgBackend:
                                          f'id "{meta["id"]}" in {self.location}')
         return meta
 
-    def read_rows(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> builtins.list[Row]:
+    def read_rows(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> list[Row]:
         """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent read."""
-        query = (f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
-                 "ORDER BY seq")
+        return self.query(f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
+                          "ORDER BY seq", (session_id, after_seq), conn)
 
-        def read(c: Conn) -> builtins.list[Row]:
-            with c.cursor() as cur:
-                cur.execute(query, (session_id, after_seq))
-                return cur.fetchall()
-
-        if not storable(session_id):
-            return []
-        return read(conn) if conn is not None else self.run(read)
-
-    def read_from(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> builtins.list[Event]:
+    def read_from(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> list[Event]:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
-        rows = self.read_rows(session_id, after_seq, conn)
-        return decode_rows(session_id, rows, after_seq + 1, self.location)
+        return decode_rows(session_id, self.read_rows(session_id, after_seq, conn), after_seq + 1, self.location)
 
     def read_stored(self, session_id: str, conn: Conn | None = None) -> StoredLog:
         """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
@@ -338,11 +303,9 @@ class PgBackend:
 
     def written(self) -> dict[str, int]:
         """Every stored session's id and the time of its last event (milliseconds), in one query."""
-        query = (f"SELECT DISTINCT ON (session_id) session_id, event FROM {self.tables.events} "
-                 "ORDER BY session_id, seq DESC")
-        rows = self.run(lambda conn: conn.execute(query).fetchall())
         found: dict[str, int] = {}
-        for session_id, text in rows:
+        for session_id, text in self.query(f"SELECT DISTINCT ON (session_id) session_id, event FROM "
+                                           f"{self.tables.events} ORDER BY session_id, seq DESC"):
             try:
                 stamp = loads(text).get("time")
             except (ValueError, AttributeError):
@@ -370,22 +333,21 @@ class PgBackend:
         if self.locate(session_id) is None:
             raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
         conn, key = self.lock_session(session_id)
-        writer: PgWriter | None = None
         try:
             stored = self.read_stored(session_id, conn)
             refuse_unknown_types(session_id, stored.events, self.location)
-            closers = interrupted_turn_closers(stored.events)
-            writer = PgWriter(self, conn, key, stored.meta, cursor=len(stored.events), materialized=True)
-            if closers:
-                writer.append(closers)
         except BaseException:
-            if writer is not None:
-                writer.close()
-            else:
-                release(conn, self.tables, session_id, key)
+            release(conn, self.tables, session_id, key)
+            raise
+        writer = PgWriter(self, conn, key, stored.meta, cursor=len(stored.events), materialized=True)
+        closers = interrupted_turn_closers(stored.events)
+        try:
+            writer.append(closers)
+        except BaseException:
+            writer.close()
             raise
         loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                             rewrote=bool(closers))
+                           rewrote=bool(closers))
         return loaded, writer
 
     def create(self, meta: Mapping[str, Any]) -> PgWriter:
@@ -395,8 +357,7 @@ class PgBackend:
         conn, key = self.lock_session(session_id)
         try:
             if self.next_seq(session_id, conn) is not None:
-                raise SessionExistsError(f'session "{session_id}" already has a log in {self.location}; '
-                                         "load it to go on with it, or pick another id")
+                raise self._exists(session_id)
         except BaseException:
             release(conn, self.tables, session_id, key)
             raise
@@ -413,12 +374,15 @@ class PgBackend:
             stored = self.read_stored(session_id, conn)
             count = len(stored.events)
             if count > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored.events, events, strict=False)):
-                raise SessionExistsError(f'session "{session_id}" already has a log in {self.location}; '
-                                         "load it to go on with it, or pick another id")
+                raise self._exists(session_id)
         except BaseException:
             release(conn, self.tables, session_id, key)
             raise
         return PgWriter(self, conn, key, stored.meta, cursor=count, materialized=True)
+
+    def _exists(self, session_id: str) -> SessionExistsError:
+        return SessionExistsError(f'session "{session_id}" already has a log in {self.location}; load it to go on '
+                                  "with it, or pick another id")
 
     # -- projection checkpoints -----------------------------------------------------------------------------
 
@@ -431,10 +395,7 @@ class PgBackend:
         """
         if not storable(session_id):
             return
-        identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
-        if header.get("cwd") is not None:
-            identity["cwd"] = header["cwd"]
-        text = dumps({"identity": identity, "rows": rows})
+        text = dumps({"identity": identity_of(header), "rows": rows})
         query = (f"INSERT INTO {self.tables.checkpoints} (session_id, as_of_seq, record, updated_at) "
                  f"SELECT %s, %s, %s, now() FROM {self.tables.sessions} WHERE id = %s AND next_seq > %s "
                  "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
@@ -443,34 +404,24 @@ class PgBackend:
 
     def read_checkpoint(self, session_id: str) -> tuple[dict[str, Any], int] | None:
         """``(record, as_of_seq)`` of the session's checkpoint, or ``None``."""
-        query = f"SELECT record, as_of_seq FROM {self.tables.checkpoints} WHERE session_id = %s"
-        if not storable(session_id):
-            return None
-        row = self.run(lambda c: c.execute(query, (session_id,)).fetchone())
-        if row is None:
-            return None
-        record = loads(row[0])
-        return (record, int(row[1])) if isinstance(record, dict) else None
+        rows = self.query(f"SELECT record, as_of_seq FROM {self.tables.checkpoints} WHERE session_id = %s",
+                          (session_id,))
+        record = loads(rows[0][0]) if rows else None
+        return (record, int(rows[0][1])) if isinstance(record, dict) else None
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint, if its identity is this session's, with the stored events from the earliest row on."""
         stored = self.read_checkpoint(session_id)
         if stored is None:
             return None
-        record = stored[0]
-        rows, identity = record.get("rows"), record.get("identity")
-        if not isinstance(rows, dict) or not rows or not isinstance(identity, dict):
+        rows, identity = stored[0].get("rows"), stored[0].get("identity")
+        if (not isinstance(rows, dict) or not rows or not isinstance(identity, dict)
+                or identity != identity_of(self.read_meta(session_id))):
             return None
-        meta = self.read_meta(session_id)
-        expected: dict[str, Any] = {"createdAt": meta.get("createdAt")}
-        if meta.get("cwd") is not None:
-            expected["cwd"] = meta["cwd"]
-        if identity != expected:
-            return None
-        seqs = [row.get("seq") if isinstance(row, dict) else None for row in rows.values()]
+        seqs: list[Any] = [row.get("seq") if isinstance(row, dict) else -1 for row in rows.values()]
         if not all(type(seq) is int and seq >= 0 for seq in seqs):
             return None
-        base = min(seq for seq in seqs if type(seq) is int) + 1
+        base = min(seqs) + 1
         tail = self.read_from(session_id, base - 1)
         refuse_unknown_types(session_id, tail, self.location)
         return Checkpointed(rows, tail, base)
@@ -479,19 +430,29 @@ class PgBackend:
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``, now and whenever any process commits more
-        (``LISTEN``/``NOTIFY``, see :mod:`.feed`). Close the returned subscription to stop."""
-        return self._started_feed().subscribe(session_id, after_seq, callback)
-
-    def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Mapping[str, Any]]]:
-        """:meth:`follow` as an async iterator of event runs."""
-        return self._started_feed().events(session_id, after_seq)
-
-    def _started_feed(self) -> EventFeed:
-        """The process's ``LISTEN`` feed, started on first use."""
+        (``LISTEN``/``NOTIFY``, see :mod:`.feed`, whose one feed per backend starts here). Close the returned
+        subscription to stop."""
         with self._lock:
             if self._feed is None:
-                self._feed = EventFeed(self, poll_interval=self.poll_interval)
-            return self._feed
+                self._feed = EventFeed(self)
+            feed = self._feed
+        return feed.subscribe(session_id, after_seq, callback)
+
+    async def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Event]]:
+        """:meth:`follow` as an async iterator of event runs (for carriers on an event loop)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Sequence[Event]] = asyncio.Queue()
+
+        def deliver(events: Sequence[Event]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed under us
+                loop.call_soon_threadsafe(queue.put_nowait, events)
+
+        subscription = await asyncio.to_thread(self.follow, session_id, after_seq, deliver)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            subscription.close()
 
 
 def release(conn: Conn, tables: Tables, session_id: str, key: int) -> None:
@@ -499,7 +460,7 @@ def release(conn: Conn, tables: Tables, session_id: str, key: int) -> None:
     try:
         if not broken(conn):
             forget_holder(conn, tables, session_id)
-            unlock(conn, key)
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     except psycopg.Error:
         pass  # closing the connection releases the lock anyway
     finally:
@@ -538,7 +499,6 @@ class PgWriter:
         self._insert_session = (
             f"INSERT INTO {tables.sessions} (id, header, version, created_at, cwd, parent_session, seed_length, "
             "origin, delegation_depth, agent_preset, next_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)")
-        self._channel = tables.channel
 
     @property
     def open(self) -> bool:
@@ -569,16 +529,13 @@ class PgWriter:
                     return
                 try:
                     self._commit(conn, batches, expected)
+                    return
                 except psycopg.OperationalError:
                     if not broken(conn):
                         raise
                     self._conn = None  # reconnect, take the lock again, and reconcile
                     if attempt == 2:
                         raise
-                    continue
-                self.last_batch = Batch(self.cursor, expected - 1)
-                self.cursor = expected
-                return
 
     def _commit(self, conn: Conn, batches: Sequence[Sequence[Mapping[str, Any]]], next_seq: int) -> None:
         session_id = self.session_id
@@ -589,15 +546,18 @@ class PgWriter:
                 for batch in batches:
                     first = batch[0]["seq"]
                     for event in batch:
-                        copy.write_row((session_id, event["seq"], first, event_type(event), dumps(event)))
+                        kind = _column_text(event.get("type")) or ""
+                        copy.write_row((session_id, event["seq"], first, kind, dumps(event)))
             advanced = conn.execute(self._advance, (next_seq, session_id, self.cursor)).rowcount
             if advanced != 1:
                 raise SessionWriteError(f'session "{session_id}" changed under its writer (its stored length is not '
                                         f"{self.cursor}); refusing to write")
             payload = f"{session_id}:{next_seq - 1}"
             if len(payload.encode("utf-8")) <= NOTIFY_PAYLOAD_MAX:
-                conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+                conn.execute("SELECT pg_notify(%s, %s)", (self.backend.tables.channel, payload))
         self.materialized = True
+        self.last_batch = Batch(self.cursor, next_seq - 1)
+        self.cursor = next_seq
 
     def _connection(self, batches: Sequence[Sequence[Mapping[str, Any]]]) -> Conn | None:
         """The live connection; after a break, a new one holding the lock again, reconciled with what is stored."""

@@ -1,33 +1,28 @@
 """Cross-process push: followers hear of committed events through ``LISTEN``/``NOTIFY`` and read them back by seq.
 
-Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq>'`` (:class:`.backend.PgWriter`).
-The payload is a doorbell, not the data: it is tiny whatever the batch holds, PostgreSQL delivers it only after the
-commit (so the rows are visible to whoever reads them next), and a follower reads ``seq > <what it has>`` from the
-events table, so one read catches up however many notifications it coalesces or missed.
+Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq>'`` (:class:`.backend.PgWriter`), a
+doorbell rather than the data (decision 0003): a follower reads ``seq > <what it has>``, so one read catches up
+however many notifications it coalesces or missed.
 
-An :class:`EventFeed` keeps one listening connection per process (per backend) and one more for reading, on one
-background thread. :meth:`EventFeed.subscribe` registers a callback for a session after a seq; the callback gets
-each run of new events, in seq order, exactly once, never concurrently with itself. Nothing is lost around the edges:
+An :class:`EventFeed` keeps one listening connection per backend and one more for reading, on one background thread.
+Each subscription's callback gets each run of new events, in seq order, exactly once, never concurrently with
+itself; it runs on the feed's thread (or, for the first read, the subscriber's), so it should hand the events to its
+own loop or queue and return. Nothing is lost around the edges:
 
 - a subscription starts only once ``LISTEN`` is active, then reads what is already there, so an event committed
   while it was being set up is either in that read or announced afterwards (a seq watermark drops repeats);
 - if the listening connection breaks, the feed reconnects with backoff and re-reads every subscription, because
   notifications sent while it was away are gone;
 - a slow safety poll (``poll_interval``, 5 s) compares each subscription with ``next_seq`` anyway.
-
-Callbacks run on the feed's thread (or, for the first read, on the subscriber's): they should hand the events to
-their own loop or queue and return.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.persistence.contract import Callback
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
@@ -38,8 +33,6 @@ if TYPE_CHECKING:
     from dsh_todo.harness.persistence.postgres.backend import PgBackend
 
 log = logging.getLogger("dsh_todo.persistence")
-
-Event = Mapping[str, Any]
 
 WAIT_S: Final = 0.25
 """How long the listening thread blocks before it checks whether to stop or poll."""
@@ -63,17 +56,18 @@ class Subscription:
         self.closed = True
         self.feed._remove(self)
 
-    def catch_up(self, backend: PgBackend) -> None:
+    def catch_up(self) -> None:
         """Deliver whatever the log holds after ``after_seq`` (serialized: one reader at a time)."""
         with self._lock:
             if self.closed:
                 return
-            events = backend.read_from(self.session_id, self.after_seq)
+            reader = self.feed.reader
+            events = reader.read_from(self.session_id, self.after_seq)
             if not events:
                 return
             # The reader's refusal, as every backend's follow gives it: the first read raises it to the follower's
             # caller, a later one is said by the feed, and the events are not handed over.
-            refuse_unknown_types(self.session_id, events, backend.location)
+            refuse_unknown_types(self.session_id, events, reader.location)
             self.after_seq = events[-1]["seq"]
             hand_over(self.callback, self.session_id, events)
 
@@ -84,10 +78,8 @@ class Subscription:
 class EventFeed:
     """Delivers events committed by any process to this process's subscriptions."""
 
-    def __init__(self, backend: PgBackend, *, poll_interval: float = 5.0) -> None:
-        self.url = backend.url
-        self.tables = backend.tables
-        self.poll_interval = poll_interval
+    def __init__(self, backend: PgBackend) -> None:
+        self.poll_interval = backend.poll_interval
         self.reader = type(backend)(backend.url, schema=backend.tables.schema)  # its own connection
         self._subs: dict[str, set[Subscription]] = {}
         self._guard = threading.Lock()
@@ -96,14 +88,17 @@ class EventFeed:
         self._ready = threading.Event()
         self._error: BaseException | None = None
 
-    # -- public ---------------------------------------------------------------------------------------------
-
     def subscribe(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """Call ``callback(events)`` with every event of ``session_id`` after ``after_seq``, now and as they commit.
 
         Blocks until the feed is listening and the first read is delivered. ``after_seq`` is ``-1`` for the whole log.
         """
-        self._start()
+        with self._guard:
+            if self._stop.is_set():
+                raise RuntimeError("the event feed is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="dsh-todo-pg-feed", daemon=True)
+                self._thread.start()
         if not self._ready.wait(READY_TIMEOUT_S):
             raise ConnectionError(f"could not listen for session events in {self.reader.location}: "
                                   f"{self._error or 'timed out'}")
@@ -111,27 +106,11 @@ class EventFeed:
         with self._guard:
             self._subs.setdefault(session_id, set()).add(subscription)
         try:
-            subscription.catch_up(self.reader)
+            subscription.catch_up()
         except BaseException:
             subscription.close()
             raise
         return subscription
-
-    async def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Event]]:
-        """The same feed as an async iterator of event runs (for carriers on an event loop)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Sequence[Event]] = asyncio.Queue()
-
-        def deliver(events: Sequence[Event]) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed under us
-                loop.call_soon_threadsafe(queue.put_nowait, events)
-
-        subscription = await asyncio.to_thread(self.subscribe, session_id, after_seq, deliver)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            subscription.close()
 
     def close(self) -> None:
         self._stop.set()
@@ -155,33 +134,23 @@ class EventFeed:
                 if not group:
                     del self._subs[subscription.session_id]
 
-    def _start(self) -> None:
+    def _subscriptions(self, session_id: str | None = None) -> list[Subscription]:
+        """Every subscription, or those of one session."""
         with self._guard:
-            if self._stop.is_set():
-                raise RuntimeError("the event feed is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="dsh-todo-pg-feed", daemon=True)
-                self._thread.start()
-
-    def _all(self) -> list[Subscription]:
-        with self._guard:
-            return [sub for group in self._subs.values() for sub in group]
-
-    def _of(self, session_id: str) -> list[Subscription]:
-        with self._guard:
-            return list(self._subs.get(session_id, ()))
+            groups = self._subs.values() if session_id is None else [self._subs.get(session_id, set())]
+            return [sub for group in groups for sub in group]
 
     def _catch_up(self, subs: Sequence[Subscription]) -> None:
         for sub in subs:
             try:
-                sub.catch_up(self.reader)
+                sub.catch_up()
             except SessionLogError as exc:
                 sub.refusals.say(exc)
             except Exception:
                 log.warning("cannot read new events of session %r", sub.session_id, exc_info=True)
 
     def _poll(self) -> None:
-        subs = self._all()
+        subs = self._subscriptions()
         if not subs:
             return
         lengths = self.reader.next_seqs({sub.session_id for sub in subs})
@@ -192,11 +161,11 @@ class EventFeed:
         while not self._stop.is_set():
             conn: Conn | None = None
             try:
-                conn = connect(self.url, "listener")
-                conn.execute(f'LISTEN "{self.tables.channel}"')
+                conn = connect(self.reader.url, "listener")
+                conn.execute(f'LISTEN "{self.reader.tables.channel}"')
                 self._ready.set()
                 backoff = 0.1
-                self._catch_up(self._all())  # anything announced while we were not listening
+                self._catch_up(self._subscriptions())  # anything announced while we were not listening
                 self._listen(conn)
             except Exception as exc:  # a lost connection above all; nothing may end the thread but close()
                 self._error = exc
@@ -219,7 +188,7 @@ class EventFeed:
                     last = int(seq_text)
                 except ValueError:
                     continue
-                self._catch_up([sub for sub in self._of(session_id) if sub.after_seq < last])
+                self._catch_up([sub for sub in self._subscriptions(session_id) if sub.after_seq < last])
                 if self._stop.is_set():
                     return
             if time.monotonic() >= next_poll:

@@ -1,15 +1,9 @@
 """One writer per session across processes and machines: a PostgreSQL advisory lock on a session-scoped key.
 
-The JSONL backend's ``flock`` only excludes writers that share a file system. Here the lock is the server's:
-``pg_try_advisory_lock(key)`` on the writer's own connection, held for the writer's whole life and released by
-``pg_advisory_unlock`` or, whatever happens to the writer, by the server when that connection ends (a killed process
-closes its socket at once; a vanished machine is noticed by the keepalive probes set in :mod:`.connection`). Every
-batch the writer commits goes through that same connection, so a writer whose connection (and therefore lock) was
-lost cannot write a single row until it has taken the lock again.
-
-The key is 64 bits of BLAKE2b over the schema and the session id: two sessions sharing a key is a 2^-64 event, and
-it would only make one writer wait, never let two in. The primary key ``(session_id, seq)`` and the guarded
-``next_seq`` update stay the last line of defence: even without the lock two writers could not interleave events.
+``pg_try_advisory_lock(key)`` on the writer's own connection, through which all its batches go, so the server drops
+the lock with the connection and a writer that lost it cannot write (decision 0003); a vanished machine is noticed by
+the keepalive probes set in :mod:`.connection`. The key is 64 bits of BLAKE2b over the schema and the session id: two
+sessions sharing a key is a 2^-64 event, and would only make one writer wait, never let two in.
 
 The refusal names the holder. ``pg_locks`` says which backend holds the key (always visible, whatever the role);
 ``dsh_todo_writers`` says which client process on which host opened that backend, and is believed only when its
@@ -51,10 +45,6 @@ class Holder:
 def try_lock(conn: Conn, key: int) -> bool:
     row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
     return bool(row and row[0])
-
-
-def unlock(conn: Conn, key: int) -> None:
-    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 def record_holder(conn: Conn, tables: Tables, session_id: str, client_pid: int) -> None:

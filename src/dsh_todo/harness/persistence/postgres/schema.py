@@ -1,21 +1,9 @@
-"""The tables: what a session log looks like in PostgreSQL, and how they come to exist.
+"""The tables: what a session log looks like in PostgreSQL (each table's columns: ``README.md`` beside this file;
+why exact ``text`` rows and a ``batch`` column: decision 0003), and how they come to exist.
 
 Every table lives in one PostgreSQL schema (``public`` unless configured), so several independent stores can share a
-database, and carries the ``dsh_todo_`` prefix, so they can share a schema with an application's own tables:
-
-- ``dsh_todo_sessions``: one row per session. ``header`` is the exact JSON text of the log's first line
-  (``{"type":"session","version":0,"id",…}`` in DSH's key order) and is authoritative; the other columns repeat its
-  fields for queries. ``next_seq`` is the log length, advanced by every write batch in the same transaction.
-- ``dsh_todo_events``: one row per event, keyed by ``(session_id, seq)``. ``event`` is the event's exact JSON text
-  as the canonical encoder wrote it (``text``, never ``jsonb``, which reorders keys and drops duplicates); ``type``
-  repeats its type for queries; ``batch`` is the seq of the first event of the write batch (one transaction, or one
-  zstd frame of an imported log) the event came in, which is what lets an export re-cut DSH's frames and chunk rows.
-- ``dsh_todo_writers``: who holds each session's writer lock (client pid, host, the backend holding the lock), for
-  the refusal message only; the lock itself is PostgreSQL's advisory lock, and a row is believed only while its
-  backend still holds the lock.
-- ``dsh_todo_checkpoints``: the latest projection checkpoint of a session (SPEC §6.2's ``{identity, rows}``
-  record) as exact JSON text, with the seq it is as of.
-- ``dsh_todo_schema``: the table layout's version, so a newer layout is refused with "upgrade", never misread.
+database, and carries the ``dsh_todo_`` prefix, so they can share a schema with an application's own tables.
+``dsh_todo_schema`` holds the layout's version, so a newer layout is refused with "upgrade", never misread.
 
 The tables are created on first use, under a transaction-scoped advisory lock so that two processes starting at
 once do not race their ``CREATE TABLE IF NOT EXISTS``. A role without ``CREATE`` can still use tables an
@@ -37,7 +25,7 @@ SCHEMA_VERSION: Final = 1
 CHANNEL: Final = "dsh_todo_events"
 """The ``NOTIFY`` channel of the ``public`` schema; another schema ``s`` uses ``dsh_todo_events_s``."""
 
-_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
+SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 
 # A fixed advisory key serializing table creation (the ASCII of "dshtodo" plus a schema-independent tag).
 _DDL_LOCK_KEY: Final = 0x647368746F646F01
@@ -46,7 +34,7 @@ _DDL_LOCK_KEY: Final = 0x647368746F646F01
 def check_schema_name(schema: str) -> str:
     """Schema names are plain lower-case identifiers, so they can be spliced into SQL and channel names (a
     :class:`~dsh_todo.harness.errors.StorageError`, still a ``ValueError``: the setup names an unusable schema)."""
-    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+    if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
         raise StorageError(f"PostgreSQL schema name must match [a-z_][a-z0-9_]{{0,39}}, not {schema!r}")
     return schema
 
@@ -112,25 +100,19 @@ def _stored_version(conn: Connection[TupleRow], tables: Tables) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _refuse_newer(version: int, tables: Tables) -> None:
+def ensure_schema(conn: Connection[TupleRow], tables: Tables) -> None:
+    """Create the tables if missing; refuse a layout from a newer harness. ``conn`` must be in autocommit mode."""
+    version = _stored_version(conn, tables)
+    if version is None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
+            version = _stored_version(conn, tables)  # another process may have created them while we waited
+            if version is None:
+                for statement in tables.ddl():
+                    conn.execute(statement)  # a validated identifier, never user text
+                conn.execute(f"INSERT INTO {tables.meta} (version) VALUES (%s)", (SCHEMA_VERSION,))
+                return
     if version > SCHEMA_VERSION:
         raise SessionFormatUnsupportedError(
             f'the dsh-todo tables in schema "{tables.schema}" use layout v{version}, but this harness reads only '
             f"v{SCHEMA_VERSION}: they were created by a newer harness — upgrade the harness to open them")
-
-
-def ensure_schema(conn: Connection[TupleRow], tables: Tables) -> None:
-    """Create the tables if missing; refuse a layout from a newer harness. ``conn`` must be in autocommit mode."""
-    version = _stored_version(conn, tables)
-    if version is not None:
-        _refuse_newer(version, tables)
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
-        version = _stored_version(conn, tables)  # another process may have created them while we waited
-        if version is not None:
-            _refuse_newer(version, tables)
-            return
-        for statement in tables.ddl():
-            conn.execute(statement)  # a validated identifier, never user text
-        conn.execute(f"INSERT INTO {tables.meta} (version) VALUES (%s)", (SCHEMA_VERSION,))

@@ -1,26 +1,16 @@
 """Moving logs between a JSONL root and PostgreSQL, both ways, without changing a byte that matters.
 
-What "byte-faithful" means here, precisely:
+"Byte-faithful", precisely: event text is the canonical encoding (:func:`dsh_todo.jsonutil.dumps`) both ways, which
+for a log DSH or we wrote is the line on disk (packed chunk rows are expanded: the database stores events), and the
+header is stored as its exact text. A file's bytes also depend on where its batches were cut, so import records each
+event's batch (its zstd frame or, in a raw log, where batches leave no trace, a cut before every line whose first
+event could have continued the previous line's delta run) and export replays those batches through the JSONL writer:
+the same compression gives the file back byte for byte whenever it is what our writer writes for those batches (every
+log DSH or we write); import checks it and reports ``faithful``. Not carried: a torn tail and the lock file; import
+commits what ``load`` would (tail cut, interrupted turn closed) into the database only, never into the source root.
 
-- **Events**: every event's JSON text in the database is the canonical encoding (:func:`dsh_todo.jsonutil.dumps`) of
-  the event the JSONL reader yields, which for a log written by DSH or by us is exactly the line on disk (packed
-  chunk rows are expanded: the database stores events, never storage rows). Exporting writes each event back through
-  the same encoder, so event text survives both directions unchanged.
-- **Header**: the header line is stored as its exact JSON text and its fields are identical after the trip.
-- **The file**: a log's bytes also depend on where its write batches were cut (zstd frames, and which delta runs
-  were packed). Import records each event's batch: the zstd frame it was in, or, for a raw log (where batches leave
-  no trace), a cut before every line whose first event could have continued the previous line's delta run. Export
-  replays those batches through the JSONL writer. So JSONL → PostgreSQL → JSONL in the same compression reproduces
-  the file byte for byte whenever the file is what our JSONL writer would write for those batches, which holds for
-  every log DSH or this project writes; import checks it and reports ``faithful``. Raw ↔ zstd conversions keep events
-  and header, with one frame per recorded batch.
-- **Not carried**: a torn tail (bytes no reader counts as events) and the writer's lock file. Import commits what
-  ``load`` would commit (cuts the tail, closes an interrupted turn with DSH's closers) into the database only; the
-  source root is never written except for its transient writer lock.
-
-Both directions take the session's writer lock on the side they read (``flock`` on the JSONL log, the advisory lock
-in PostgreSQL), so a session still being written is refused rather than copied half-done, and both refuse to
-overwrite a session the other side already has.
+Both directions take the session's writer lock on the side they read, so a session still being written is refused
+rather than copied half-done, and both refuse to overwrite a session the other side already has.
 """
 
 from __future__ import annotations
@@ -29,6 +19,7 @@ import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +103,7 @@ def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], comp
     return b"".join(parts)
 
 
-def source_batches(backend: JsonlBackend, stored: StoredLog) -> tuple[list[list[Event]], bool]:
+def source_batches(stored: StoredLog) -> tuple[list[list[Event]], bool]:
     """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
     assert stored.path is not None, "a JSONL backend's logs are files"
     buffer = read_stable(stored.path)
@@ -140,10 +131,8 @@ def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
     """The JSONL writer lock of a log we read; ``None`` on a read-only root, where no writer can be at work."""
     try:
         return WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-    except PermissionError:
-        return None
     except OSError as exc:
-        if exc.errno == errno.EROFS:
+        if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
             return None
         raise
 
@@ -170,7 +159,7 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
     try:
         stored = source.read_path(path, session_id)
         refuse_unknown_types(session_id, stored.events, path)
-        batches, faithful = source_batches(source, stored)
+        batches, faithful = source_batches(stored)
     finally:
         if lock is not None:
             lock.release()
@@ -209,13 +198,8 @@ def export_session(source: PgBackend, target: JsonlBackend, session_id: str) -> 
         stored = source.read_stored(session_id, conn)
     finally:
         release(conn, source.tables, session_id, key)
-    batches: list[list[Event]] = []
-    previous: int | None = None
-    for event, batch_id in zip(stored.events, stored.batches, strict=True):
-        if batch_id != previous:
-            batches.append([])
-            previous = batch_id
-        batches[-1].append(event)
+    batches = [[event for event, _ in run] for _, run in groupby(zip(stored.events, stored.batches, strict=True),
+                                                                   key=lambda pair: pair[1])]
     writer = target.create(dict(stored.meta))
     try:
         for batch in batches:
@@ -241,22 +225,22 @@ def import_root(root: str | os.PathLike[str], target: PgBackend, *,
     """Import every session under ``root`` (or the named ones), each log in its own encoding; one result per
     session, failures and sessions already there included."""
     source = JsonlBackend(root)
-    ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
-    return _each(ids, lambda session_id: import_session(source, target, session_id))
+    return _each(session_ids, source, lambda session_id: import_session(source, target, session_id))
 
 
 def export_root(source: PgBackend, root: str | os.PathLike[str], *, compression: Compression = "zstd",
                 session_ids: Sequence[str] | None = None) -> list[Moved | Skipped | Failed]:
     """Export every database session (or the named ones) into ``root``; one result per session."""
     target = JsonlBackend(root, compression)
-    ids = list(session_ids) if session_ids else [entry.id for entry in source.stored_sessions()]
-    return _each(ids, lambda session_id: export_session(source, target, session_id))
+    return _each(session_ids, source, lambda session_id: export_session(source, target, session_id))
 
 
-def _each(session_ids: Sequence[str], move: Callable[[str], Moved | Skipped]) -> list[Moved | Skipped | Failed]:
-    """``move`` every session; a failure is that session's result and the others still move."""
+def _each(session_ids: Sequence[str] | None, source: JsonlBackend | PgBackend,
+          move: Callable[[str], Moved | Skipped]) -> list[Moved | Skipped | Failed]:
+    """``move`` the named sessions (or every session of ``source``); a failure is that session's result and the
+    others still move."""
     results: list[Moved | Skipped | Failed] = []
-    for session_id in session_ids:
+    for session_id in session_ids or [entry.id for entry in source.stored_sessions()]:
         try:
             results.append(move(session_id))
         except Exception as exc:
