@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -70,15 +71,12 @@ NOTIFY_PAYLOAD_MAX: Final = 7999
 """PostgreSQL refuses a ``NOTIFY`` payload of 8000 bytes or more."""
 
 
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+"""What PostgreSQL ``text`` cannot hold: NUL, and a lone surrogate (which has no UTF-8)."""
+
+
 def storable(text: str) -> bool:
-    """Whether PostgreSQL ``text`` can hold ``text`` (no NUL, no lone surrogate)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return _UNSTORABLE.search(text) is None
 
 
 def _column_text(value: Any) -> str | None:

@@ -19,7 +19,7 @@ import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import accumulate, groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,11 @@ from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.errors import SessionExistsError, SessionNotFoundError, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, header_plaintext
+from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.jsonl.reading import read_stable
-from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, decode_frame, scan_frames
+from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 from dsh_todo.harness.persistence.postgres.backend import PgBackend, release
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps, loads
@@ -73,34 +73,26 @@ def _members(line: bytes) -> int:
 
 
 def _split(events: Sequence[Event], counts: Iterable[int]) -> list[list[Event]]:
-    out: list[list[Event]] = []
-    index = 0
-    for count in counts:
-        out.append(list(events[index:index + count]))
-        index += count
-    if index != len(events):
-        raise ValueError(f"storage records account for {index} events, the log has {len(events)}")
-    return out
+    bounds = [0, *accumulate(counts)]
+    if bounds[-1] != len(events):
+        raise ValueError(f"storage records account for {bounds[-1]} events, the log has {len(events)}")
+    return [list(events[start:stop]) for start, stop in pairwise(bounds)]
 
 
 def _raw_batches(lines: Sequence[bytes], events: Sequence[Event]) -> list[list[Event]]:
     """Batches for a raw log: one per run of lines, cut wherever a delta run could have spanned two lines."""
-    records = _split(events, map(_members, lines))
     batches: list[list[Event]] = []
-    for record in records:
+    for record in _split(events, map(_members, lines)):
         if batches and not (batches[-1][-1].get("type") == "assistant/chunk" == record[0].get("type")):
             batches[-1].extend(record)
         else:
-            batches.append(list(record))
+            batches.append(record)
     return batches
 
 
 def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], compression: Compression) -> bytes:
     """The bytes our JSONL writer produces for ``meta`` and these batches."""
-    header = header_plaintext(meta)
-    parts = [compress_frame(header) if compression == "zstd" else header]
-    parts += [encode_batch(batch, compression) for batch in batches]
-    return b"".join(parts)
+    return encode_header(meta, compression) + b"".join(encode_batch(batch, compression) for batch in batches)
 
 
 def source_batches(stored: StoredLog) -> tuple[list[list[Event]], bool]:
@@ -109,18 +101,13 @@ def source_batches(stored: StoredLog) -> tuple[list[list[Event]], bool]:
     buffer = read_stable(stored.path)
     compression = compression_of(stored.path)
     torn = stored.torn
-    recovered = len(torn.recovered) if torn is not None else 0
-    kept = stored.events[:len(stored.events) - recovered]
+    kept = stored.events[:len(stored.events) - (len(torn.recovered) if torn is not None else 0)]
     end = torn.truncate_to if torn is not None else len(buffer)
     if compression == "zstd":
-        counts = []
-        for start, stop in scan_frames(buffer[:end]).frames[1:]:
-            plaintext = decode_frame(buffer[start:stop])
-            counts.append(sum(_members(line) for line in plaintext.split(b"\n")[:-1]))
-        batches = _split(kept, counts)
+        frames = (decode_frame(buffer[start:stop]) for start, stop in scan_frames(buffer[:end]).frames[1:])
+        batches = _split(kept, [sum(map(_members, frame.split(b"\n")[:-1])) for frame in frames])
     else:
-        header_end = buffer.find(b"\n") + 1
-        lines = buffer[header_end:end].split(b"\n")[:-1]
+        lines = buffer[buffer.find(b"\n") + 1:end].split(b"\n")[:-1]
         batches = _raw_batches(lines, kept)
         if encode_log(stored.meta, batches, "none") != buffer[:end]:
             batches = _split(kept, map(_members, lines))  # one batch per line reproduces any packing
