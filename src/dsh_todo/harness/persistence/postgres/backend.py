@@ -273,9 +273,9 @@ class PgBackend:
         return self.query(f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
                           "ORDER BY seq", (session_id, after_seq), conn)
 
-    def read_from(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int = -1) -> list[Event]:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
-        return decode_rows(session_id, self.read_rows(session_id, after_seq, conn), after_seq + 1, self.location)
+        return decode_rows(session_id, self.read_rows(session_id, after_seq), after_seq + 1, self.location)
 
     def read_stored(self, session_id: str, conn: Conn | None = None) -> StoredLog:
         """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
@@ -427,9 +427,8 @@ class PgBackend:
     # -- following and closing ------------------------------------------------------------------------------
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
-        """``callback(events)`` with the events after ``after_seq``, now and whenever any process commits more
-        (``LISTEN``/``NOTIFY``, see :mod:`.feed`, whose one feed per backend starts here). Close the returned
-        subscription to stop."""
+        """``callback(events)`` with the events after ``after_seq``, now and whenever any process commits more,
+        through this backend's one :mod:`.feed` (started here, on first use)."""
         with self._lock:
             if self._feed is None:
                 self._feed = EventFeed(self)
@@ -468,9 +467,8 @@ def release(conn: Conn, tables: Tables, session_id: str, key: int) -> None:
 class PgWriter:
     """Appends to one session's log on its own connection, which holds the session's advisory lock.
 
-    ``cursor`` is the next seq the log expects. Each :meth:`append` (or :meth:`append_batches`) is one transaction
-    that inserts the rows, advances ``next_seq`` (guarded by its old value) and sends ``NOTIFY dsh_todo_events,
-    '<session id>:<last seq>'``, which PostgreSQL delivers only if and when the transaction commits.
+    ``cursor`` is the next seq the log expects. Each :meth:`append` (or :meth:`append_batches`) is one transaction:
+    the rows, ``next_seq`` advanced if it still holds its old value, and the ``NOTIFY`` (decision 0003).
 
     If the connection breaks, the lock went with it: the next append opens a new connection, takes the lock again
     (or fails with :class:`SessionLockedError` if another writer got in first) and reconciles: a batch whose commit
