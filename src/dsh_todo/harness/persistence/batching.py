@@ -1,38 +1,28 @@
 """Write-behind: live appends are queued at once and made durable in batches, off the caller's path.
 
-``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event: a seq check and
-a ``deque.append``, with no lock unless the event is the first of a window. (A lock per event cost more than the
-append itself: while the writer thread encodes a batch it holds the GIL, and a caller blocked on the condition's
-lock then waits a whole switch interval for it.) The first event queued for an idle session opens a fixed window
-(``writeBatchMaxDelayMs``, 200 ms by default); when it closes, everything queued is written as one batch, which is
-one fsync and, under zstd, one frame.
-:meth:`WriteBehind.flush` skips the wait.
+``Session.append`` is on the agent's hot path, so the persistence listener only queues the event: a seq check and a
+``deque.append``, with no lock unless it opens a window (a lock per event cost more than the append: decision 0009).
+The first event queued for an idle session opens a window (``writeBatchMaxDelayMs``, 200 ms by default); when it
+closes, everything queued is written as one batch: one fsync and, under zstd, one frame. :meth:`WriteBehind.flush`
+skips the wait. The windows are kept by one thread per backend, not an asyncio timer, because sessions are appended
+to from synchronous code too and a batch must be written with no loop running. Each session's batches are written
+under its own I/O lock, taken *before* the queue is emptied, so a flush and a timed write never reorder two batches.
 
-The window is kept by one background thread per backend rather than by an asyncio timer, because sessions are appended
-to from synchronous code as well as from event loops (the CLI, tests, the MCP server's worker threads), and a batch
-must be written even when no loop is running. The thread spends its time in ``write``/``fsync``, which release the
-GIL. Each session's batches are written under its own I/O lock, taken *before* the queue is emptied, so a flush
-from the caller and a timed write from the thread can never reorder two batches.
+A batch that fails to write (disk full) goes back to the head of its queue and is retried after a pause (a failed
+append is cut back before its error surfaces, so the log stays consistent). A failure is said once per *episode*
+(from a session's first failed write to its next successful one), on one line, and its end once more: a disk full for
+an hour is two lines, not a traceback a second. A flush that fails raises :class:`SessionWriteError` to its caller,
+whose ``repeat`` says whether the episode was said already; the writer thread says it only once it outlasted a retry,
+so a failure a flush's caller is about to report is one line, the caller's. Tracebacks only at ``DEBUG``.
 
-A batch that fails to write (disk full, say) goes back to the head of its queue and is retried after a pause; the
-log stays consistent because a failed append is cut back before the error surfaces. A failure is said once per
-*episode* (from the first failed write of a session to its next successful one), on one line, and its end once
-more: a disk that stays full for an hour is two lines, not one traceback a second. A flush that fails raises
-:class:`SessionWriteError` to its caller, who says it; its ``repeat`` tells whether the episode was said already (a
-close at exit then stays quiet about what its caller has just reported). The writer thread says it only once it has
-outlasted a retry, so a failure a flush's caller is about to report (a turn's end flushed by its front door) is one
-line, the caller's. Tracebacks only at ``DEBUG`` (``dsh-todo --debug``).
+A batch that cannot be encoded (:data:`UNENCODABLE`: the append refuses such values in its caller's thread, so only
+a defect gets here) is not retried, since no retry can succeed: the log is *broken*. It is said once, that batch and
+everything queued after it are dropped (written after it, they would leave a hole), and every later flush raises, so
+the session's front door fails instead of answering as if its calls were durable.
 
-A batch the writer cannot encode (``TypeError``/``ValueError``/``RecursionError``: a value JSON cannot carry, which
-the append refuses in its caller's thread, so only a defect gets here) is not retried, since no retry can succeed:
-the session's log is *broken*. It is said once (the thread's one warning, or the flush that met it), the batch and
-everything queued after it are dropped (written after it, they would leave a hole in the log), and every later
-flush raises :class:`SessionWriteError` (as said already) so the session's front door fails instead of answering
-as if its calls were durable.
-
-Durability listeners (:meth:`WriteBehind.on_written`) hear about every batch once it is fsynced, with where it
-landed; they run on whichever thread wrote it, still under the session's I/O lock, so they see one session's
-batches in order. The projection checkpoint plugin uses this to write a checkpoint only for events already durable.
+Durability listeners (:meth:`WriteBehind.on_written`) hear of every batch once it is fsynced, with where it landed,
+on the thread that wrote it and under the session's I/O lock, so they see one session's batches in order (the
+checkpoint plugin checkpoints only durable events this way).
 """
 
 from __future__ import annotations
