@@ -92,7 +92,7 @@ class MemoryBackend:
         with self._lock:
             entry = self._logs.get(session_id)
             if entry is None:
-                raise _not_found(session_id)
+                raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
             header = entry.header
         return StoredLog(self.location, decode_header(loads(header)), self.events_after(session_id, -1))
 
@@ -128,8 +128,8 @@ class MemoryBackend:
     def resume(self, session_id: str) -> tuple[LoadedLog, MemoryWriter]:
         """Take the writer lock and append the closers of an interrupted turn (the one recovery a batch-atomic
         store can need). A second resume finds nothing to do."""
-        if session_id not in self._logs:
-            raise _not_found(session_id)  # before the writer lock, as a file's resume
+        if session_id not in self._logs:  # refused before the writer lock is looked at, as a file's resume
+            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
 
         def recover(events: list[Event]) -> list[Event]:
             refuse_unknown_types(session_id, events, self.location)
@@ -145,8 +145,6 @@ class MemoryBackend:
         return self._lock_session(meta["id"], {"version": 0, **meta})
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> MemoryWriter:
-        """A writer for a live session whose log exists; its stored events must be the session's first."""
-
         def same_start(stored: list[Event]) -> list[Event]:
             if len(stored) > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored, events, strict=False)):
                 raise _exists(session_id)
@@ -197,17 +195,15 @@ class MemoryBackend:
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint's rows and the stored events from its earliest row's next seq on."""
         entry = self._logs.get(session_id)
-        kept = entry.checkpoint if entry is not None else None
-        if kept is None:
+        if entry is None or entry.checkpoint is None:
             return None
-        rows: Rows = loads(kept[1])
+        rows: Rows = loads(entry.checkpoint[1])
         seqs: list[Any] = [row.get("seq") for row in rows.values()]
         if not rows or not all(type(seq) is int for seq in seqs):
             return None
-        base = min(seqs) + 1
-        tail = self.events_after(session_id, base - 1)
+        tail = self.events_after(session_id, min(seqs))
         refuse_unknown_types(session_id, tail, self.location)
-        return Checkpointed(rows, tail, base)
+        return Checkpointed(rows, tail, min(seqs) + 1)
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> _Follow:
         """``callback(events)`` with what is stored after ``after_seq`` now (on this thread, raising a refusal),
@@ -242,7 +238,7 @@ class MemoryWriter:
         if not events:
             return
         if not self.open:  # said before the seqs are checked, as by the file writer
-            raise _closed(self.session_id)
+            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
         for index, event in enumerate(events):
             if event.get("seq") != self.cursor + index:
                 raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
@@ -251,7 +247,7 @@ class MemoryWriter:
         backend = self.backend
         with backend._lock:
             if backend._writers.get(self.session_id) is not self:
-                raise _closed(self.session_id)
+                raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
             if self.meta is not None:  # a new session's log appears with its first batch
                 backend._logs[self.session_id] = _Log(dumps(header_line(self.meta)))
             backend._logs[self.session_id].events += texts
@@ -310,17 +306,9 @@ class _Follow:
                 follows.remove(self)
 
 
-def _not_found(session_id: str) -> SessionNotFoundError:
-    return SessionNotFoundError(f'session "{session_id}" has no stored log in {LOCATION}')
-
-
 def _exists(session_id: str) -> SessionExistsError:
     return SessionExistsError(f'session "{session_id}" already has a log in {LOCATION}; '
                               "load it to go on with it, or pick another id")
-
-
-def _closed(session_id: str) -> RuntimeError:
-    return RuntimeError(f'the writer of session "{session_id}" is closed')
 
 
 # -- the plugin ---------------------------------------------------------------------------------------------------
