@@ -72,11 +72,9 @@ class SessionQueue:
         self.error: BaseException | None = None
         """Why the last write failed; ``None`` once one succeeds (the episode is over)."""
         self.said = False
-        """Whether the current episode of failed writes was said (warned by the writer thread, or raised to a
-        flush's caller)."""
+        """Whether this episode was said (the writer thread's warning, or raised to a flush's caller)."""
         self.broken: str | None = None
-        """Why the log takes no more events (a batch that could not be encoded): said once, then raised by every
-        flush; ``None`` while it is healthy."""
+        """Why the log takes no more events (a batch that could not be encoded); said once, then raised by flushes."""
 
 
 class WriteBehind:
@@ -111,8 +109,7 @@ class WriteBehind:
                 raise RuntimeError("session writer is closed")
             if writer.session_id in self._queues:
                 raise ValueError(f'session "{writer.session_id}" already has a queue')
-            queue = SessionQueue(writer)
-            self._queues[writer.session_id] = queue
+            queue = self._queues[writer.session_id] = SessionQueue(writer)
             return queue
 
     def announce(self, session_id: str) -> None:
@@ -172,13 +169,10 @@ class WriteBehind:
     def flush(self, session_id: str | None = None) -> None:
         """Write what is queued now (for one session, or all), without waiting for the window."""
         with self._cond:
-            if session_id is None:
-                queues = list(self._queues.values())
-            else:
-                queue = self._queues.get(session_id)
-                queues = [queue] if queue is not None else []
+            queues = list(self._queues.values()) if session_id is None else [self._queues.get(session_id)]
         for queue in queues:
-            self._write(queue, background=False)
+            if queue is not None:
+                self._write(queue, background=False)
 
     def release(self, session_id: str) -> None:
         """Flush one session, stop queueing for it and release its writer lock."""
@@ -209,13 +203,11 @@ class WriteBehind:
             for session_id in session_ids:
                 try:
                     self.release(session_id)
-                except SessionWriteError as exc:
-                    if exc.repeat:  # its caller was told and says it: the lost events are no news
+                except BaseException as exc:
+                    if isinstance(exc, SessionWriteError) and exc.repeat:  # its caller says it: the loss is no news
                         log.debug("%s", exc, exc_info=True)
                     else:
                         errors.append(exc)
-                except BaseException as exc:
-                    errors.append(exc)
         finally:
             atexit.unregister(self.close)  # failed or not, there is nothing left to retry at exit
         if errors:
@@ -270,9 +262,18 @@ class WriteBehind:
                     return
                 try:
                     queue.writer.append(batch)
-                except UNENCODABLE as exc:
-                    self._break(queue, batch, exc, background=background)
-                    return
+                except UNENCODABLE as exc:  # no retry can succeed: drop it and all after it, say so once
+                    with self._cond:
+                        queue.pending.clear()
+                        queue.cuts.clear()
+                        queue.armed = False
+                        queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: '
+                                        f"{len(batch)} events could not be encoded: {exc}")
+                    queue.error, queue.said = exc, True
+                    if background:
+                        log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
+                        return
+                    raise SessionWriteError(queue.broken) from exc
                 except Exception as exc:
                     with self._cond:
                         queue.pending.extendleft(reversed(batch))
@@ -297,22 +298,6 @@ class WriteBehind:
                 self._notify(queue)
                 if not (background and more):  # a flush took everything queued when it was called: done
                     return
-
-    def _break(self, queue: SessionQueue, batch: list[Mapping[str, Any]], exc: BaseException, *,
-               background: bool) -> None:
-        """``batch`` could not be encoded: drop it and everything queued after it, and say so once (a warning from
-        the writer thread, or the :class:`SessionWriteError` raised to the flush that met it)."""
-        with self._cond:
-            queue.pending.clear()
-            queue.cuts.clear()
-            queue.armed = False
-            queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: {len(batch)} events '
-                            f"could not be encoded: {exc}")
-        queue.error, queue.said = exc, True
-        if background:
-            log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
-            return
-        raise SessionWriteError(queue.broken) from exc
 
     def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:
         """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all
