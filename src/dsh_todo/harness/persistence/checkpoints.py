@@ -109,9 +109,8 @@ class ProjectionCache:
                 self._pending[session.id] = due
                 durable = None
         if durable is None:
-            # A batch boundary right after the turn/end, written by the writer thread: the checkpoint's record
-            # (its line, or its zstd frame) then holds at most this turn, which bounds what a cold reader decodes.
-            # At most one per batch window: turns ending faster than that (a replay, a benchmark) batch as usual.
+            # A batch boundary right after the turn/end (at most one per window): the checkpoint's record holds
+            # at most this turn, which bounds what a cold reader decodes.
             now = time.monotonic()
             if now - self._cut_at.get(session.id, -math.inf) >= self.persistence.batch_delay:
                 self._cut_at[session.id] = now

@@ -101,14 +101,12 @@ class MemoryBackend:
         refuse_unknown_types(session_id, stored.events, self.location)
         return stored
 
-    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
-             expand: bool = False, where: Any = None, listed: bool = False) -> Scan:
+    def scan(self, session_id: str, observe: Observer | None = None, **spare: Any) -> Scan:
+        """The log read whole: the options that let a backend spare work have nothing to spare here."""
         return scan_whole(self, session_id, observe)
 
-    def scan_checkpointed(self, session_id: str, start: Start, *, where: Any = None,
-                          listed: bool = False) -> Scan | None:
-        """Nothing to spare: the log is in memory, so a reader folds it whole."""
-        return None
+    def scan_checkpointed(self, session_id: str, start: Start, **spare: Any) -> None:
+        """Nothing to spare either: a reader folds the whole log."""
 
     def written(self) -> dict[str, int]:
         """The ``time`` of each session's last event."""

@@ -24,7 +24,6 @@ from dsh_todo.harness.persistence.contract import (
     Subscription,
     WrittenListener,
 )
-from dsh_todo.harness.persistence.header import session_header_fields
 from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -68,7 +67,8 @@ class PersistenceService:
             return live
         self._require_open()
         loaded, writer = self.backend.resume(session_id)
-        session = Session(session_id, header=session_header_fields(loaded.meta))
+        header = {key: value for key, value in loaded.meta.items() if key not in ("version", "id", "type")}
+        session = Session(session_id, header=header)
         try:
             session.restore(loaded.events)
             self._writes.open(writer)
