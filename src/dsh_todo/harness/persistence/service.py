@@ -41,6 +41,7 @@ class PersistenceService:
         self.backend = backend
         self.closed = False
         self._writes = WriteBehind(batch_delay_ms)
+        self.batch_delay = self._writes.delay
         self._live: dict[str, Session] = {}
         self._unsettled: weakref.WeakSet[Session] = weakref.WeakSet()
         """Sessions attached since the last flush: one a later ``on_open`` hook refused never went live, so no close
@@ -49,10 +50,6 @@ class PersistenceService:
         weakly: a process that never flushes keeps no session alive here. (A hook that flushes while a session is
         being opened settles it early: were a later hook to refuse it, its lock would wait for the dispose.)"""
         self._resuming: set[str] = set()
-
-    @property
-    def batch_delay(self) -> float:
-        return self._writes.delay
 
     # -- reading and loading --------------------------------------------------------------------------------
 
