@@ -11,14 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness.errors import (
-    CorruptSessionLogError,
-    SessionExistsError,
-    SessionFormatUnsupportedError,
-    SessionIdError,
-    SessionLockedError,
-    SessionLogError,
-    SessionNotFoundError,
-    SessionWriteError,
+    CorruptSessionLogError as CorruptSessionLogError,
+)
+from dsh_todo.harness.errors import (
+    SessionExistsError as SessionExistsError,
+)
+from dsh_todo.harness.errors import (
+    SessionFormatUnsupportedError as SessionFormatUnsupportedError,
+)
+from dsh_todo.harness.errors import (
+    SessionIdError as SessionIdError,
+)
+from dsh_todo.harness.errors import (
+    SessionLockedError as SessionLockedError,
+)
+from dsh_todo.harness.errors import (
+    SessionLogError as SessionLogError,
+)
+from dsh_todo.harness.errors import (
+    SessionNotFoundError as SessionNotFoundError,
+)
+from dsh_todo.harness.errors import (
+    SessionWriteError as SessionWriteError,
 )
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.jscompat import js_text
@@ -36,9 +50,3 @@ def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], l
                 f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
                 "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
                 f"written by a newer harness (raw log: {location})", location)
-
-
-__all__ = [
-    "CorruptSessionLogError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
-    "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "refuse_unknown_types",
-]
