@@ -2,10 +2,9 @@
 DSH's JSONL logs on disk (:mod:`.jsonl`, raw or zstd, with DSH's crash recovery, SPEC §5.5), PostgreSQL
 (:mod:`.postgres`) and an in-memory store for tests (:mod:`.memory`).
 
-Shared by every backend: the contract's value types and protocols, the errors a read or a write can raise, the
-header rules (:mod:`.header`), the recovery rule (:mod:`.repair`), write-behind batching (:mod:`.batching`), the
-service and projection checkpoints (:mod:`.checkpoints`, a plugin of its own). Exported here: the contract and the
-errors, which is what a front door needs; a backend is imported from its own folder.
+Beside them, shared by every backend: :mod:`.header`, :mod:`.repair`, :mod:`.batching`, :mod:`.checkpoints` (a
+plugin of its own). Exported here: the contract and the errors, what a front door needs; a backend is imported from
+its own folder.
 """
 
 from dsh_todo.harness.persistence.contract import (

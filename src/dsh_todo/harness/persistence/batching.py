@@ -1,38 +1,28 @@
 """Write-behind: live appends are queued at once and made durable in batches, off the caller's path.
 
-``Session.append`` runs on the agent's hot path, so the persistence listener only queues the event: a seq check and
-a ``deque.append``, with no lock unless the event is the first of a window. (A lock per event cost more than the
-append itself: while the writer thread encodes a batch it holds the GIL, and a caller blocked on the condition's
-lock then waits a whole switch interval for it.) The first event queued for an idle session opens a fixed window
-(``writeBatchMaxDelayMs``, 200 ms by default); when it closes, everything queued is written as one batch, which is
-one fsync and, under zstd, one frame.
-:meth:`WriteBehind.flush` skips the wait.
+``Session.append`` is on the agent's hot path, so the persistence listener only queues the event: a seq check and a
+``deque.append``, with no lock unless it opens a window (a lock per event cost more than the append: decision 0009).
+The first event queued for an idle session opens a window (``writeBatchMaxDelayMs``, 200 ms by default); when it
+closes, everything queued is written as one batch: one fsync and, under zstd, one frame. :meth:`WriteBehind.flush`
+skips the wait. The windows are kept by one thread per backend, not an asyncio timer, because sessions are appended
+to from synchronous code too and a batch must be written with no loop running. Each session's batches are written
+under its own I/O lock, taken *before* the queue is emptied, so a flush and a timed write never reorder two batches.
 
-The window is kept by one background thread per backend rather than by an asyncio timer, because sessions are appended
-to from synchronous code as well as from event loops (the CLI, tests, the MCP server's worker threads), and a batch
-must be written even when no loop is running. The thread spends its time in ``write``/``fsync``, which release the
-GIL. Each session's batches are written under its own I/O lock, taken *before* the queue is emptied, so a flush
-from the caller and a timed write from the thread can never reorder two batches.
+A batch that fails to write (disk full) goes back to the head of its queue and is retried after a pause (a failed
+append is cut back before its error surfaces, so the log stays consistent). A failure is said once per *episode*
+(from a session's first failed write to its next successful one), on one line, and its end once more: a disk full for
+an hour is two lines, not a traceback a second. A flush that fails raises :class:`SessionWriteError` to its caller,
+whose ``repeat`` says whether the episode was said already; the writer thread says it only once it outlasted a retry,
+so a failure a flush's caller is about to report is one line, the caller's. Tracebacks only at ``DEBUG``.
 
-A batch that fails to write (disk full, say) goes back to the head of its queue and is retried after a pause; the
-log stays consistent because a failed append is cut back before the error surfaces. A failure is said once per
-*episode* (from the first failed write of a session to its next successful one), on one line, and its end once
-more: a disk that stays full for an hour is two lines, not one traceback a second. A flush that fails raises
-:class:`SessionWriteError` to its caller, who says it; its ``repeat`` tells whether the episode was said already (a
-close at exit then stays quiet about what its caller has just reported). The writer thread says it only once it has
-outlasted a retry, so a failure a flush's caller is about to report (a turn's end flushed by its front door) is one
-line, the caller's. Tracebacks only at ``DEBUG`` (``dsh-todo --debug``).
+A batch that cannot be encoded (:data:`UNENCODABLE`: the append refuses such values in its caller's thread, so only
+a defect gets here) is not retried, since no retry can succeed: the log is *broken*. It is said once, that batch and
+everything queued after it are dropped (written after it, they would leave a hole), and every later flush raises, so
+the session's front door fails instead of answering as if its calls were durable.
 
-A batch the writer cannot encode (``TypeError``/``ValueError``/``RecursionError``: a value JSON cannot carry, which
-the append refuses in its caller's thread, so only a defect gets here) is not retried, since no retry can succeed:
-the session's log is *broken*. It is said once (the thread's one warning, or the flush that met it), the batch and
-everything queued after it are dropped (written after it, they would leave a hole in the log), and every later
-flush raises :class:`SessionWriteError` (as said already) so the session's front door fails instead of answering
-as if its calls were durable.
-
-Durability listeners (:meth:`WriteBehind.on_written`) hear about every batch once it is fsynced, with where it
-landed; they run on whichever thread wrote it, still under the session's I/O lock, so they see one session's
-batches in order. The projection checkpoint plugin uses this to write a checkpoint only for events already durable.
+Durability listeners (:meth:`WriteBehind.on_written`) hear of every batch once it is fsynced, with where it landed,
+on the thread that wrote it and under the session's I/O lock, so they see one session's batches in order (the
+checkpoint plugin checkpoints only durable events this way).
 """
 
 from __future__ import annotations
@@ -82,11 +72,9 @@ class SessionQueue:
         self.error: BaseException | None = None
         """Why the last write failed; ``None`` once one succeeds (the episode is over)."""
         self.said = False
-        """Whether the current episode of failed writes was said (warned by the writer thread, or raised to a
-        flush's caller)."""
+        """Whether this episode was said (the writer thread's warning, or raised to a flush's caller)."""
         self.broken: str | None = None
-        """Why the log takes no more events (a batch that could not be encoded): said once, then raised by every
-        flush; ``None`` while it is healthy."""
+        """Why the log takes no more events (a batch that could not be encoded); said once, then raised by flushes."""
 
 
 class WriteBehind:
@@ -121,8 +109,7 @@ class WriteBehind:
                 raise RuntimeError("session writer is closed")
             if writer.session_id in self._queues:
                 raise ValueError(f'session "{writer.session_id}" already has a queue')
-            queue = SessionQueue(writer)
-            self._queues[writer.session_id] = queue
+            queue = self._queues[writer.session_id] = SessionQueue(writer)
             return queue
 
     def announce(self, session_id: str) -> None:
@@ -182,13 +169,10 @@ class WriteBehind:
     def flush(self, session_id: str | None = None) -> None:
         """Write what is queued now (for one session, or all), without waiting for the window."""
         with self._cond:
-            if session_id is None:
-                queues = list(self._queues.values())
-            else:
-                queue = self._queues.get(session_id)
-                queues = [queue] if queue is not None else []
+            queues = list(self._queues.values()) if session_id is None else [self._queues.get(session_id)]
         for queue in queues:
-            self._write(queue, background=False)
+            if queue is not None:
+                self._write(queue, background=False)
 
     def release(self, session_id: str) -> None:
         """Flush one session, stop queueing for it and release its writer lock."""
@@ -219,13 +203,11 @@ class WriteBehind:
             for session_id in session_ids:
                 try:
                     self.release(session_id)
-                except SessionWriteError as exc:
-                    if exc.repeat:  # its caller was told and says it: the lost events are no news
+                except BaseException as exc:
+                    if isinstance(exc, SessionWriteError) and exc.repeat:  # its caller says it: the loss is no news
                         log.debug("%s", exc, exc_info=True)
                     else:
                         errors.append(exc)
-                except BaseException as exc:
-                    errors.append(exc)
         finally:
             atexit.unregister(self.close)  # failed or not, there is nothing left to retry at exit
         if errors:
@@ -280,9 +262,18 @@ class WriteBehind:
                     return
                 try:
                     queue.writer.append(batch)
-                except UNENCODABLE as exc:
-                    self._break(queue, batch, exc, background=background)
-                    return
+                except UNENCODABLE as exc:  # no retry can succeed: drop it and all after it, say so once
+                    with self._cond:
+                        queue.pending.clear()
+                        queue.cuts.clear()
+                        queue.armed = False
+                        queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: '
+                                        f"{len(batch)} events could not be encoded: {exc}")
+                    queue.error, queue.said = exc, True
+                    if background:
+                        log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
+                        return
+                    raise SessionWriteError(queue.broken) from exc
                 except Exception as exc:
                     with self._cond:
                         queue.pending.extendleft(reversed(batch))
@@ -307,22 +298,6 @@ class WriteBehind:
                 self._notify(queue)
                 if not (background and more):  # a flush took everything queued when it was called: done
                     return
-
-    def _break(self, queue: SessionQueue, batch: list[Mapping[str, Any]], exc: BaseException, *,
-               background: bool) -> None:
-        """``batch`` could not be encoded: drop it and everything queued after it, and say so once (a warning from
-        the writer thread, or the :class:`SessionWriteError` raised to the flush that met it)."""
-        with self._cond:
-            queue.pending.clear()
-            queue.cuts.clear()
-            queue.armed = False
-            queue.broken = (f'session "{queue.writer.session_id}" cannot be written any more: {len(batch)} events '
-                            f"could not be encoded: {exc}")
-        queue.error, queue.said = exc, True
-        if background:
-            log.warning("%s", queue.broken, exc_info=log.isEnabledFor(logging.DEBUG))
-            return
-        raise SessionWriteError(queue.broken) from exc
 
     def _take(self, queue: SessionQueue, *, whole: bool = False) -> tuple[list[Mapping[str, Any]], bool]:
         """The next batch to write (under ``_cond``): the pending events up to the first cut inside them, or all

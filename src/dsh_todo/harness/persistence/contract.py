@@ -1,20 +1,11 @@
 """The persistence contract: what a log backend provides, and what the ``session_persistence`` service promises.
 
-There is one service (:class:`~dsh_todo.harness.persistence.service.PersistenceService`) and several backends: DSH's
-JSONL files (raw or zstd, :class:`~dsh_todo.harness.persistence.jsonl.backend.JsonlBackend`) and PostgreSQL
-(:class:`~dsh_todo.harness.persistence.postgres.backend.PgBackend`). Everything a session's life needs that is not about
-bytes (write-behind batching, adopting a loaded session, resuming like DSH, projection checkpoints at ``turn/end``)
-lives once, in the service and the checkpoint plugin; a backend only reads committed events, appends durable
-batches, holds the one-writer lock, lists sessions and stores a checkpoint. The value types below are shared by
-every backend, so a reader never needs to know which one it holds.
-
-Levels of reading, the same on every backend (they mirror DSH's backend and coordinator):
-
-- ``read_stored``: header, the contiguous good prefix of events, and the torn tail a crash left (if any). Refuses
-  corruption, repairs nothing, takes no lock.
-- ``read``: the same, and refuses an event type this harness does not know and that is not ``ignorable``.
-- ``resume``: takes the writer lock and commits recovery (cut a torn tail, append the closers of an interrupted
-  turn). A second resume finds nothing to do.
+One service (:class:`~dsh_todo.harness.persistence.service.PersistenceService`), several backends (DSH's JSONL files,
+PostgreSQL, memory): everything a session's life needs that is not about bytes (write-behind, adopting a loaded
+session, resuming like DSH, checkpoints at ``turn/end``) lives once, in the service and the checkpoint plugin; a
+backend only reads committed events, appends durable batches, holds the one-writer lock, lists sessions and stores a
+checkpoint (decision 0004). The value types below are every backend's, so a reader never needs to know which it
+holds; the levels of reading (``read_stored``, ``read``, ``resume``) mirror DSH's backend and coordinator.
 """
 
 from __future__ import annotations
@@ -43,12 +34,9 @@ when the rows are of no use to the caller."""
 
 @dataclass(frozen=True, slots=True)
 class TornTail:
-    """Where a crash tail starts (``truncate_to``, a byte offset in the file) and the events still recovered from it.
-
-    ``recovered`` is non-empty only for zstd: complete lines decoded from the whole blocks of an incomplete final
-    frame. They are part of the good prefix but must be written again, because their frame is cut away. A database
-    never has a torn tail: a batch is one transaction.
-    """
+    """Where a crash tail starts (``truncate_to``, a byte offset in the file) and the events still recovered from it:
+    under zstd, complete lines the whole blocks of an incomplete final frame still decode, part of the good prefix but
+    written again, as their frame is cut away. A database never has a torn tail (a batch is one transaction)."""
 
     truncate_to: int
     recovered: list[Event] = field(default_factory=list)
@@ -58,10 +46,9 @@ class TornTail:
 class StoredLog:
     """A log as read: header metadata, the contiguous events (packed rows expanded) and its torn tail, if any.
 
-    ``location`` names where it is for people (a file path, or a database and schema); ``path`` is the file for a
-    JSONL log and ``None`` otherwise. ``last_record`` is the byte offset where the record holding the last event
-    starts (JSONL only; ``None`` for an empty log or a zstd log with a torn last frame). ``batches`` is, for a
-    database log, the write batch of each event (the first seq of the batch it was committed in).
+    ``location`` is where it is for people (a path, or a database and schema); ``path`` the file of a JSONL log.
+    ``last_record`` is where the record holding the last event starts (JSONL; ``None`` for an empty log or a torn
+    last zstd frame); ``batches``, for a database log, the first seq of the batch each event was committed in.
     """
 
     location: str
@@ -97,13 +84,10 @@ class LoadedLog:
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """One read of a stored log as a reader of it needs it: the header, how many events are stored, the events
-    themselves when kept, and what crash recovery would do in memory now.
-
-    ``closers`` are the interrupted-turn closers recovery would append (none while a writer is ``live``: its turn is
-    running, not interrupted); ``torn_at`` is where a crash tail starts (a file's byte offset), ``cut_frame_events``
-    how many of the stored events came out of an incomplete final zstd frame.
-    """
+    """One read of a stored log as its reader needs it: the header, how many events are stored, the events when
+    kept, and what recovery would do in memory now: the ``closers`` of an interrupted turn (none while a writer is
+    ``live``: its turn is running), where a crash tail starts (``torn_at``, a byte offset) and how many stored events
+    came out of an incomplete final zstd frame (``cut_frame_events``)."""
 
     meta: Meta
     count: int
@@ -116,11 +100,9 @@ class Scan:
 
 @dataclass(frozen=True, slots=True)
 class StoredSession:
-    """One entry of a backend's ``list()``: read from the header alone, so listing never parses whole logs.
-
-    ``meta`` is ``None`` when the header cannot be read; ``problem`` refuses the session before any read (it is
-    stored in a way no reader may interpret, e.g. one id in two places), without hiding the others.
-    """
+    """One stored session, from its header alone (listing never parses whole logs): ``meta`` is ``None`` when the
+    header cannot be read; ``problem`` refuses the session before any read (stored in a way no reader may interpret,
+    e.g. one id in two places) without hiding the others."""
 
     id: str
     cwd: str | None
@@ -132,12 +114,11 @@ class StoredSession:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Where one durable batch landed: the seqs it holds and, in a file, its byte range.
+    """Where one durable batch landed: the seqs it holds and, in a file, its byte range (0 in a database).
 
-    ``start`` is where the batch's first record begins (a line start, or a zstd frame start); ``last_record``
-    is where the record holding ``last_seq`` begins: its own line in a raw log, the batch's frame under zstd. Both
-    are places a reader can start decoding from, which is what a file's projection checkpoint needs. A database
-    batch has no byte range (all three are 0).
+    ``start`` is where its first record begins (a line, or a zstd frame); ``last_record`` where the record holding
+    ``last_seq`` begins (its line, or the batch's frame): both places a reader can start decoding from, which is what
+    a file's projection checkpoint needs.
     """
 
     first_seq: int
@@ -194,8 +175,7 @@ Callback = Callable[[Sequence[Event]], object]
 
 
 class LogReader(Protocol):
-    """Where logs are kept, as a reader sees it: finding, listing and reading them, never writing (a process that
-    only reads needs nothing else, and imports nothing else: decision 0014)."""
+    """Where logs are kept, as a reader sees it: finding, listing and reading, never writing (decision 0014)."""
 
     location: str
     """Where the sessions are, for people: a root directory, or a database and schema (never a password)."""
@@ -222,31 +202,28 @@ class LogReader(Protocol):
     def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
              expand: bool = False, where: Path | None = None, listed: bool = False) -> Scan:
         """One exact pass over the stored log, refused as :meth:`read` refuses it, handing each run of events to
-        ``observe`` and keeping them only with ``keep``. A backend may spare the observer work the caller does not
-        need: with ``plan_only`` it may hand over only the events a plan fold looks at from runs it proved clean in
-        bulk; without ``expand`` a packed chunk row may stand as its last member. ``where`` is the log's
-        :attr:`StoredSession.path` when the caller already has it; ``listed`` says the caller has just listed every
-        session and found this id once, so it need not be looked for again. Errors that are not about the log (a
+        ``observe`` (kept only with ``keep``). A backend may spare the observer what the caller does not need: with
+        ``plan_only`` only the events a plan fold looks at from runs proved clean in bulk; without ``expand`` a packed
+        chunk row standing as its last member. ``where`` is the log's :attr:`StoredSession.path` when the caller has
+        it; ``listed``: the caller has just listed every session and found this id once. Errors not about the log (a
         database going away) are raised as :class:`~dsh_todo.harness.errors.DshTodoError`."""
 
     def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
                           listed: bool = False) -> Scan | None:
-        """The read of :meth:`scan` started from the stored projection checkpoint, when the backend can prove the
-        events before it unchanged: ``start(rows, position)`` gives the observer of the events after it, which are
-        read exactly (never kept). ``None`` whenever anything is off (no checkpoint, no proof, a tail a full pass
-        must judge): the caller then scans the whole log, so the answer is the full pass's either way."""
+        """:meth:`scan` from the stored projection checkpoint, when the backend can prove the events before it
+        unchanged: ``start(rows, position)`` gives the observer of the exactly read events after it (never kept).
+        ``None`` whenever anything is off: the caller then scans the whole log, so the answer is the full pass's."""
 
     def written(self) -> dict[str, int]:
-        """When each stored session was last written, as a number that orders the sessions of this backend (a
-        file's modification time, an event's time); sessions it cannot tell are left out."""
+        """When each stored session was last written, as a number ordering this backend's sessions (a file's
+        modification time, an event's time); sessions it cannot tell are left out."""
 
     def close(self) -> None:
         """Let go of connections and other resources."""
 
 
 class LogBackend(LogReader, Protocol):
-    """Where logs are kept, read and written. One writer per session across processes (and machines, for a
-    database)."""
+    """Where logs are kept, read and written; one writer per session across processes (and machines)."""
 
     def resume(self, session_id: str) -> tuple[LoadedLog, LogWriter]:
         """Take the writer lock, commit recovery, and return the recovered log with a writer positioned after it."""
@@ -260,8 +237,8 @@ class LogBackend(LogReader, Protocol):
 
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:
-        """Store ``rows`` (as of event ``seq``, held by the durable ``batch``) as the session's checkpoint. Never
-        called for an event that is not durable, so a checkpoint never leads its log."""
+        """Store ``rows`` (as of event ``seq``, held by the durable ``batch``): never called for an event that is
+        not durable, so a checkpoint never leads its log."""
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The session's checkpoint and the stored events after it, or ``None`` when there is none that belongs
@@ -269,10 +246,8 @@ class LogBackend(LogReader, Protocol):
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``: those stored now, then whatever any process
-        commits, each run once, in seq order, never concurrently. The cost of a change is what it added (a
-        database reads ``seq > n``; a file is read from where the last read stopped), and a log the reader refuses
-        is refused with the reader's words. A session not stored yet is followed from its first batch."""
-
+        commits, each run once, in seq order, never concurrently, at the cost of what a change added. A log the
+        reader refuses is refused with its words; a session not stored yet is followed from its first batch."""
 
 
 def scan_whole(backend: LogBackend, session_id: str, observe: Observer | None) -> Scan:
@@ -292,8 +267,7 @@ WrittenListener = Callable[[str, Batch], object]
 
 
 class SessionPersistence(Protocol):
-    """The ``session_persistence`` service (``ctx.session_persistence``): every live session persisted, stored ones
-    loaded back, whatever the backend."""
+    """``ctx.session_persistence``: every live session persisted, stored ones loaded back, whatever the backend."""
 
     @property
     def backend(self) -> LogBackend: ...

@@ -24,8 +24,7 @@ _BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "origin")
 _RETIRED_KEYS: Final = ("sandboxMode", "approvalPolicy")
 
 Meta = dict[str, Any]
-"""Decoded header metadata: ``version, id, createdAt, cwd?, parentSession?, seedLength?, origin?,
-delegationDepth, agentPreset?`` (the header line without its ``type`` tag)."""
+"""Decoded header metadata: the header line, in its key order, without its ``type`` tag."""
 
 
 def is_safe_count(value: object) -> bool:
@@ -59,9 +58,7 @@ def header_line(meta: Mapping[str, Any]) -> dict[str, Any]:
         "id": meta["id"],
         "createdAt": meta["createdAt"],
     }
-    for key in _BEFORE_DEPTH:
-        if meta.get(key) is not None:
-            line[key] = meta[key]
+    line.update((key, meta[key]) for key in _BEFORE_DEPTH if meta.get(key) is not None)
     line["delegationDepth"] = meta.get("delegationDepth", 0) or 0
     if meta.get("agentPreset") is not None:
         line["agentPreset"] = meta["agentPreset"]
@@ -111,9 +108,7 @@ def decode_header(value: object) -> Meta:
     if any(key in value for key in _RETIRED_KEYS):
         raise CorruptSessionLogError("session header uses retired policy baseline fields")
     meta: Meta = {"version": value["version"], "id": value["id"], "createdAt": value["createdAt"]}
-    for key in _BEFORE_DEPTH:
-        if key in value:
-            meta[key] = value[key]
+    meta.update((key, value[key]) for key in _BEFORE_DEPTH if key in value)
     meta["delegationDepth"] = value["delegationDepth"]
     if "agentPreset" in value:
         meta["agentPreset"] = value["agentPreset"]
@@ -129,8 +124,3 @@ def parse_header_record(record: bytes) -> Meta:
     except ValueError:
         raise CorruptSessionLogError("corrupt session log: header line is not valid JSON") from None
     return decode_header(value)
-
-
-def session_header_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a :class:`~dsh_todo.harness.session.Session` keeps as its ``header`` (no id, no version)."""
-    return {key: value for key, value in meta.items() if key not in ("version", "id", "type")}

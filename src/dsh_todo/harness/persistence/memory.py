@@ -1,26 +1,19 @@
-"""Session logs kept in memory: a third backend of the persistence contract, for tests and throwaway runs.
+"""Session logs kept in memory: the persistence contract's third backend, for tests and throwaway runs.
 
-What httpx's ``MockTransport`` is to its transports and eventsourcing's POPO recorder to its databases: the same
-contract (:class:`~.contract.LogBackend`) as DSH's JSONL files and PostgreSQL, with nothing kept after the process,
-so a test can run the whole persisted runtime (write-behind, loading back, recovery, checkpoints, following) without
-a directory or a server. It is held to the contract suite beside the other two.
-
-It is as strict as a file: a batch is stored as the canonical JSON text of each event (:func:`dsh_todo.jsonutil.dumps`,
-the encoder the file and database writers use), so what cannot be encoded is refused at append with the same error,
-what is encoded lossily comes back as a file would give it back, and nothing a caller mutates later reaches the log.
-Every read parses anew. A batch is stored whole or not at all, so there is never a torn tail (as in a database).
-
-One writer per session within one :class:`MemoryBackend`: boot several contexts on the same backend object (the
-plugin's ``backend`` config) and they see each other's logs and exclude each other's writers, as two processes on
-one root do. Followers are called on the appending thread, right after the batch is stored (nothing to poll): a
-slow follower slows that writer, which a test backend can afford.
+What httpx's ``MockTransport`` is to its transports: DSH's JSONL files' and PostgreSQL's contract
+(:class:`~.contract.LogBackend`) and contract suite, without a directory or a server, and nothing kept after the
+process. As strict as a file: events are stored as the canonical encoder's JSON text, so what a file refuses or
+changes is refused or changed alike, and nothing a caller mutates later reaches the log. A batch is stored whole or
+not at all (never a torn tail). Contexts booted on one :class:`MemoryBackend` share its logs and its one writer per
+session, as processes on one root do. Followers are fed on the appending thread as each batch is stored: nothing to
+poll, and a slow follower slows that writer, which a test backend can afford.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -57,7 +50,6 @@ name = "@deepseek-ai/dsh-session-persistence-memory"
 inject = ["sessions"]
 
 LOCATION: Final = "memory"
-
 
 
 @dataclass
@@ -101,31 +93,26 @@ class MemoryBackend:
             entry = self._logs.get(session_id)
             if entry is None:
                 raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
-            header, texts = entry.header, list(entry.events)
-        return StoredLog(self.location, decode_header(loads(header)), [loads(text) for text in texts])
+            header = entry.header
+        return StoredLog(self.location, decode_header(loads(header)), self.events_after(session_id, -1))
 
     def read(self, session_id: str) -> StoredLog:
         stored = self.read_stored(session_id)
         refuse_unknown_types(session_id, stored.events, self.location)
         return stored
 
-    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
-             expand: bool = False, where: Any = None, listed: bool = False) -> Scan:
+    def scan(self, session_id: str, observe: Observer | None = None, **spare: Any) -> Scan:
+        """The log read whole: the options that let a backend spare work have nothing to spare here."""
         return scan_whole(self, session_id, observe)
 
-    def scan_checkpointed(self, session_id: str, start: Start, *, where: Any = None,
-                          listed: bool = False) -> Scan | None:
-        """Nothing to spare: the log is in memory, so a reader folds it whole."""
-        return None
+    def scan_checkpointed(self, session_id: str, start: Start, **spare: Any) -> None:
+        """Nothing to spare either: a reader folds the whole log."""
 
     def written(self) -> dict[str, int]:
         """The ``time`` of each session's last event."""
-        stamps: dict[str, int] = {}
-        for entry in self.stored_sessions():
-            events = self.read_stored(entry.id).events
-            if events and type(events[-1].get("time")) is int:
-                stamps[entry.id] = events[-1]["time"]
-        return stamps
+        with self._lock:
+            lasts = {session_id: entry.events[-1] for session_id, entry in self._logs.items() if entry.events}
+        return {session_id: time for session_id, text in lasts.items() if type(time := loads(text).get("time")) is int}
 
     def events_after(self, session_id: str, after_seq: int) -> list[Event]:
         """The stored events after ``after_seq`` (none for a session not stored)."""
@@ -139,72 +126,58 @@ class MemoryBackend:
     def resume(self, session_id: str) -> tuple[LoadedLog, MemoryWriter]:
         """Take the writer lock and append the closers of an interrupted turn (the one recovery a batch-atomic
         store can need). A second resume finds nothing to do."""
-        if session_id not in self._logs:
+        if session_id not in self._logs:  # refused before the writer lock is looked at, as a file's resume
             raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
-        writer = self._lock_session(session_id, None, materialized=True)
-        try:
-            stored = self.read_stored(session_id)
-            refuse_unknown_types(session_id, stored.events, self.location)
-            closers = interrupted_turn_closers(stored.events)
-            writer.meta, writer.cursor = stored.meta, len(stored.events)
-            writer.append(closers)
-        except BaseException:
-            writer.close()
-            raise
+
+        def recover(events: list[Event]) -> list[Event]:
+            refuse_unknown_types(session_id, events, self.location)
+            return interrupted_turn_closers(events)
+
+        stored, closers, writer = self._reopen(session_id, recover)
         loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
                            rewrote=bool(closers))
         return loaded, writer
 
     def create(self, meta: Mapping[str, Any]) -> MemoryWriter:
         check_meta(meta)
-        session_id: str = meta["id"]
-        if session_id in self._logs:
-            raise _exists(session_id)
-        return self._lock_session(session_id, {"version": 0, **meta}, materialized=False)
+        return self._lock_session(meta["id"], {"version": 0, **meta})
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> MemoryWriter:
-        """A writer for a live session whose log exists; its stored events must be the session's first."""
-        writer = self._lock_session(session_id, None, materialized=True)
+        def same_start(stored: list[Event]) -> list[Event]:
+            if len(stored) > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored, events, strict=False)):
+                raise _exists(session_id)
+            return []
+
+        return self._reopen(session_id, same_start)[2]
+
+    def _reopen(self, session_id: str, check: Callable[[list[Event]], list[Event]],
+                ) -> tuple[StoredLog, list[Event], MemoryWriter]:
+        """Lock a stored session, position a writer after its log and append what ``check`` returns (it may
+        refuse); the lock is let go again if anything fails."""
+        writer = self._lock_session(session_id)
         try:
             stored = self.read_stored(session_id)
-            count = len(stored.events)
-            if count > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored.events, events, strict=False)):
-                raise _exists(session_id)
+            writer.cursor = len(stored.events)
+            closers = check(stored.events)
+            writer.append(closers)
         except BaseException:
             writer.close()
             raise
-        writer.meta, writer.cursor = stored.meta, count
-        return writer
+        return stored, closers, writer
 
-    def _lock_session(self, session_id: str, meta: dict[str, Any] | None, *, materialized: bool) -> MemoryWriter:
+    def _lock_session(self, session_id: str, meta: dict[str, Any] | None = None) -> MemoryWriter:
+        """Take the writer lock; with ``meta``, for a new session whose log appears with its first batch (no one
+        else can store it while the lock is held)."""
         with self._lock:
+            if meta is not None and session_id in self._logs:
+                raise _exists(session_id)
             if session_id in self._writers:
                 pid = os.getpid()
                 raise SessionLockedError(
                     f'session "{session_id}" is already open for writing by process {pid} (lock: {self.location}); '
                     "a session log takes one writer at a time", holder_pid=pid)
-            writer = self._writers[session_id] = MemoryWriter(self, session_id, meta or {"id": session_id},
-                                                              materialized=materialized)
+            writer = self._writers[session_id] = MemoryWriter(self, session_id, meta)
         return writer
-
-    def _store(self, writer: MemoryWriter, texts: list[str]) -> list[_Follow]:
-        """Store one encoded batch (creating the log with its first one); returns the followers to feed."""
-        session_id = writer.session_id
-        with self._lock:
-            if self._writers.get(session_id) is not writer:
-                raise RuntimeError(f'the writer of session "{session_id}" is closed')
-            entry = self._logs.get(session_id)
-            if entry is None:
-                entry = self._logs[session_id] = _Log(dumps(header_line(writer.meta)))
-            elif not writer.materialized:
-                raise _exists(session_id)
-            entry.events += texts
-            return list(self._follows.get(session_id, ()))
-
-    def _release(self, writer: MemoryWriter) -> None:
-        with self._lock:
-            if self._writers.get(writer.session_id) is writer:
-                del self._writers[writer.session_id]
 
     # -- checkpoints, following, closing --------------------------------------------------------------------
 
@@ -220,17 +193,15 @@ class MemoryBackend:
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint's rows and the stored events from its earliest row's next seq on."""
         entry = self._logs.get(session_id)
-        kept = entry.checkpoint if entry is not None else None
-        if kept is None:
+        if entry is None or entry.checkpoint is None:
             return None
-        rows: Rows = loads(kept[1])
+        rows: Rows = loads(entry.checkpoint[1])
         seqs: list[Any] = [row.get("seq") for row in rows.values()]
         if not rows or not all(type(seq) is int for seq in seqs):
             return None
-        base = min(seqs) + 1
-        tail = self.events_after(session_id, base - 1)
+        tail = self.events_after(session_id, min(seqs))
         refuse_unknown_types(session_id, tail, self.location)
-        return Checkpointed(rows, tail, base)
+        return Checkpointed(rows, tail, min(seqs) + 1)
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> _Follow:
         """``callback(events)`` with what is stored after ``after_seq`` now (on this thread, raising a refusal),
@@ -251,67 +222,66 @@ class MemoryBackend:
 
 
 class MemoryWriter:
-    """Appends to one session's log in a :class:`MemoryBackend` while holding its writer lock."""
+    """Appends to one session's log in a :class:`MemoryBackend` while holding its writer lock. ``meta`` is the
+    header of a new session, stored with its first batch (``None`` when the log exists)."""
 
-    def __init__(self, backend: MemoryBackend, session_id: str, meta: dict[str, Any], *, materialized: bool) -> None:
-        self.backend = backend
-        self.session_id = session_id
-        self.meta = meta
+    def __init__(self, backend: MemoryBackend, session_id: str, meta: dict[str, Any] | None) -> None:
+        self.backend, self.session_id, self.meta = backend, session_id, meta
         self.cursor = 0
-        self.materialized = materialized
         self.last_batch: Batch | None = None
-        self._closed = False
-
-    @property
-    def open(self) -> bool:
-        return not self._closed
+        self.open = True
 
     def append(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Store ``events`` as one batch; they must continue the log's seq exactly (the file writer's words)."""
         if not events:
             return
-        if self._closed:
+        if not self.open:  # said before the seqs are checked, as by the file writer
             raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
         for index, event in enumerate(events):
             if event.get("seq") != self.cursor + index:
                 raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
                                  f"at index {index}, got {event.get('seq')!r}")
-        follows = self.backend._store(self, [dumps(event) for event in events])  # all encoded, then stored
-        self.materialized = True
+        texts = [dumps(event) for event in events]  # all encoded, then stored
+        backend = self.backend
+        with backend._lock:
+            if backend._writers.get(self.session_id) is not self:
+                raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+            if self.meta is not None:  # a new session's log appears with its first batch
+                backend._logs[self.session_id] = _Log(dumps(header_line(self.meta)))
+            backend._logs[self.session_id].events += texts
+            follows = list(backend._follows.get(self.session_id, ()))
+        self.meta = None
         self.last_batch = Batch(self.cursor, self.cursor + len(events) - 1)
         self.cursor += len(events)
         for follow in follows:
             follow.pump()
 
     def close(self) -> None:
-        self._closed = True
-        self.backend._release(self)
+        self.open = False
+        with self.backend._lock:
+            if self.backend._writers.get(self.session_id) is self:
+                del self.backend._writers[self.session_id]
 
 
 class _Follow:
-    """One follower: each run handed over once, in seq order, never concurrently. Whoever finds it idle delivers
-    until nothing is left (a callback that appends to the session gets its own events after it returns)."""
+    """One follower: each run handed over once, in seq order, never concurrently (a callback that appends to the
+    session gets its own events after it returns)."""
 
     def __init__(self, backend: MemoryBackend, session_id: str, after_seq: int, callback: Callback) -> None:
         self.backend, self.session_id, self.after_seq, self.callback = backend, session_id, after_seq, callback
-        self.closed = False
+        self.closed = self._again = False
         self._guard = threading.Lock()
-        self._busy = self._again = False
         self._refusals = Refusals(session_id)
 
     def pump(self, *, raising: bool = False) -> None:
-        with self._guard:
-            self._again = True
-            if self._busy:
+        """Deliver what is stored after ``after_seq``. Whoever finds the follower busy leaves a note and goes; the
+        one delivering reads the note after letting go, so nothing is missed and no two runs overlap."""
+        self._again = True
+        while self._again and not self.closed:
+            if not self._guard.acquire(blocking=False):
                 return
-            self._busy = True
-        try:
-            while True:
-                with self._guard:
-                    if not self._again or self.closed:
-                        self._busy = False
-                        return
-                    self._again = False
+            try:
+                self._again = False
                 events = self.backend.events_after(self.session_id, self.after_seq)
                 try:
                     refuse_unknown_types(self.session_id, events, self.backend.location)
@@ -323,10 +293,8 @@ class _Follow:
                 if events:
                     self.after_seq = events[-1]["seq"]
                     hand_over(self.callback, self.session_id, events)
-        except BaseException:
-            with self._guard:
-                self._busy = False
-            raise
+            finally:
+                self._guard.release()
 
     def close(self) -> None:
         self.closed = True

@@ -1,11 +1,9 @@
 """The one ``session_persistence`` service, over any :class:`~.contract.LogBackend`.
 
-Every live session the ``sessions`` service opens is persisted: its writer lock is taken when it opens, its events
-are queued by a post-commit listener and written in batches (:class:`~.batching.WriteBehind`), and its log appears
-with the first batch. :meth:`PersistenceService.load` reads a stored log, commits crash recovery, adopts the restored
-session into ``sessions`` (where it keeps being persisted) and marks the resume as DSH does. Disposing the plugin
-flushes every queue and releases every lock. The JSONL and PostgreSQL plugins differ only in the backend they hand
-to this class (:func:`install`).
+Every live session the ``sessions`` service opens is persisted: its writer lock is taken when it opens, its events are
+queued by a post-commit listener and written in batches (:class:`~.batching.WriteBehind`), and its log appears with
+the first batch. A load commits crash recovery, adopts the session into ``sessions`` and marks the resume as DSH
+does. The backend plugins differ only in the backend they hand to :func:`install`.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from dsh_todo.harness.persistence.contract import (
     Subscription,
     WrittenListener,
 )
-from dsh_todo.harness.persistence.header import session_header_fields
 from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -36,35 +33,23 @@ END_SEED: Final = "session/end-seed"
 
 
 class PersistenceService:
-    """Persists live sessions and loads stored ones back into ``sessions``, through one backend."""
+    """Persists live sessions and loads stored ones back into ``sessions``, through one backend (its methods are
+    documented by :class:`~.contract.SessionPersistence`)."""
 
     def __init__(self, sessions: SessionStore, backend: LogBackend, *, batch_delay_ms: int = 200) -> None:
         self.sessions = sessions
-        self._backend = backend
+        self.backend = backend
+        self.closed = False
         self._writes = WriteBehind(batch_delay_ms)
+        self.batch_delay = self._writes.delay
         self._live: dict[str, Session] = {}
         self._unsettled: weakref.WeakSet[Session] = weakref.WeakSet()
-        """Sessions attached since the last flush: one of them a later ``on_open`` hook refused (it never went live,
-        so no close hook runs for it) still holds its lock and queue until a flush lets it go. Once a flush has seen
-        a session live, its close hook releases it: a flush looks at these only, never at every live session (an
-        HTTP server may hold thousands). Held weakly: a process that never flushes keeps no session alive here. (A
-        hook that flushes while a session is being opened settles it early: were a later hook to refuse it, its lock
-        would be let go only when the plugin is disposed.)"""
+        """Sessions attached since the last flush: one a later ``on_open`` hook refused never went live, so no close
+        hook releases its lock and queue; a flush does. Once a flush has seen a session live, its close hook releases
+        it, so a flush looks at these only, never at every live session (an HTTP server may hold thousands). Held
+        weakly: a process that never flushes keeps no session alive here. (A hook that flushes while a session is
+        being opened settles it early: were a later hook to refuse it, its lock would wait for the dispose.)"""
         self._resuming: set[str] = set()
-        self._closed = False
-
-    @property
-    def backend(self) -> LogBackend:
-        return self._backend
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def batch_delay(self) -> float:
-        """The write-behind window, in seconds."""
-        return self._writes.delay
 
     # -- reading and loading --------------------------------------------------------------------------------
 
@@ -78,8 +63,9 @@ class PersistenceService:
         if live is not None:
             return live
         self._require_open()
-        loaded, writer = self._backend.resume(session_id)
-        session = Session(session_id, header=session_header_fields(loaded.meta))
+        loaded, writer = self.backend.resume(session_id)
+        header = {key: value for key, value in loaded.meta.items() if key not in ("version", "id", "type")}
+        session = Session(session_id, header=header)
         try:
             session.restore(loaded.events)
             self._writes.open(writer)
@@ -101,20 +87,17 @@ class PersistenceService:
         return session
 
     def read(self, session_id: str) -> StoredLog:
-        """A stored log without loading it (no lock, no repair)."""
-        return self._backend.read(session_id)
+        return self.backend.read(session_id)
 
     def stored_sessions(self) -> list[StoredSession]:
-        return self._backend.stored_sessions()
+        return self.backend.stored_sessions()
 
     def locate(self, session_id: str) -> str | None:
-        """Where the stored log of ``session_id`` is, for people, or ``None``."""
-        return self._backend.locate(session_id)
+        return self.backend.locate(session_id)
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
-        """The events after ``after_seq``, then those any process commits (see :meth:`LogBackend.follow`)."""
         self._require_open()
-        return self._backend.follow(session_id, after_seq, callback)
+        return self.backend.follow(session_id, after_seq, callback)
 
     # -- writing --------------------------------------------------------------------------------------------
 
@@ -136,41 +119,38 @@ class PersistenceService:
                                     session.id, exc)
 
     def flush_soon(self, session_id: str, through: int) -> None:
-        """Have everything up to seq ``through`` written soon, in the background, as a batch ending there."""
         self._writes.flush_soon(session_id, through)
 
     def release(self, session_id: str) -> None:
-        """Flush one session and release its writer lock; later appends to it are no longer persisted."""
         self._live.pop(session_id, None)
         self._writes.release(session_id)
 
     def on_written(self, listener: WrittenListener) -> Disposer:
-        """``listener(session_id, batch)`` after each durable batch (see :class:`~.contract.Batch`)."""
         return Disposer(self._writes.on_written(listener))
 
     def close(self) -> None:
         """Flush every session, release every lock, let go of the backend (the plugin's dispose)."""
-        self._closed = True
+        self.closed = True
         self._live.clear()
         try:
             self._writes.close()
         finally:
-            self._backend.close()
+            self.backend.close()
 
     # -- session hooks --------------------------------------------------------------------------------------
 
     def attach(self, session: Session) -> None:
         """Start persisting a session that just became live (``sessions.on_open``)."""
-        if self._closed:
+        if self.closed:
             return
         if session.id in self._resuming:  # our own load: its writer is already queued (load lets it go if refused)
             self._live[session.id] = session
             return
         session.header.setdefault("createdAt", session.events[0]["time"] if session.events else now_ms())
-        if self._backend.locate(session.id) is None:
-            writer = self._backend.create({"id": session.id, **session.header})
+        if self.backend.locate(session.id) is None:
+            writer = self.backend.create({"id": session.id, **session.header})
         else:
-            writer = self._backend.continue_live(session.id, session.events)
+            writer = self.backend.continue_live(session.id, session.events)
         try:
             queue = self._writes.open(writer)
         except BaseException:
@@ -190,7 +170,7 @@ class PersistenceService:
         self._writes.enqueue(queue, event)
 
     def _require_open(self) -> None:
-        if self._closed:
+        if self.closed:
             raise RuntimeError("session persistence is disposed")
 
 
