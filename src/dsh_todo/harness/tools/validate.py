@@ -129,7 +129,7 @@ def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
     def proving_check(value: Any, path: str, out: list[str]) -> None:
         if type(value) is not exact and type_test is not None and not type_test(value):
             _prove(value)
-            out.append(f'"{_label(path)}" must be {type_text}')
+            out.append(f'"{path or "arguments"}" must be {type_text}')
             return
         if body is not None:  # it proves the container's contents; the container itself is proven here
             if type(value) not in _CONTAINERS:
@@ -144,20 +144,23 @@ def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
 
 
 def _compile_object(schema: dict[str, Any], proving: bool = False) -> Check:
-    properties = {key: _compile(child, proving) for key, child in schema.get("properties", {}).items()}
+    children: dict[str, Any] = schema.get("properties", {})
+    properties = {key: _compile(child, proving) for key, child in children.items()}
     required = tuple(schema.get("required", ()))
     closed = schema.get("additionalProperties") is False
     declared = frozenset(properties)
-    ordered = tuple(properties.items())
+    ordered = tuple((key, check, _settled_by(children[key])) for key, check in properties.items())
 
     def check_object(value: dict[str, Any], path: str, out: list[str]) -> None:
         prefix = f"{path}." if path else ""
         for key in required:
             if key not in value:
                 out.append(f'missing required property "{prefix}{key}"')
-        for key, child in ordered:
+        for key, child, settled in ordered:
             if key in value:
-                child(value[key], prefix + key, out)
+                item = value[key]
+                if type(item) is not settled:  # else valid and lossless: no call to say nothing
+                    child(item, prefix + key, out)
         if proving:  # what no child walks: every key must be a string and every undeclared value lossless
             if declared.issuperset(value):
                 return
@@ -172,6 +175,20 @@ def _compile_object(schema: dict[str, Any], proving: bool = False) -> Check:
                     out.append(f'"{prefix}{key}" is not a declared property (additionalProperties: false)')
 
     return check_object
+
+
+class _Never:
+    """No value's type: the type a node that no exact type settles is "settled by"."""
+
+
+def _settled_by(schema: dict[str, Any]) -> type:
+    """The exact type whose every value the node's check passes without a word, lossless (a plain string for a
+    ``string`` node without ``enum`` or ``const``): its parent skips the call for such a value (a refused item's
+    other fields, decision 0031). :class:`_Never` when there is none."""
+    kind = schema.get("type")
+    if kind in ("string", "boolean", "integer", "null") and "enum" not in schema and "const" not in schema:
+        return _EXACT_TYPES[kind]
+    return _Never
 
 
 def _compile_array(items_schema: dict[str, Any], proving: bool = False) -> Check:
@@ -204,7 +221,7 @@ def _compile_value_checks(schema: dict[str, Any]) -> Check | None:
                     return
             elif any(value == a and type(value) is type(a) for a in allowed):
                 return
-            out.append(f'"{_label(path)}" must be one of {text}')
+            out.append(f'"{path or "arguments"}" must be one of {text}')
 
         checks.append(check_enum)
     if "const" in schema:
@@ -235,7 +252,7 @@ def compile_acceptor(schema: dict[str, Any]) -> Callable[[Any], bool]:
     closure per node, and only a refused call pays for :func:`compile_validator`'s full violation list. It answers
     ``False`` whenever it is unsure (a number that may not be lossless, a str subclass): the slow path decides.
     """
-    accept: Callable[[Any], bool] = _generate(schema, first=False)
+    accept: Callable[[Any], bool] = _generate(schema, "accept")
     return accept
 
 
@@ -243,20 +260,66 @@ def compile_first_refused(items_schema: dict[str, Any]) -> Callable[[list[Any], 
     """``items_schema`` → ``first(values, start)``: the index of the first of ``values[start:]`` the acceptor of
     ``items_schema`` would refuse, or -1. The same generated checks as :func:`compile_acceptor`, in one loop: a
     refused array asks once per refused item, not once per item (decision 0031)."""
-    first: Callable[[list[Any], int], int] = _generate(items_schema, first=True)
+    first: Callable[[list[Any], int], int] = _generate(items_schema, "first")
     return first
 
 
-def _generate(schema: dict[str, Any], first: bool) -> Any:
+def compile_judge(schema: dict[str, Any]) -> Callable[[Any], list[str] | tuple[()] | None]:
+    """``schema`` → the acceptor and the refusal in one walk: ``()`` for a value the acceptor passes, else what
+    :func:`compile_refusal` says (``None``: not lossless JSON; else every violation, maybe none).
+
+    The registry asks it instead of the acceptor then the refusal, so a refused call walks its arguments once more
+    only from its first refused array item, not twice from the start (decision 0031). It is the acceptor's
+    generated code, with each ``return False`` replaced: inside an array's loop, the array's remaining items are
+    walked by the refusal's closures from the item refused (:func:`_resume`) and the walk goes on after the array;
+    anywhere else (and in a loop within a loop) the refusal runs from the start. Valid arguments cost what the
+    acceptor costs."""
+    judge: Callable[[Any], list[str] | tuple[()] | None] = _generate(schema, "judge")
+    return judge
+
+
+def _resume(items_schema: dict[str, Any], path: str) -> Callable[[list[Any], Any, Any], list[str]]:
+    """The refusal's walk of the array at ``path`` from ``item`` on (the first item the judge refused; every item
+    before it passed the acceptor, so it is proven and has nothing to say), appended to ``out`` (a list, or the
+    judge's ``()`` when nothing was said yet). Raises :class:`_Lossy` as the proving walk does."""
+    item_check = _compile(items_schema, proving=True)
+    first_refused = compile_first_refused(items_schema)
+
+    def resume(values: list[Any], item: Any, out: Any) -> list[str]:
+        problems: list[str] = out if type(out) is list else []
+        index = 0
+        for value in values:  # the first item that is this very object: the one the judge refused
+            if value is item:
+                break
+            index += 1
+        while index >= 0:
+            item_check(values[index], f"{path}[{index}]", problems)
+            index = first_refused(values, index + 1)
+        return problems
+
+    return resume
+
+
+def _generate(schema: dict[str, Any], mode: str) -> Any:
+    """The acceptor (``mode`` "accept"), the first-refused loop ("first") or the judge ("judge") of ``schema``, as
+    one generated Python function."""
     lines: list[str] = ["def accept(v0):"]
     names: dict[str, Any] = {}
     counter = [0]
+    first, judge = mode == "first", mode == "judge"
+    escape = "return REFUSE(v0)" if judge else "return False"
+    """A failure the judge cannot resume after: the refusal from the start (always right, only slower)."""
 
     def fresh(prefix: str) -> str:
         counter[0] += 1
         return f"{prefix}{counter[0]}"
 
-    def emit(node: dict[str, Any], var: str, indent: str) -> None:
+    def emit(node: dict[str, Any], var: str, indent: str, fail: str, path: str | None) -> None:
+        """``fail``: the statement a failure runs; ``path``: the node's path where it is known before the walk,
+        ``None`` inside an array's loop."""
+        def child_path(key: str) -> str | None:
+            return None if path is None else (f"{path}." if path else "") + key
+
         kind = node.get("type")
         if kind == "object":
             properties: dict[str, Any] = node.get("properties", {})
@@ -265,67 +328,83 @@ def _generate(schema: dict[str, Any], first: bool) -> Any:
             closed = node.get("additionalProperties") is False
             exact = closed and set(node.get("required", ())) == set(properties)
             if exact:  # exactly these keys: the length here, and each .get() below fails its type test if missing
-                lines.append(f"{indent}if type({var}) is not dict or len({var}) != {len(properties)}: return False")
+                lines.append(f"{indent}if type({var}) is not dict or len({var}) != {len(properties)}: {fail}")
             else:
-                lines.append(f"{indent}if type({var}) is not dict: return False")
+                lines.append(f"{indent}if type({var}) is not dict: {fail}")
                 for key in node.get("required", ()):
-                    lines.append(f"{indent}if {key!r} not in {var}: return False")
+                    lines.append(f"{indent}if {key!r} not in {var}: {fail}")
                 if closed:
-                    lines.append(f"{indent}if not {declared}.issuperset({var}): return False")
+                    lines.append(f"{indent}if not {declared}.issuperset({var}): {fail}")
             if not closed:  # undeclared values of an open object are not checked below: they must still be lossless
                 lines.append(f"{indent}for k, x in {var}.items():")
                 lines.append(f"{indent}    if k not in {declared} and (type(k) is not str or not LOSSLESS(x)): "
-                             "return False")
+                             + ("return index" if first else escape))  # a loop of its own: no break out of it
             required = set(node.get("required", ()))
             for key, child in properties.items():
                 item = fresh("v")
                 if exact:  # MISSING is no JSON value: the child's first test refuses it
                     lines.append(f"{indent}{item} = {var}.get({key!r}, MISSING)")
-                    emit(child, item, indent)
+                    emit(child, item, indent, fail, child_path(key))
                 elif key in required:  # presence already checked above
                     lines.append(f"{indent}{item} = {var}[{key!r}]")
-                    emit(child, item, indent)
+                    emit(child, item, indent, fail, child_path(key))
                 else:
                     lines.append(f"{indent}{item} = {var}.get({key!r}, MISSING)")
                     lines.append(f"{indent}if {item} is not MISSING:")
                     lines.append(f"{indent}    pass")
-                    emit(child, item, indent + "    ")
+                    emit(child, item, indent + "    ", fail, child_path(key))
         elif kind == "array":
-            lines.append(f"{indent}if type({var}) is not list: return False")
+            lines.append(f"{indent}if type({var}) is not list: {fail}")
             if "items" in node:
                 item = fresh("v")
+                inner = fail
+                if judge:
+                    if path is None:  # a loop within a loop: its path is only known at run time
+                        inner = escape
+                    else:
+                        resume = fresh("R")
+                        names[resume] = _resume(node["items"], path)
+                        inner = f"out = {resume}({var}, {item}, out); break"
                 lines.append(f"{indent}for {item} in {var}:")
                 lines.append(f"{indent}    pass")
-                emit(node["items"], item, indent + "    ")
+                emit(node["items"], item, indent + "    ", inner, None)
         elif kind in ("string", "boolean", "null", "integer"):
             test = {"string": "type({v}) is not str", "boolean": "type({v}) is not bool",
                     "null": "{v} is not None", "integer": "type({v}) is not int"}[kind]
-            lines.append(f"{indent}if {test.format(v=var)}: return False")
+            lines.append(f"{indent}if {test.format(v=var)}: {fail}")
         else:  # numbers, annotation-only nodes, anything else: let the full validator and lossless walk decide
-            lines.append(f"{indent}return False")
+            lines.append(f"{indent}{fail}")
             return
         if "enum" in node:
             allowed = fresh("E")
             hashable = all(isinstance(a, (str, int, bool)) or a is None for a in node["enum"])
             if hashable and kind in ("string", "integer", "boolean", "null"):
                 names[allowed] = frozenset(node["enum"])
-                lines.append(f"{indent}if {var} not in {allowed}: return False")
+                lines.append(f"{indent}if {var} not in {allowed}: {fail}")
             else:
-                lines.append(f"{indent}return False")
+                lines.append(f"{indent}{fail}")
         if "const" in node:
-            lines.append(f"{indent}return False")
+            lines.append(f"{indent}{fail}")
 
-    if first:  # each refusal returns the item's index instead of False; an accepted item goes on to the next
+    if first:  # each refusal returns the item's index; an accepted item goes on to the next
         lines[0] = "def accept(values, start):"
         lines.append("    for index in range(start, len(values)):")
         lines.append("        v0 = values[index]")
-        body = len(lines)
-        emit(schema, "v0", "        ")
-        lines[body:] = [line.replace("return False", "return index") for line in lines[body:]]
+        emit(schema, "v0", "        ", "return index", None)
         lines.append("    return -1")
+    elif judge:  # what the acceptor passes is (); a resumed walk's problems are in out
+        lines.append("    out = ()")
+        lines.append("    try:")
+        lines.append("        pass")
+        emit(schema, "v0", "        ", escape, "")
+        lines.append("    except LOSSY:")
+        lines.append("        return None")
+        lines.append("    return out")
     else:
-        emit(schema, "v0", "    ")
+        emit(schema, "v0", "    ", "return False", "")
         lines.append("    return True")
-    namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, **names}
+    namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, "LOSSY": _Lossy, **names}
+    if judge:
+        namespace["REFUSE"] = compile_refusal(schema)
     exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
     return namespace["accept"]
