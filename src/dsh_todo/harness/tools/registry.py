@@ -1,9 +1,10 @@
 """The tool registry (``tools`` service): definitions, the schemas sent to a model, and the execute pipeline.
 
 Execute runs, in order (SPEC §1.4, §2): abort-before-dispatch → lossless check of the arguments → schema
-validation (every violation, ``ToolArgsError``) → the tool body → render. A generated acceptor answers the
-common case (valid arguments) in one pass; only refused calls pay for the lossless check and the full violation
-list, which one walk answers together (``refuse``; docs/decisions/0031-every-path-of-a-call.md). Arguments are
+validation (every violation, ``ToolArgsError``) → the tool body → render. One generated walk (the ``judge``)
+answers the common case (valid arguments) as the acceptor does; a refused call goes on from where it was refused
+to the lossless check and the full violation list, answered together (``refuse``'s closures;
+docs/decisions/0031-every-path-of-a-call.md). Arguments are
 not deep-copied: tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
 Every failure becomes an ``isError`` result whose one text block is ``Error: <message>``; only
 :class:`HarnessError` failures carry ``{name, code}``.
@@ -21,7 +22,7 @@ from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
-from dsh_todo.harness.tools.validate import compile_acceptor, compile_judge, compile_refusal, compile_validator
+from dsh_todo.harness.tools.validate import compile_acceptor, compile_refusal_and_judge, compile_validator
 
 log = logging.getLogger("dsh_todo.tools")
 
@@ -112,11 +113,12 @@ def define_tool(*, name: str, description: str, parameters: Mapping[str, Mapping
                 present_call: Callable[[Any], Any] | None = None, concurrency_safe: bool = False) -> ToolDefinition:
     """Compile an author's spec into a :class:`ToolDefinition` (schemas compiled once, validator prebuilt)."""
     compiled = compile_parameters(parameters)
+    refuse, judge = compile_refusal_and_judge(compiled)
     return ToolDefinition(
         name=name, description=description, parameters=compiled, execute=execute, render=render,
         output_schema=compile_value(output) if output is not None else None, present_call=present_call,
         concurrency_safe=concurrency_safe, validate=compile_validator(compiled), accept=compile_acceptor(compiled),
-        refuse=compile_refusal(compiled), judge=compile_judge(compiled))
+        refuse=refuse, judge=judge)
 
 
 def error_result(message: str, info: dict[str, str] | None = None) -> ToolResult:

@@ -14,7 +14,8 @@ A refused call must also learn whether its arguments are lossless JSON, which de
 (``LOSSLESS_ERROR``). :func:`compile_refusal` answers both in that one walk: what the acceptor passed, or a type test
 of an exact JSON type, is proven as it goes, and only what neither proves (a value of the wrong type, an undeclared
 key, a node without a type) gets the lossless walk, instead of a second walk of the whole arguments first
-(docs/decisions/0031-every-path-of-a-call.md).
+(docs/decisions/0031-every-path-of-a-call.md). The registry asks neither the acceptor nor the refusal alone but
+:func:`compile_judge`'s walk, the acceptor's code that resumes the refusal at the array item it refused.
 """
 
 from __future__ import annotations
@@ -82,7 +83,17 @@ def compile_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
 def compile_refusal(schema: dict[str, Any]) -> Callable[[Any], list[str] | None]:
     """``schema`` → a function returning ``None`` when a value is not lossless JSON, else every violation (empty when
     valid): what :func:`~dsh_todo.harness.frozen.is_lossless` then :func:`compile_validator` answer, in one walk."""
-    check = _compile(schema, proving=True)
+    return _compile_refusal(schema, None)
+
+
+Walk = Callable[[list[Any], str, Any, Any], list[str]]
+"""A refused array's walk from its first refused item on, for the judge: ``walk(values, path, item, out)``."""
+
+
+def _compile_refusal(schema: dict[str, Any], walks: dict[int, Walk] | None) -> Callable[[Any], list[str] | None]:
+    """:func:`compile_refusal`; ``walks``, when given, gets each array node's walk by the ``id`` of its ``items``
+    schema (the judge resumes them; the schema is alive while the judge is generated)."""
+    check = _compile(schema, proving=True, walks=walks)
 
     def refuse(value: Any) -> list[str] | None:
         out: list[str] = []
@@ -100,16 +111,16 @@ def violations(schema: dict[str, Any], value: Any) -> list[str]:
     return compile_validator(schema)(value)
 
 
-def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
+def _compile(schema: dict[str, Any], proving: bool = False, walks: dict[int, Walk] | None = None) -> Check:
     """The check of one node. ``proving``: it also raises :class:`_Lossy` unless the value is lossless JSON."""
     kind = schema.get("type")
     type_test = _TYPE_TESTS.get(kind) if isinstance(kind, str) else None
     type_text = _ARTICLE.get(kind, str(kind)) if isinstance(kind, str) else ""
     body: Check | None = None
     if kind == "object":
-        body = _compile_object(schema, proving)
+        body = _compile_object(schema, proving, walks)
     elif kind == "array" and "items" in schema:
-        body = _compile_array(schema["items"], proving)
+        body = _compile_array(schema["items"], proving, walks)
     value_checks = _compile_value_checks(schema)
 
     if not proving:
@@ -143,9 +154,9 @@ def _compile(schema: dict[str, Any], proving: bool = False) -> Check:
     return proving_check
 
 
-def _compile_object(schema: dict[str, Any], proving: bool = False) -> Check:
+def _compile_object(schema: dict[str, Any], proving: bool = False, walks: dict[int, Walk] | None = None) -> Check:
     children: dict[str, Any] = schema.get("properties", {})
-    properties = {key: _compile(child, proving) for key, child in children.items()}
+    properties = {key: _compile(child, proving, walks) for key, child in children.items()}
     required = tuple(schema.get("required", ()))
     closed = schema.get("additionalProperties") is False
     declared = frozenset(properties)
@@ -191,9 +202,27 @@ def _settled_by(schema: dict[str, Any]) -> type:
     return _Never
 
 
-def _compile_array(items_schema: dict[str, Any], proving: bool = False) -> Check:
-    item_check = _compile(items_schema, proving)
+def _compile_array(items_schema: dict[str, Any], proving: bool = False, walks: dict[int, Walk] | None = None) -> Check:
+    item_check = _compile(items_schema, proving, walks)
     first_refused = compile_first_refused(items_schema)
+
+    if walks is not None:
+        def walk(value: list[Any], path: str, item: Any, out: Any) -> list[str]:
+            """The refusal's walk of ``value`` from ``item`` on (the first item the judge refused; every item before
+            it passed the acceptor, so it is proven and has nothing to say), appended to ``out`` (a list, or the
+            judge's ``()`` when nothing was said yet)."""
+            problems: list[str] = out if type(out) is list else []
+            index = 0
+            for each in value:  # the first item that is this very object: the one the judge refused
+                if each is item:
+                    break
+                index += 1
+            while index >= 0:
+                item_check(value[index], f"{path}[{index}]", problems)
+                index = first_refused(value, index + 1)
+            return problems
+
+        walks[id(items_schema)] = walk
 
     def check_array(value: list[Any], path: str, out: list[str]) -> None:
         # The generated acceptor passes good items without a path or a call each (what it accepts is lossless:
@@ -266,43 +295,30 @@ def compile_first_refused(items_schema: dict[str, Any]) -> Callable[[list[Any], 
 
 def compile_judge(schema: dict[str, Any]) -> Callable[[Any], list[str] | tuple[()] | None]:
     """``schema`` → the acceptor and the refusal in one walk: ``()`` for a value the acceptor passes, else what
-    :func:`compile_refusal` says (``None``: not lossless JSON; else every violation, maybe none).
-
-    The registry asks it instead of the acceptor then the refusal, so a refused call walks its arguments once more
-    only from its first refused array item, not twice from the start (decision 0031). It is the acceptor's
-    generated code, with each ``return False`` replaced: inside an array's loop, the array's remaining items are
-    walked by the refusal's closures from the item refused (:func:`_resume`) and the walk goes on after the array;
-    anywhere else (and in a loop within a loop) the refusal runs from the start. Valid arguments cost what the
-    acceptor costs."""
-    judge: Callable[[Any], list[str] | tuple[()] | None] = _generate(schema, "judge")
-    return judge
+    :func:`compile_refusal` says (``None``: not lossless JSON; else every violation, maybe none)."""
+    return compile_refusal_and_judge(schema)[1]
 
 
-def _resume(items_schema: dict[str, Any], path: str) -> Callable[[list[Any], Any, Any], list[str]]:
-    """The refusal's walk of the array at ``path`` from ``item`` on (the first item the judge refused; every item
-    before it passed the acceptor, so it is proven and has nothing to say), appended to ``out`` (a list, or the
-    judge's ``()`` when nothing was said yet). Raises :class:`_Lossy` as the proving walk does."""
-    item_check = _compile(items_schema, proving=True)
-    first_refused = compile_first_refused(items_schema)
+def compile_refusal_and_judge(schema: dict[str, Any]) -> tuple[Callable[[Any], list[str] | None],
+                                                               Callable[[Any], list[str] | tuple[()] | None]]:
+    """``schema`` → :func:`compile_refusal` and :func:`compile_judge`, the judge resuming the refusal's own walks.
 
-    def resume(values: list[Any], item: Any, out: Any) -> list[str]:
-        problems: list[str] = out if type(out) is list else []
-        index = 0
-        for value in values:  # the first item that is this very object: the one the judge refused
-            if value is item:
-                break
-            index += 1
-        while index >= 0:
-            item_check(values[index], f"{path}[{index}]", problems)
-            index = first_refused(values, index + 1)
-        return problems
-
-    return resume
+    The registry asks the judge instead of the acceptor then the refusal, so a refused call walks its arguments
+    once more only from its first refused array item, not twice from the start (decision 0031). It is the
+    acceptor's generated code with each ``return False`` replaced: inside an array's loop, the refusal's walk of
+    that array resumes at the item refused (found by identity: every item before it passed the acceptor, so it is
+    proven and has nothing to say) and the judge goes on after the array; anywhere else, and in a loop within a
+    loop, the refusal runs from the start. Valid arguments cost what the acceptor costs."""
+    walks: dict[int, Walk] = {}
+    refuse = _compile_refusal(schema, walks)
+    judge: Callable[[Any], list[str] | tuple[()] | None] = _generate(schema, "judge", refuse, walks)
+    return refuse, judge
 
 
-def _generate(schema: dict[str, Any], mode: str) -> Any:
-    """The acceptor (``mode`` "accept"), the first-refused loop ("first") or the judge ("judge") of ``schema``, as
-    one generated Python function."""
+def _generate(schema: dict[str, Any], mode: str, refuse: Callable[[Any], list[str] | None] | None = None,
+              walks: dict[int, Walk] | None = None) -> Any:
+    """The acceptor (``mode`` "accept"), the first-refused loop ("first") or the judge ("judge", escaping to
+    ``refuse`` and resuming ``walks``) of ``schema``, as one generated Python function."""
     lines: list[str] = ["def accept(v0):"]
     names: dict[str, Any] = {}
     counter = [0]
@@ -363,8 +379,9 @@ def _generate(schema: dict[str, Any], mode: str) -> Any:
                         inner = escape
                     else:
                         resume = fresh("R")
-                        names[resume] = _resume(node["items"], path)
-                        inner = f"out = {resume}({var}, {item}, out); break"
+                        assert walks is not None
+                        names[resume] = walks[id(node["items"])]
+                        inner = f"out = {resume}({var}, {path!r}, {item}, out); break"
                 lines.append(f"{indent}for {item} in {var}:")
                 lines.append(f"{indent}    pass")
                 emit(node["items"], item, indent + "    ", inner, None)
@@ -405,6 +422,6 @@ def _generate(schema: dict[str, Any], mode: str) -> Any:
         lines.append("    return True")
     namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, "LOSSY": _Lossy, **names}
     if judge:
-        namespace["REFUSE"] = compile_refusal(schema)
+        namespace["REFUSE"] = refuse
     exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
     return namespace["accept"]
