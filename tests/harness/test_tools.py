@@ -180,6 +180,62 @@ def test_a_refusal_answers_what_the_lossless_check_then_the_validator_would(para
         assert refuse(args) == expected, args
 
 
+_NESTED_SCHEMA = {
+    "rows": {"type": "array", "required": True, "items": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"a": {"type": "string", "required": True}, "b": {"type": "integer", "enum": [1, 2]}}}}},
+    "tags": {"type": "array", "items": {"type": "object", "additionalProperties": True,
+                                        "properties": {"k": {"type": "string", "const": "t"}}}},
+    "last": {"type": "boolean", "required": True},
+}
+
+
+def _nested_grid() -> list[Any]:
+    row = {"a": "x", "b": 1}
+    grid: list[Any] = []
+    for value in _TRICKY:
+        grid += [{"rows": [[row, value]], "last": True}, {"rows": [[row], [{**row, "b": value}]], "last": value},
+                 {"rows": [[row]], "tags": [{}, {"k": value}, value], "last": True},
+                 {"rows": [[row]], "tags": [{"k": "t"}, {"j": value}], "last": False},
+                 {"rows": value, "tags": [value], "last": 1}, {"rows": [[row]], "last": True, "z": value}]
+    return grid
+
+
+@pytest.mark.parametrize(("parameters", "grid"), [*((schema, _args_grid) for schema in _REFUSAL_SCHEMAS),
+                                                  (_NESTED_SCHEMA, _nested_grid)],
+                         ids=["closed-items", "open-and-untyped", "nested-arrays"])
+def test_the_judge_answers_what_the_acceptor_then_the_refusal_would(
+        parameters: dict[str, Any], grid: Any) -> None:
+    """The registry asks one generated walk (decision 0031) instead of the acceptor then the refusal: ``()`` for
+    what the acceptor passes, else the refusal's answer (``None`` for lossy, every violation in order), whether
+    the walk resumes inside an array, inside a loop within a loop, or starts the refusal afresh."""
+    from dsh_todo.harness.frozen import is_lossless
+    from dsh_todo.harness.tools.validate import compile_judge, compile_refusal
+
+    schema = compile_parameters(parameters)
+    accept, refuse, judge = compile_acceptor(schema), compile_refusal(schema), compile_judge(schema)
+    for args in grid():
+        expected = () if accept(args) else violations(schema, args) if is_lossless(args) else None
+        assert judge(args) == expected, args
+        assert expected == () or refuse(args) == expected, args
+
+
+def test_the_judge_resumes_at_the_refused_item_and_names_every_one_after_it() -> None:
+    """The judge's walk resumes at the item refused, found by identity among the items (the same object may come
+    more than once), and says every refused item after it, in order, each once."""
+    schema = compile_parameters(_REFUSAL_SCHEMAS[0])
+    from dsh_todo.harness.tools.validate import compile_judge
+
+    judge = compile_judge(schema)
+    item, bad = {"content": "a", "status": "pending"}, {"content": "a", "status": "done"}
+    assert judge({"todos": [item, item, dict(bad)]}) == ['"todos[2].status" must be one of ["pending","completed"]']
+    assert judge({"todos": [item, bad, dict(item), bad, {"status": 1}]}) == [
+        '"todos[1].status" must be one of ["pending","completed"]',
+        '"todos[3].status" must be one of ["pending","completed"]',
+        'missing required property "todos[4].content"', '"todos[4].status" must be a string']
+    assert judge({"todos": [item, bad], "extra": float("nan")}) is None
+
+
 def test_the_acceptor_refuses_a_key_that_is_not_a_string() -> None:
     """An open object's undeclared values were checked lossless, but not their keys: ``{1: "x"}`` was accepted, and
     the lossless check it skipped would have refused it."""

@@ -1,9 +1,10 @@
 """The tool registry (``tools`` service): definitions, the schemas sent to a model, and the execute pipeline.
 
 Execute runs, in order (SPEC §1.4, §2): abort-before-dispatch → lossless check of the arguments → schema
-validation (every violation, ``ToolArgsError``) → the tool body → render. A generated acceptor answers the
-common case (valid arguments) in one pass; only refused calls pay for the lossless check and the full violation
-list, which one walk answers together (``refuse``; docs/decisions/0031-every-path-of-a-call.md). Arguments are
+validation (every violation, ``ToolArgsError``) → the tool body → render. One generated walk (the ``judge``)
+answers the common case (valid arguments) as the acceptor does; a refused call goes on from where it was refused
+to the lossless check and the full violation list, answered together (``refuse``'s closures;
+docs/decisions/0031-every-path-of-a-call.md). Arguments are
 not deep-copied: tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
 Every failure becomes an ``isError`` result whose one text block is ``Error: <message>``; only
 :class:`HarnessError` failures carry ``{name, code}``.
@@ -21,7 +22,7 @@ from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
-from dsh_todo.harness.tools.validate import compile_acceptor, compile_refusal, compile_validator
+from dsh_todo.harness.tools.validate import compile_acceptor, compile_refusal_and_judge, compile_validator
 
 log = logging.getLogger("dsh_todo.tools")
 
@@ -63,7 +64,11 @@ class ToolResult(NamedTuple):
 
     @property
     def text(self) -> str:
-        return "".join(block["text"] for block in self.content if block.get("type") == "text")
+        content = self.content
+        if len(content) == 1:  # every result the registry builds: its one block, without a generator and a join
+            block = content[0]
+            return block["text"] if block.get("type") == "text" else ""
+        return "".join(block["text"] for block in content if block.get("type") == "text")
 
 
 Execute = Callable[[Any, ToolExecution], Any]
@@ -89,6 +94,9 @@ class ToolDefinition:
     refuse: Callable[[Any], list[str] | None] | None = field(repr=False, default=None)
     """For a call ``accept`` refused: ``None`` when its arguments are not lossless JSON, else every violation (what
     the lossless check then ``validate`` would say, in one walk); when absent, the registry asks those two."""
+    judge: Callable[[Any], list[str] | tuple[()] | None] | None = field(repr=False, default=None)
+    """``accept`` and ``refuse`` in one walk: ``()`` when ``accept`` passes the arguments, else what ``refuse``
+    says (decision 0031). The registry asks it when present, and ``accept`` then ``refuse`` when not."""
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -105,11 +113,12 @@ def define_tool(*, name: str, description: str, parameters: Mapping[str, Mapping
                 present_call: Callable[[Any], Any] | None = None, concurrency_safe: bool = False) -> ToolDefinition:
     """Compile an author's spec into a :class:`ToolDefinition` (schemas compiled once, validator prebuilt)."""
     compiled = compile_parameters(parameters)
+    refuse, judge = compile_refusal_and_judge(compiled)
     return ToolDefinition(
         name=name, description=description, parameters=compiled, execute=execute, render=render,
         output_schema=compile_value(output) if output is not None else None, present_call=present_call,
         concurrency_safe=concurrency_safe, validate=compile_validator(compiled), accept=compile_acceptor(compiled),
-        refuse=compile_refusal(compiled))
+        refuse=refuse, judge=judge)
 
 
 def error_result(message: str, info: dict[str, str] | None = None) -> ToolResult:
@@ -119,6 +128,7 @@ def error_result(message: str, info: dict[str, str] | None = None) -> ToolResult
 
 ARGS_ERROR = "Error: " + ToolArgsError("invalid arguments: ").message
 """The text before a refused call's violations; the registry builds the whole text once, with no exception."""
+ARGS_ERROR_NAME, ARGS_ERROR_CODE = ToolArgsError.name, ToolArgsError.code
 
 
 class ToolRegistry:
@@ -177,16 +187,21 @@ class ToolRegistry:
         if tool is None:
             return error_result(f'unknown tool "{tool_name}"', {"name": "ToolNotFoundError", "code": "NOT_FOUND"})
         args = arguments
-        if not tool.accept(args):
+        judge = tool.judge
+        if judge is not None:
+            problems = judge(args)  # () when accepted, the usual: one walk, and nothing else to ask
+        elif tool.accept(args):
+            problems = ()
+        else:
             refuse = tool.refuse
             problems = refuse(args) if refuse is not None else tool.validate(args) if is_lossless(args) else None
-            if problems is None:
-                return error_result(LOSSLESS_ERROR)
-            if problems:  # ToolArgsError's text and info, built once
-                refused: ToolResult = _new(ToolResult, (
-                    True, [{"type": "text", "text": ARGS_ERROR + "; ".join(problems)}], None,
-                    {"name": ToolArgsError.name, "code": ToolArgsError.code}))
-                return refused
+        if problems:  # ToolArgsError's text and info, built once
+            refused: ToolResult = _new(ToolResult, (
+                True, [{"type": "text", "text": ARGS_ERROR + "; ".join(problems)}], None,
+                {"name": ARGS_ERROR_NAME, "code": ARGS_ERROR_CODE}))
+            return refused
+        if problems is None:
+            return error_result(LOSSLESS_ERROR)
         try:
             value = tool.execute(args, _new(ToolExecution, (agent, signal, call_id)))
             if type(value) is not dict and inspect.isawaitable(value):  # a plain dict (the usual) never is
