@@ -1,24 +1,10 @@
 """Proving a run of complete log lines clean in bulk, so a pass that keeps no events parses only what it needs.
 
-The exact pass (:class:`~.scan.LogScanner`) parses every line with ``loads`` and checks it: JSON, at most
-:data:`MAX_VALUE_DEPTH` levels, an object, a seq continuing the log, a packed row with every check its expansion
-makes, a known type (decision 0010). A pass that keeps no events needs the values of few lines: the plan events,
-the turn boundaries and the open turn. :func:`prove` establishes everything else for a whole run of lines at once:
-
-- its bytes are UTF-8 (one decode of the run, or none when it is ASCII; msgspec does not check the strings it skips,
-  and ``loads`` refuses a line that is not UTF-8);
-- no line nests deeper than :data:`MAX_VALUE_DEPTH`: a line of at most ``2 * MAX_VALUE_DEPTH`` bytes cannot, and a
-  longer one cannot either when it holds at most that many opening brackets;
-- every line decodes **alone** (one ``decode`` per line: a value never spans lines) with msgspec into an envelope:
-  for each known event type an object with an integer ``seq``; for each packed row exactly its keys, with the
-  checks of :func:`~.chunk_rows.row_span` expressed as types and bounds (tighter bounds than a safe integer where
-  that spares a per-row sum: a row outside them is simply not proven);
-- the seqs continue from the expected one (a row by its member count).
-
-msgspec's JSON grammar is strict: what it accepts, ``loads`` accepts too, with the same ``type`` and ``seq`` (a
-duplicate key: the last one in both; a tag that is not the last ``type`` is refused). What msgspec or these checks
-refuse is not *proven*, never judged: the caller reads the run with the exact pass, which gives the verdict and its
-text. So a proven run reads exactly as the exact pass reads it, only without building what nobody looks at.
+The exact pass (:class:`~.scan.LogScanner`) parses and checks every line; a pass that keeps no events needs the
+values of few lines (the plan events, the turn boundaries, the open turn). :func:`prove` establishes everything the
+exact pass checks for a whole run at once (UTF-8, nesting depth, each line alone decoding with msgspec into an
+envelope of the known event types and packed rows, the seqs continuing): decision 0015 gives each check and why it
+matches ``loads``. What it refuses is not *proven*, never judged: the exact pass reads it and gives the verdict.
 """
 
 from __future__ import annotations

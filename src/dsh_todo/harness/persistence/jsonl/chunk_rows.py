@@ -1,14 +1,11 @@
 """Packed chunk rows: how a log stores a run of token-sized ``assistant/chunk`` deltas on one line.
 
-Models stream deltas of a few characters each, so an unpacked log spends most of its bytes on repeated envelopes.
-DSH therefore writes every run of three or more consecutive same-block delta events as one storage row
-(``text-chunks``, ``reasoning-chunks`` or ``tool-call-chunks``) and expands it back into the exact original
-events on read. Rows are a storage vocabulary, never session events: they have bare, slash-less type tags.
-
-The encoder packs only shapes it fully recognises (exact keys, integer seq and time, and for tool calls the same
-``id`` and the same presence and value of ``name`` across the run); anything else is written verbatim, so an
-unknown field costs compression, never data. The decoder validates a row before expanding it and raises
-:class:`MalformedRowError` on anything off, because silently dropping a run would lose events.
+Models stream deltas of a few characters, so an unpacked log spends most of its bytes on envelopes. DSH writes every
+run of three or more consecutive same-block deltas as one storage row (``text-chunks``, ``reasoning-chunks`` or
+``tool-call-chunks``, bare slash-less tags: rows are never session events) and expands it back into the exact events
+on read. The encoder packs only shapes it fully recognises, so an unknown field costs compression, never data; the
+decoder validates a row before expanding it and raises :class:`MalformedRowError` on anything off, because silently
+dropping a run would lose events.
 """
 
 from __future__ import annotations
@@ -43,8 +40,6 @@ _NAMED_CALL_ROW_DATA_KEYS: Final = _CALL_ROW_DATA_KEYS | {"name"}
 _STR_ONLY: Final = frozenset({str})
 _NUMBER_TYPES: Final = frozenset({int, float})
 _INT_ONLY: Final = frozenset({int})
-
-
 
 
 def _safe_int(value: object) -> bool:

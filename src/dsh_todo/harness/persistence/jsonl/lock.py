@@ -1,16 +1,14 @@
 """One writer per session log, across processes: an exclusive ``flock`` on ``session.lock`` beside the log.
 
-Two writers appending to the same append-only log would interleave batches and break the seq contract, and a
-loader repairing a "torn" tail that is really another process's write in flight would destroy committed data. So
-every mutation (appending, loading with repair) happens under this lock, and a second writer fails at once with an
-error that names the session and the holder's pid. Readers never take it: a read of a log being written sees a
-consistent prefix and at worst a torn tail, which a read does not repair.
+Two writers appending to one log would interleave batches and break the seq contract, and a loader repairing a
+"torn" tail that is really another process's write in flight would destroy committed data. So every mutation
+happens under this lock, and a second writer fails at once naming the session and the holder's pid. Readers never
+take it: they see a consistent prefix and at worst a torn tail, which a read does not repair.
 
-``flock`` locks belong to an open file description, so two stores in one process exclude each other just as two
-processes do, and the kernel drops the lock when its holder dies: a crash never leaves a stale lock behind. The
-holder writes its pid into the file for the error message only; the lock itself is the kernel's. A stale file left
-by a crash is simply reused. When the pid cannot be written (a full disk, a file size cap, an I/O error) the lock is
-let go again before the error is raised, so a failed acquire never leaves the process locked out by itself.
+``flock`` locks belong to an open file description, so two stores in one process exclude each other as two
+processes do, and the kernel drops a dead holder's lock: a crash never leaves a stale lock. The pid in the file is
+for the error message only. When it cannot be written (a full disk, an I/O error), the lock is let go before the
+error is raised, so a failed acquire never locks the process out by itself.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ def _locked(path: Path, session_id: str, pid: int | None) -> SessionLockedError:
 
 
 class WriterLock:
-    """A held single-writer lock; :meth:`release` (or leaving a ``with`` block) lets the next writer in."""
+    """A held single-writer lock; :meth:`release` lets the next writer in."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
@@ -107,9 +105,3 @@ class WriterLock:
         with contextlib.suppress(OSError):
             os.unlink(self.path)
         os.close(fd)
-
-    def __enter__(self) -> WriterLock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

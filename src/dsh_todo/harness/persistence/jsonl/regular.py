@@ -1,12 +1,10 @@
 """Opening what a session directory holds without trusting what it is.
 
-A session root is a directory anyone with write access can put anything in. ``open()`` on a FIFO waits for the other
-end: for reading until a writer comes, for writing until a reader does; so a FIFO named ``session.jsonl`` made
-``dsh-todo sessions``, ``plan``, ``events`` (and ``dsh-todo web`` listing that root) hang for ever. Every log,
-checkpoint and lock file is opened here instead: without blocking, then checked to be a regular file before
-anything is read or written, in one open (no window between a check and the open). Anything else is refused with
-:class:`NotRegularFileError`, a refused log (it is also an ``OSError``, for the callers that treat an unreadable
-checkpoint or lock as absent).
+A session root is a directory anyone with write access can fill. ``open()`` on a FIFO waits for the other end, so a
+FIFO named ``session.jsonl`` made ``dsh-todo sessions``, ``plan``, ``events`` and ``web`` hang for ever. Every log,
+checkpoint and lock file is opened here instead: without blocking, then checked to be a regular file in the same
+open (no window between check and open). Anything else is refused with :class:`NotRegularFileError`, a refused log
+and an ``OSError`` (for callers that treat an unreadable checkpoint or lock as absent).
 """
 
 from __future__ import annotations
@@ -55,3 +53,10 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file, as ``Path.read_bytes``."""
     with open_binary(path) as file:
         return file.read()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written (a write may take fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

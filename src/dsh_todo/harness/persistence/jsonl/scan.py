@@ -1,15 +1,12 @@
 """Reading the event lines of a log into its committed prefix, with DSH's crash-tail rules.
 
-A crash can leave three kinds of damage at the end of an append-only log: a final line without its newline (a torn
-write), a complete line that does not parse, or a line whose seq does not continue the log (a lost write). The
-first is always a crash tail. The other two are a crash tail only if **no later line holds a ``turn/end``**: a
-finished turn after the damage proves the damage is in the committed middle of the log, and then the log is refused
-as corrupt rather than silently shortened. :class:`LogScanner` applies exactly these rules and remembers how many
-bytes form the good prefix, so recovery knows where to cut.
-
-The scanner is fed plaintext in pieces (a raw file at once, a zstd file frame by frame) and keeps only an
-unfinished final line between pieces. It is the hot path of a cold load, so its loop avoids per-line objects beyond
-the parsed JSON itself and expands packed chunk rows in place.
+A crash can leave at the end of an append-only log a final line without its newline (always a crash tail), a
+complete line that does not parse, or one whose seq does not continue the log (a lost write). Those two are a crash
+tail only if **no later line holds a ``turn/end``**: a finished turn after the damage proves it is in the committed
+middle, and the log is refused as corrupt rather than silently shortened. :class:`LogScanner` applies these rules and
+remembers how many bytes form the good prefix, so recovery knows where to cut. Fed plaintext in pieces, it keeps
+only an unfinished final line between them; it is a cold load's hot path, so its loop builds nothing per line beyond
+the parsed JSON and expands packed rows in place.
 """
 
 from __future__ import annotations
@@ -70,11 +67,23 @@ class LogScanner:
                  "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
-        self.meta: Meta = parse_header_record(header_record)
+        self._start(parse_header_record(header_record), 0, len(header_record))
+
+    @classmethod
+    def continuing(cls, meta: Meta, base: int) -> LogScanner:
+        """A scanner for the tail of a log whose header is already known, expecting ``base`` as the first seq.
+
+        Byte counts and line numbers are relative to the first byte fed; the crash-tail rules are the same.
+        """
+        scanner = cls.__new__(cls)
+        scanner._start(meta, base, 0)
+        return scanner
+
+    def _start(self, meta: Meta, base: int, fed: int) -> None:
+        self.meta = meta
         self.events: list[dict[str, Any]] = []
-        self.base = 0
-        self.input_bytes = len(header_record)
-        self.committed_bytes = len(header_record)
+        self.base = base
+        self.input_bytes = self.committed_bytes = fed
         self._fragment: list[bytes] = []
         self._fragment_size = 0
         self._line = 0
@@ -85,27 +94,10 @@ class LogScanner:
         self.bulk = False
         self.turn_open = False
 
-    @classmethod
-    def continuing(cls, meta: Meta, base: int) -> LogScanner:
-        """A scanner for the tail of a log whose header is already known, expecting ``base`` as the first seq.
-
-        Byte counts and line numbers are relative to the first byte fed; the crash-tail rules are the same.
-        """
-        scanner = cls.__new__(cls)
-        scanner.meta = meta
-        scanner.events = []
-        scanner.base = base
-        scanner.input_bytes = scanner.committed_bytes = 0
-        scanner._fragment = []
-        scanner._fragment_size = 0
-        scanner._line = 0
-        scanner._issue = None
-        scanner.max_line = max_line()
-        scanner.expand = True
-        scanner.unexpanded = 0
-        scanner.bulk = False
-        scanner.turn_open = False
-        return scanner
+    @property
+    def damaged(self) -> bool:
+        """A complete line fed so far does not belong to the good prefix."""
+        return self._issue is not None
 
     @property
     def clean(self) -> bool:
