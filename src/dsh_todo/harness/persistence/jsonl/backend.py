@@ -94,12 +94,9 @@ class JsonlBackend(JsonlReader):
         return stored, added, writer
 
     def create(self, meta: Mapping[str, Any]) -> JsonlWriter:
-        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields).
-
-        The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
-        of the same id fails here rather than on a background flush.
-        """
-
+        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields). The log
+        appears only with the first batch; the lock is taken now, so a second writer of the id fails here, not on a
+        background flush."""
         check_meta(meta)
         session_id: str = meta["id"]
         cwd = meta.get("cwd")
@@ -134,13 +131,10 @@ class JsonlBackend(JsonlReader):
                          pack_chunks=self.pack_chunks, cursor=0, materialized=False)
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> JsonlWriter:
-        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
-
-        The stored events must be exactly the session's first events, or the log belongs to another session of the
-        same id and is refused. A torn tail is cut (and what a cut frame yielded rewritten), but no closers are
-        added: the turn is not interrupted, it is still running in memory. The writer's ``cursor`` says which live
-        events still need writing.
-        """
+        """A writer for a live session whose log already exists (persistence remounted while it stayed open). The
+        stored events must be exactly the session's first ones, or the log is another session's of the same id and
+        is refused. A torn tail is cut, but no closers are added: the turn still runs in memory. The writer's
+        ``cursor`` says which live events still need writing."""
 
         def same_start(_: Path, stored: StoredLog) -> list[Event]:
             if len(stored.events) > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
@@ -153,7 +147,6 @@ class JsonlBackend(JsonlReader):
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:
         """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
-
         path = self.find(session_id)
         if path is None:
             return
@@ -163,7 +156,6 @@ class JsonlBackend(JsonlReader):
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
-
         path = self.find(session_id)
         if path is None:
             return None
@@ -178,17 +170,14 @@ class JsonlBackend(JsonlReader):
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``: what the log holds now (read on this thread,
-        raising the reader's verdict), then whatever any process appends, read from where the last read stopped
-        (:class:`~.follow.FileFollow`, a ``stat`` every ``follow_interval`` seconds on a background thread). Close
-        the returned subscription to stop."""
-
+        raising the reader's verdict), then whatever any process appends (:class:`~.follow.FileFollow`, a ``stat``
+        every ``follow_interval`` seconds). Close the returned subscription to stop."""
         return FileFollow(self, session_id, after_seq, callback, interval=self.follow_interval).start()
 
 
 def clear_leftovers(directory: Path) -> None:
-    """Remove the temporary files a killed writer left in a session directory (a half-published log, a checkpoint
-    being replaced). Called with the writer lock held: every such file is written only under it, so any found then
-    belongs to a writer that is gone."""
+    """Remove the temporary files a killed writer left in a session directory. Called under the writer lock, under
+    which alone such files are written: any found belongs to a writer that is gone."""
     for pattern in ("session.jsonl*.tmp", "projections.json.*.tmp"):
         for leftover in directory.glob(pattern):
             with contextlib.suppress(FileNotFoundError):

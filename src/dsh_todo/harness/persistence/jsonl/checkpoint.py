@@ -20,7 +20,6 @@ service uses the checkpoint.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import threading
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes, write_all
+from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes, temporary
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
@@ -89,25 +88,11 @@ def read_checkpoint(log_path: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
-    """Replace the checkpoint beside ``log_path`` atomically (temporary file, fsync, rename).
-
-    The directory is not fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags.
-    """
+    """Replace the checkpoint beside ``log_path`` atomically (temporary file, fsync, rename). The directory is not
+    fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags."""
     target = log_path.parent / CHECKPOINT_NAME
-    tmp = target.with_name(f"{CHECKPOINT_NAME}.{os.urandom(6).hex()}.tmp")
-    data = checkpoint.encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    with temporary(target, checkpoint.encode()) as tmp:
         os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Checkpoint] | None:
@@ -140,9 +125,8 @@ KEPT: Final = 1024
 """Running hashes kept (the most recently used files'); a file dropped from them is hashed from the start again."""
 
 SMALL: Final = 512 << 10
-"""Prefixes up to this size are hashed without OpenSSL: loading it (``hashlib``) costs about 4 ms, which the
-built-in SHA-256 (about 230 MB/s here, against OpenSSL's 1.6 GB/s) only loses back after half a megabyte. A
-``dsh-todo plan`` of a small checkpointed log then never loads it."""
+"""Prefixes up to this size are hashed without OpenSSL: loading ``hashlib`` costs about 4 ms, which the built-in
+SHA-256 (230 MB/s here, against 1.6 GB/s) only loses back after half a megabyte."""
 
 _running: dict[tuple[int, int], tuple[int, Any]] = {}
 _lock = threading.Lock()

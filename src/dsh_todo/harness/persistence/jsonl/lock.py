@@ -37,7 +37,7 @@ def _locked(path: Path, session_id: str, pid: int | None) -> SessionLockedError:
 
 
 class WriterLock:
-    """A held single-writer lock; :meth:`release` lets the next writer in."""
+    """A held single-writer lock; :meth:`release` (or leaving a ``with`` block) lets the next writer in."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
@@ -94,14 +94,18 @@ class WriterLock:
         return self._fd is not None
 
     def release(self) -> None:
-        """Let go of the lock and remove the lock file, so a session directory holds only its log at rest.
-
-        The file is unlinked while the lock is still held; a contender that opened the old file meanwhile notices
-        the changed inode in :meth:`acquire` and starts over, so removal never lets two writers in.
-        """
+        """Let go of the lock and remove the lock file, so a session directory holds only its log at rest. It is
+        unlinked while still locked: a contender that opened it meanwhile sees the inode change in :meth:`acquire`
+        and starts over, so removal never lets two writers in."""
         fd, self._fd = self._fd, None
         if fd is None:
             return
         with contextlib.suppress(OSError):
             os.unlink(self.path)
         os.close(fd)
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

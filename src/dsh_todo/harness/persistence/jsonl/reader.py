@@ -49,11 +49,8 @@ from dsh_todo.jscompat import js_string
 
 
 class JsonlReader:
-    """Session logs under ``root``, read: each in its own encoding; new ones (:class:`~.backend.JsonlBackend`, which
-    adds the writing half) in ``compression`` (``"zstd"``, DSH's default, or ``"none"``).
-
-    ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
-    """
+    """Session logs under ``root``, read, each in its own encoding; :class:`~.backend.JsonlBackend` writes new ones
+    in ``compression`` (``"zstd"``, DSH's default, or ``"none"``), delta runs as packed rows with ``pack_chunks``."""
 
     holds_files = True
 
@@ -104,13 +101,11 @@ class JsonlReader:
         return None if path is None else str(path)
 
     def stored_sessions(self) -> list[StoredSession]:
-        """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
-        layout, a directory holding both encodings, one id in two project directories) or whose folder cannot be
-        read (a symbolic link loop, a folder of mode 000) is listed with its ``problem``: it never hides the others.
-        What is not ours to judge is left out: a project folder that cannot be listed (no session in it can be
-        named; in a root two users share, folders are created 0700, so it is the other user's) and an unreadable
-        session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
-
+        """Every stored session, from headers only. One that cannot be stored as it is (the flat layout, both
+        encodings in one directory, one id in two project directories) or whose folder cannot be read (a link loop,
+        mode 000) is listed with its ``problem``, never hiding the others. What is not ours to judge is left out: a
+        project folder that cannot be listed (in a root two users share, folders are 0700: the other user's) and an
+        unreadable session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
         found: list[StoredSession] = []
         for project in self._project_dirs():
             try:
@@ -179,13 +174,10 @@ class JsonlReader:
 
     def scan_path(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
                   plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
-        """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
-        not where its header says, or its id stored twice under this root; both are checked on the header alone,
-        before the rest is read (a misplaced copy of a million events is refused at once).
-
-        ``unique`` says the caller has just counted every id under the root (a listing does) and found this one
-        once, so it is not looked for again in every project directory: a listing costs one pass over the root,
-        not one per session."""
+        """One exact pass over the log at ``path`` (:func:`~.reading.scan_log`), refused like :meth:`read` when not
+        where its header says or its id is stored twice under this root: both checked on the header first (a
+        misplaced copy of a million events is refused at once). ``unique``: the caller (a listing) just counted every
+        id under the root and found this one once, so it is not looked for again in every project directory."""
         meta = self.read_header(path)
         if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
@@ -272,7 +264,6 @@ class JsonlReader:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
-
         self.read_header(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
         self._check_identity(path, found.meta, session_id)
@@ -383,10 +374,9 @@ PROC_LOCKS = "/proc/locks"
 
 
 def flock_held(path: Path) -> bool | None:
-    """Whether any process holds a ``flock`` on the file at ``path`` now, asked of the kernel without taking one
-    (Linux's ``/proc/locks``; probing with a shared lock could make a writer's exclusive attempt fail at that very
-    moment); ``None`` where the kernel does not say, for the caller to judge another way. Here, not in ``lock``: a
-    reader asks this, and a reader does not import the writer side (decision 0014)."""
+    """Whether any process holds a ``flock`` on the file at ``path`` now, asked of the kernel's ``/proc/locks``
+    (probing with a shared lock could make a writer's exclusive attempt fail at that moment); ``None`` where the
+    kernel does not say. Here, not in ``lock``: a reader does not import the writer side (decision 0014)."""
     try:
         stat = os.stat(path)
     except FileNotFoundError:

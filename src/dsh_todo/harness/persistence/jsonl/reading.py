@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
 
 CHUNK_SIZE: Final = 256 << 10
-"""Plaintext bytes fed to the scanner at a time (a raw log's reads, a zstd frame's decoded pieces): pieces of a few
-MiB cost page faults and cache misses at every step (decision 0015)."""
+"""Plaintext bytes fed to the scanner at a time: pieces of a few MiB cost page faults and cache misses (decision
+0015)."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
 _ROW_TAGS: Final = tuple(ROW_TYPES)
@@ -51,10 +51,8 @@ _T = TypeVar("_T")
 
 
 class Scanned:
-    """What one pass found. ``events`` holds every stored event only when they were kept.
-
-    A plain class, not a dataclass: every ``dsh-todo plan`` process creates this type, and a dataclass takes about
-    1 ms to create (decision 0014)."""
+    """What one pass found; ``events`` only when they were kept. Not a dataclass: creating one costs every
+    ``dsh-todo plan`` about 1 ms (decision 0014)."""
 
     __slots__ = ("count", "cut_frame_events", "events", "last_record", "meta", "open_turn", "path", "torn_at",
                  "unknown")
@@ -104,16 +102,15 @@ class _Pass:
         if self.scanner.bulk:  # small pieces (a zstd frame per write batch) are proven together
             self._held.append(data)
             self._held_size += len(data)
-            if self._held_size < CHUNK_SIZE:
-                return
-            data = b"".join(self._held)
-            self._held, self._held_size = [], 0
+            if self._held_size >= CHUNK_SIZE:
+                self.flush()
+            return
         self.scanner.feed(data)
         self.take()
 
     def flush(self) -> None:
-        """Feed what :meth:`feed` holds: before the pass ends, and before damage the file holds after it is
-        reported (the lines before the damage are read first, as piece by piece)."""
+        """Feed what :meth:`feed` holds: before the pass ends, and before reporting damage the file holds after it
+        (the lines before the damage are read first, as piece by piece)."""
         if self._held:
             data = b"".join(self._held)
             self._held, self._held_size = [], 0
@@ -180,13 +177,10 @@ def identity(path: Path) -> tuple[int, ...]:
 
 
 def _stable(path: Path, read: Callable[[int | None], _T]) -> _T:
-    """``read(limit)`` of one consistent state of the file: read again if it changed during the read, and then only
-    as far as it reached when that read began (``limit``, a byte count; ``None``: all of it).
-
-    A pass bounded to the size the file had when it began reads bytes that a log only ever appends after: it holds
-    as long as the same file only grew. The bound is what keeps a reader from chasing a busy writer forever: a whole
-    pass over a large log takes longer than the writer's next append, so "read again until nothing changed" never
-    ended (``dsh-todo events`` on a 35 MB log appended every 30 ms printed nothing in a minute)."""
+    """``read(limit)`` of one consistent state of the file: read again if it changed during the read, then only up to
+    byte ``limit``, where it had reached (``None``: all of it); that holds as long as the same file only grew (a
+    log only appends). The bound keeps a reader from chasing a busy writer forever: "read again until nothing
+    changed" never ended (``dsh-todo events`` on a 35 MB log appended every 30 ms printed nothing in a minute)."""
     limit: int | None = None
     while True:
         before = identity(path)
@@ -210,12 +204,11 @@ def read_stable(path: Path) -> bytes:
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
              refuse_unknown: bool = True, plan_only: bool = False, expand: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
-    (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
-    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (and without ``keep``), of a run
-    of lines proven clean in bulk it sees only the events a plan fold looks at (:mod:`.bulk`), the open turn is kept
-    all the same, and the verdict is the same. With ``expand`` (and without ``keep``), ``observe`` sees a packed
-    row's every member, as a kept read holds them, instead of the row standing as its last. A log that changes
-    while it is read (a writer appending) is read again (:func:`_stable`)."""
+    (with ``refuse_unknown=False``, not for an unknown event type: the backend's raw read level).
+    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (without ``keep``), of a run of
+    lines proven clean in bulk only the events a plan fold looks at (:mod:`.bulk`), for the same verdict. With
+    ``expand`` (without ``keep``) it sees a packed row's every member instead of the row standing as its last. A log
+    that changes while it is read (a writer appending) is read again (:func:`_stable`)."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
     try:
         found = _stable(path, lambda limit: read(path, keep, observe, limit, plan_only, expand))
@@ -385,11 +378,9 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
 
 def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = None, *,
               keep: bool = False) -> Scanned | None:
-    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read with the exact rules (and
-    kept with ``keep``: a cold load restores them after the checkpoint's rows), or ``None`` at anything a full pass
-    would have to judge: a torn or damaged tail, an unknown event type, an offset that is not a record start, a file
-    changing while it is read (then read the whole log). ``count`` is the number of events of the whole log;
-    ``torn_at`` stays ``None``."""
+    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read by :func:`read_on` (kept
+    with ``keep``), or ``None`` at anything a full pass would have to judge (what ``read_on`` refuses, a torn tail, an
+    offset that is not a record start, a file changing while it is read). ``count`` is the whole log's."""
     try:
         before = identity(path)
         with open_binary(path) as file:
@@ -407,11 +398,10 @@ def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = No
 
 def read_on(file: _Readable, meta: Meta, base: int | None, path: Path, *, keep: bool = True,
             observe: Observer | None = None) -> tuple[Scanned, int, int] | None:
-    """The events of the whole records in ``file`` from where it stands (a record start of the log at ``path``,
-    whose first event has seq ``base``; ``None``: the seq its first line gives) on, read with the exact rules: what
-    they hold, how many bytes of ``file`` those records take, and the seq after them. A record still being written
-    (an unfinished last line, a frame not yet complete) is left for later. ``None`` at anything a full pass must
-    judge: a damaged record, an unknown event type this reader would refuse, a first line without a seq."""
+    """The exact pass over the whole records in ``file`` from where it stands (a record start of the log at ``path``
+    holding seq ``base``; ``None``: the seq its first line gives): what they hold, the bytes they take, the seq after
+    them. A record still being written (an unfinished line, an incomplete frame) is left for later. ``None`` at what
+    a full pass must judge: a damaged record, an event type the reader refuses, a first line without a seq."""
     zstd = compression_of(path) == "zstd"
     one = None if base is None else _Pass(LogScanner.continuing(meta, base), path, keep, observe)
     used = 0
@@ -462,10 +452,10 @@ TURN_BUDGET: Final = 16 << 20
 
 
 def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list[Event] | None:
-    """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted): from
-    its ``turn/start`` to the offset, packed rows left out (the interrupted-turn closers never look at chunks); empty
-    when the last turn boundary before it is a ``turn/end``, or there is none. ``None`` when the turn's start lies
-    more than ``budget`` plaintext bytes back, or anything cannot be read: the caller reads the whole log then."""
+    """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted), from
+    its ``turn/start`` on, packed rows left out (the closers never look at chunks); empty when the last boundary
+    before it is a ``turn/end``, or there is none. ``None`` when the turn starts more than ``budget`` plaintext bytes
+    back, or anything cannot be read: the caller reads the whole log then."""
     try:
         records = _records_back_raw(path, offset) if compression_of(path) == "none" else _frames_back(path, offset)
         found: list[Event] = []

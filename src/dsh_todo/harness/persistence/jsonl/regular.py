@@ -9,9 +9,12 @@ and an ``OSError`` (for callers that treat an unreadable checkpoint or lock as a
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from pathlib import Path
 from typing import BinaryIO
 
 from dsh_todo.harness.errors import CorruptSessionLogError
@@ -60,3 +63,21 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+@contextlib.contextmanager
+def temporary(target: Path, data: bytes) -> Iterator[Path]:
+    """A new file beside ``target`` holding ``data`` durably (fsynced), for the caller to publish under ``target``'s
+    name (``link``, ``replace``); removed afterwards, whatever happened."""
+    tmp = target.with_name(f"{target.name}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        yield tmp
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -56,12 +56,10 @@ def _may_bound(text: bytes) -> bool:
 class LogScanner:
     """Incremental reader of one log's event lines after its header.
 
-    ``events`` is the contiguous good prefix (plain dicts, packed rows expanded); ``committed_bytes`` is the
-    plaintext length up to the end of the last line that belongs to it; ``input_bytes`` counts everything fed.
-    ``base`` is the seq of the first event fed: 0 for a whole log, or where a tail read starts
-    (:meth:`continuing`). ``bulk`` (set by a pass that keeps no events and reads for the plan) lets runs of complete
-    lines be proven clean at once (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open.
-    """
+    ``events``: the good prefix not yet taken (packed rows expanded); ``committed_bytes``: the plaintext up to the
+    end of its last line; ``input_bytes``: everything fed; ``base``: the seq of the first event not yet taken.
+    ``bulk`` (a pass keeping no events, for the plan) lets runs of lines be proven clean at once
+    (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open."""
 
     __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
                  "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
@@ -71,10 +69,8 @@ class LogScanner:
 
     @classmethod
     def continuing(cls, meta: Meta, base: int) -> LogScanner:
-        """A scanner for the tail of a log whose header is already known, expecting ``base`` as the first seq.
-
-        Byte counts and line numbers are relative to the first byte fed; the crash-tail rules are the same.
-        """
+        """A scanner for the tail of a log whose header is known, expecting ``base`` as the first seq; byte counts
+        and line numbers are relative to the first byte fed."""
         scanner = cls.__new__(cls)
         scanner._start(meta, base, 0)
         return scanner
@@ -144,9 +140,8 @@ class LogScanner:
             self._consume(lines, position)
 
     def _proven(self, data: bytes) -> bool:
-        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean: the events
-        anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
-        exact pass must read them (nothing was consumed)."""
+        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean (the events
+        anyone looks at handed over, the others counted); ``False``: nothing was consumed, the exact pass reads them."""
         end = data.rfind(b"\n") + 1
         if not end or end + self._fragment_size < BULK_MIN or end + self._fragment_size > self.max_line:
             return False
@@ -186,7 +181,6 @@ class LogScanner:
             if lines and self._fragment:
                 self._fragment.append(lines[0])
                 lines[0] = b"".join(self._fragment)
-                self._fragment, self._fragment_size = [], 0
             if lines:
                 self._fragment, self._fragment_size = [], 0
                 self._after_issue(lines)
@@ -274,11 +268,8 @@ class LogScanner:
             self._after_issue(lines[line_no - start_line:])
 
     def _after_issue(self, lines: list[bytes]) -> None:
-        """After damage, a line holding a ``turn/end`` proves it is in the committed middle; nothing else counts.
-
-        A ``type`` of ``turn/end`` is written either as those bytes or with an escape (a backslash), so a run of
-        lines holding neither is passed over without parsing (a crash tail of a million blank lines costs nothing).
-        """
+        """After damage, only a line holding a ``turn/end`` counts (it proves the damage committed); a run of lines
+        holding neither those bytes nor an escape is passed over unparsed (a million blank lines cost nothing)."""
         issue = self._issue
         assert issue is not None
         text = b"\n".join(lines)

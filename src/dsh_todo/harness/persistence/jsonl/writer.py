@@ -22,7 +22,7 @@ from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import Compression
-from dsh_todo.harness.persistence.jsonl.regular import open_fd, write_all
+from dsh_todo.harness.persistence.jsonl.regular import open_fd, temporary, write_all
 
 
 def fsync_dir(path: Path) -> None:
@@ -53,10 +53,8 @@ def exists(session_id: str) -> SessionExistsError:
 
 
 class JsonlWriter:
-    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects.
-
-    ``last_batch`` says where the most recent durable batch landed (``None`` until this writer wrote one).
-    """
+    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects;
+    ``last_batch`` says where the most recent durable batch landed (``None`` until one is known)."""
 
     _fd: int | None = None
     """The log, open for appending since the first append (``None``: not open; :meth:`close` closes it)."""
@@ -131,15 +129,11 @@ class JsonlWriter:
         try:
             self._close_log()
         finally:
-            self._release()
-
-    def _release(self) -> None:
-        if not self._lock.held:
-            return
-        self._lock.release()
-        if not self.materialized:
-            with contextlib.suppress(OSError):
-                self.path.parent.rmdir()
+            if self._lock.held:
+                self._lock.release()
+                if not self.materialized:
+                    with contextlib.suppress(OSError):
+                        self.path.parent.rmdir()
 
     def _append_bytes(self, data: bytes) -> int:
         """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed."""
@@ -168,19 +162,9 @@ class JsonlWriter:
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():
             raise exists(self.session_id)
-        tmp = self.path.with_name(f"{self.path.name}.{os.urandom(6).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            try:
-                write_all(fd, content)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        with temporary(self.path, content) as tmp:
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
                 raise exists(self.session_id) from None
             fsync_dir(self.path.parent)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)

@@ -8,6 +8,7 @@ frame (a torn tail, cut at the frame start) is told apart from a damaged complet
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Final, NamedTuple
@@ -130,10 +131,9 @@ def decompressor() -> zstandard.ZstdDecompressor:
 def frame_pieces(frame: bytes | memoryview, size: int,
                  dctx: zstandard.ZstdDecompressor | None = None) -> Iterator[bytes]:
     """The plaintext of one structurally complete frame in pieces of at most ``size`` bytes, checksum verified;
-    raises :class:`FrameError`. Memory stays at one piece and one window (at most :data:`MAX_WINDOW`) however much
-    the frame decompresses to: a small file must not be able to ask for gigabytes. A pass decoding frame after frame
-    passes its own ``dctx`` (:func:`decompressor`): making one costs about 30 µs, a small frame's decoding
-    less; a decompressor decodes one frame at a time."""
+    raises :class:`FrameError`. Memory stays at one piece and one window (at most :data:`MAX_WINDOW`): a small file
+    must not be able to ask for gigabytes. A pass decoding frame after frame passes its own ``dctx``
+    (:func:`decompressor`): making one costs about 30 µs, more than decoding a small frame."""
     reader = (dctx or decompressor()).stream_reader(frame, read_across_frames=False)
     try:
         while piece := reader.read(size):
@@ -146,9 +146,5 @@ def prefix_pieces(data: bytes | memoryview, size: int) -> Iterator[bytes]:
     """Whatever plaintext the complete blocks of an incomplete final frame yield, in pieces of at most ``size``
     bytes. A crash mid-frame leaves whole blocks before the cut, whose lines were written and may be kept; a decoder
     failure here ends it quietly, never as corruption: the frame was never complete."""
-    reader = decompressor().stream_reader(data, read_across_frames=False)
-    try:
-        while piece := reader.read(size):
-            yield piece
-    except zstandard.ZstdError:
-        return
+    with contextlib.suppress(FrameError):
+        yield from frame_pieces(data, size)
