@@ -57,7 +57,7 @@ class LogTail:
         self._file: tuple[int, ...] | None = None
         """The device and inode read so far: another one is another file (the log was replaced)."""
         self._seen: tuple[int, ...] | None = None
-        """The identity of the file when every byte of it was taken (nothing to read until it changes)."""
+        """The identity of the file when it was last read on (nothing to read until it changes)."""
         self._failed: tuple[int, ...] | None = None
 
     def read(self) -> list[Event]:
@@ -75,10 +75,10 @@ class LogTail:
             found = None
         if found is None:
             return self._read_whole()
-        stored, used, self._next = found
+        tail, used, self._next = found
         self._offset += used
-        self._seen = now if self._offset == now[2] else None
-        return stored.events or []
+        self._seen = now  # every byte there was is taken, or waits for its record to be whole: until it changes
+        return tail.events or []
 
     def _read_whole(self) -> list[Event]:
         """The backend's own read, noting where the next read continues: after the record (line or frame) holding
