@@ -113,6 +113,22 @@ def test_a_line_or_frame_caught_half_written_is_delivered_once_it_is_whole(tmp_p
     assert [event["seq"] for event in [*early, *follower.read()]] == [5, 6, 7, 8, 9]
 
 
+def test_a_half_written_record_is_not_read_again_while_the_file_stands_still(
+        tmp_path: Path, compression: str, counted: list[int]) -> None:
+    writer = Writer(tmp_path / "root", compression)
+    writer.batch()
+    follower = LogTail(writer.store, "s", writer.path)
+    follower.read()
+    whole = writer.path.stat().st_size
+    writer.batch()
+    with writer.path.open("r+b") as file:  # a writer killed in the middle of its batch
+        file.truncate(whole + (writer.path.stat().st_size - whole) // 2)
+    follower.read()
+    counted.clear()
+    assert follower.read() == [] and follower.read() == []
+    assert counted == []  # the torn bytes wait for the file to change, not for the next poll
+
+
 def test_a_log_that_turns_corrupt_gets_the_readers_verdict(tmp_path: Path, compression: str) -> None:
     """A bad record followed by a ``turn/end`` is corruption for the reader; the follower says the same words."""
     writer = Writer(tmp_path / "root", "none")

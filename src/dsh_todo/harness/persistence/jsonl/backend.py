@@ -1,22 +1,29 @@
 """The JSONL session backend: :class:`~.reader.JsonlReader` and the writing half, under one root.
 
-:meth:`JsonlBackend.load` and :meth:`JsonlBackend.resume` commit crash recovery under the writer lock: cut the torn
-tail, rewrite what an incomplete frame yielded, append the closers of an interrupted turn. A second load finds
-nothing to do and leaves the bytes alone. :meth:`JsonlBackend.create` and :meth:`JsonlBackend.continue_live` give
-writers (:mod:`.writer`) holding the session's lock (:mod:`.lock`); projection checkpoints are written beside the log
-(:mod:`.checkpoint`), and :meth:`JsonlBackend.follow` reads on from where the last read stopped (:mod:`.follow`).
-A reader of logs imports :mod:`.reader` alone (decision 0014).
+:meth:`JsonlBackend.load` and :meth:`JsonlBackend.resume` commit crash recovery under the writer lock (cut the torn
+tail, rewrite what an incomplete frame yielded, append an interrupted turn's closers); a second load changes nothing.
+Writers (:mod:`.writer`) hold the session's lock (:mod:`.lock`); checkpoints are written beside the log
+(:mod:`.checkpoint`); :meth:`JsonlBackend.follow` reads on from where the last read stopped (:mod:`.follow`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, LoadedLog, Rows, Subscription
-from dsh_todo.harness.persistence.errors import SessionExistsError, refuse_unknown_types
+from dsh_todo.harness.persistence.contract import (
+    Batch,
+    Callback,
+    Checkpointed,
+    Event,
+    LoadedLog,
+    Rows,
+    StoredLog,
+    Subscription,
+)
+from dsh_todo.harness.persistence.errors import refuse_unknown_types
 from dsh_todo.harness.persistence.header import check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
@@ -30,7 +37,7 @@ from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, compression_of
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.harness.persistence.jsonl.reading import scan_tail
-from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
+from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, exists, make_dirs
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps_bytes
 
@@ -50,44 +57,51 @@ class JsonlBackend(JsonlReader):
     def resume(self, session_id: str) -> tuple[LoadedLog, JsonlWriter]:
         """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
 
+        def closers(path: Path, stored: StoredLog) -> list[Event]:
+            clear_leftovers(path.parent)
+            refuse_unknown_types(session_id, stored.events, path)
+            return interrupted_turn_closers(stored.events)
+
+        stored, added, writer = self._reopen(session_id, closers)
+        torn = stored.torn
+        loaded = LoadedLog(str(stored.path), stored.meta, [*stored.events, *added], len(stored.events), added,
+                           rewrote=torn is not None or bool(added),
+                           truncated_to=torn.truncate_to if torn is not None else None, path=stored.path)
+        return loaded, writer
+
+    def _reopen(self, session_id: str,
+                closers: Callable[[Path, StoredLog], list[Event]]) -> tuple[StoredLog, list[Event], JsonlWriter]:
+        """Read the stored log under its writer lock, refused or given its ``closers`` (which may refuse it), and
+        commit the recovery: cut the torn tail, then append what a cut frame yielded and the closers."""
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
-            clear_leftovers(path.parent)
             stored = self.read_path(path, session_id)
-            refuse_unknown_types(session_id, stored.events, path)
-            closers = interrupted_turn_closers(stored.events)
+            added = closers(path, stored)
             torn = stored.torn
             recovered = torn.recovered if torn is not None else []
             # Events recovered from a cut zstd frame are in the prefix but not on disk once the frame is cut.
             writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
-                               pack_chunks=self.pack_chunks, cursor=len(stored.events) - len(recovered),
-                               materialized=True)
-            if torn is not None or closers:
-                writer.repair(torn.truncate_to if torn is not None else None, [*recovered, *closers])
+                                 pack_chunks=self.pack_chunks, cursor=len(stored.events) - len(recovered),
+                                 materialized=True)
+            if torn is not None or added:
+                writer.repair(torn.truncate_to if torn is not None else None, [*recovered, *added])
             else:
                 writer.found(stored.last_record)
         except BaseException:
             lock.release()
             raise
-        loaded = LoadedLog(str(path), stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                           rewrote=torn is not None or bool(closers),
-                           truncated_to=torn.truncate_to if torn is not None else None, path=path)
-        return loaded, writer
+        return stored, added, writer
 
     def create(self, meta: Mapping[str, Any]) -> JsonlWriter:
-        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields).
-
-        The log file appears only with the first appended batch; the writer lock is taken now, so a second writer
-        of the same id fails here rather than on a background flush.
-        """
-
+        """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields). The log
+        appears only with the first batch; the lock is taken now, so a second writer of the id fails here, not on a
+        background flush."""
         check_meta(meta)
         session_id: str = meta["id"]
         cwd = meta.get("cwd")
         if self.find(session_id) is not None:
-            raise SessionExistsError(
-                f'session "{session_id}" already has a log on disk; load it to go on with it, or pick another id')
+            raise exists(session_id)
         path = self.path_for(session_id, cwd)
         while True:
             make_dirs(path.parent)
@@ -98,8 +112,7 @@ class JsonlBackend(JsonlReader):
                 continue  # a writer that never wrote just removed the empty directory; make it again
         try:
             if path.exists():
-                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
-                                         "load it to go on with it, or pick another id")
+                raise exists(session_id)
             # A session is its id under the root, whatever the working directory: a writer of the same id in another
             # project directory (its log not written yet) holds that directory's lock. Checked after taking ours, so
             # of two racing creators at least one sees the other.
@@ -118,40 +131,22 @@ class JsonlBackend(JsonlReader):
                          pack_chunks=self.pack_chunks, cursor=0, materialized=False)
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> JsonlWriter:
-        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
+        """A writer for a live session whose log already exists (persistence remounted while it stayed open). The
+        stored events must be exactly the session's first ones, or the log is another session's of the same id and
+        is refused. A torn tail is cut, but no closers are added: the turn still runs in memory. The writer's
+        ``cursor`` says which live events still need writing."""
 
-        The stored events must be exactly the session's first events, or the log belongs to another session of the
-        same id and is refused. A torn tail is cut (and what a cut frame yielded rewritten), but no closers are
-        added: the turn is not interrupted, it is still running in memory. The writer's ``cursor`` says which live
-        events still need writing.
-        """
+        def same_start(_: Path, stored: StoredLog) -> list[Event]:
+            if len(stored.events) > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
+                                                       for a, b in zip(stored.events, events, strict=False)):
+                raise exists(session_id)
+            return []
 
-        path = self._require(session_id)
-        lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-        try:
-            stored = self.read_path(path, session_id)
-            count = len(stored.events)
-            if count > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
-                                          for a, b in zip(stored.events, events, strict=False)):
-                raise SessionExistsError(f'session "{session_id}" already has a log on disk; '
-                                         "load it to go on with it, or pick another id")
-            torn = stored.torn
-            recovered = torn.recovered if torn is not None else []
-            writer = JsonlWriter(meta=stored.meta, path=path, lock=lock, compression=compression_of(path),
-                               pack_chunks=self.pack_chunks, cursor=count - len(recovered), materialized=True)
-            if torn is not None:
-                writer.repair(torn.truncate_to, recovered)
-            else:
-                writer.found(stored.last_record)
-        except BaseException:
-            lock.release()
-            raise
-        return writer
+        return self._reopen(session_id, same_start)[2]
 
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:
         """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
-
         path = self.find(session_id)
         if path is None:
             return
@@ -161,7 +156,6 @@ class JsonlBackend(JsonlReader):
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
         """The checkpoint beside the log, if it belongs to it, with the exactly read tail after its offset."""
-
         path = self.find(session_id)
         if path is None:
             return None
@@ -176,17 +170,14 @@ class JsonlBackend(JsonlReader):
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``: what the log holds now (read on this thread,
-        raising the reader's verdict), then whatever any process appends, read from where the last read stopped
-        (:class:`~.follow.FileFollow`, a ``stat`` every ``follow_interval`` seconds on a background thread). Close
-        the returned subscription to stop."""
-
+        raising the reader's verdict), then whatever any process appends (:class:`~.follow.FileFollow`, a ``stat``
+        every ``follow_interval`` seconds). Close the returned subscription to stop."""
         return FileFollow(self, session_id, after_seq, callback, interval=self.follow_interval).start()
 
 
 def clear_leftovers(directory: Path) -> None:
-    """Remove the temporary files a killed writer left in a session directory (a half-published log, a checkpoint
-    being replaced). Called with the writer lock held: every such file is written only under it, so any found then
-    belongs to a writer that is gone."""
+    """Remove the temporary files a killed writer left in a session directory. Called under the writer lock, under
+    which alone such files are written: any found belongs to a writer that is gone."""
     for pattern in ("session.jsonl*.tmp", "projections.json.*.tmp"):
         for leftover in directory.glob(pattern):
             with contextlib.suppress(FileNotFoundError):

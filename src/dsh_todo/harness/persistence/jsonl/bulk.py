@@ -1,24 +1,10 @@
 """Proving a run of complete log lines clean in bulk, so a pass that keeps no events parses only what it needs.
 
-The exact pass (:class:`~.scan.LogScanner`) parses every line with ``loads`` and checks it: JSON, at most
-:data:`MAX_VALUE_DEPTH` levels, an object, a seq continuing the log, a packed row with every check its expansion
-makes, a known type (decision 0010). A pass that keeps no events needs the values of few lines: the plan events,
-the turn boundaries and the open turn. :func:`prove` establishes everything else for a whole run of lines at once:
-
-- its bytes are UTF-8 (one decode of the run, or none when it is ASCII; msgspec does not check the strings it skips,
-  and ``loads`` refuses a line that is not UTF-8);
-- no line nests deeper than :data:`MAX_VALUE_DEPTH`: a line of at most ``2 * MAX_VALUE_DEPTH`` bytes cannot, and a
-  longer one cannot either when it holds at most that many opening brackets;
-- every line decodes **alone** (one ``decode`` per line: a value never spans lines) with msgspec into an envelope:
-  for each known event type an object with an integer ``seq``; for each packed row exactly its keys, with the
-  checks of :func:`~.chunk_rows.row_span` expressed as types and bounds (tighter bounds than a safe integer where
-  that spares a per-row sum: a row outside them is simply not proven);
-- the seqs continue from the expected one (a row by its member count).
-
-msgspec's JSON grammar is strict: what it accepts, ``loads`` accepts too, with the same ``type`` and ``seq`` (a
-duplicate key: the last one in both; a tag that is not the last ``type`` is refused). What msgspec or these checks
-refuse is not *proven*, never judged: the caller reads the run with the exact pass, which gives the verdict and its
-text. So a proven run reads exactly as the exact pass reads it, only without building what nobody looks at.
+The exact pass (:class:`~.scan.LogScanner`) parses and checks every line; a pass that keeps no events needs the
+values of few lines (the plan events, the turn boundaries, the open turn). :func:`prove` establishes everything the
+exact pass checks for a whole run at once (UTF-8, nesting depth, each line alone decoding with msgspec into an
+envelope of the known event types and packed rows, the seqs continuing): decision 0015 gives each check and why it
+matches ``loads``. What it refuses is not *proven*, never judged: the exact pass reads it and gives the verdict.
 """
 
 from __future__ import annotations
@@ -49,12 +35,9 @@ safe integer (2^51 + 2^52 < 2^53); ``seq0`` at most 2^52 keeps every member's se
 
 
 class Proven(NamedTuple):
-    """A run of lines the exact pass would read without finding anything, as that pass would hand it over.
-
-    ``handed`` are the values the exact pass (keeping no events) hands over that anyone looks at: the plan events,
-    the turn boundaries, and every event after the run's last ``turn/start`` when no ``turn/end`` follows it (a
-    packed row as its one stub event). ``passed`` is the number of events it stands for beyond those.
-    """
+    """A run of lines the exact pass would read without finding anything: ``handed``, what that pass (keeping no
+    events) hands over that anyone looks at (:func:`_picked`; a packed row as its one stub event), and ``passed``,
+    the number of events the run stands for beyond those."""
 
     lines: int
     handed: list[dict[str, Any]]
@@ -63,9 +46,8 @@ class Proven(NamedTuple):
 
 @functools.cache
 def _decoder() -> tuple[Any, tuple[type[Exception], ...]]:
-    """The envelope decoder and the errors it raises, built on first use: msgspec (a C extension) is imported only
-    by a bulk pass, which only a log of more than :data:`~.scan.BULK_MIN` bytes runs; ``dsh-todo plan`` of a small
-    log never loads it."""
+    """The envelope decoder and the errors it raises, built on first use: ``dsh-todo plan`` of a log smaller than
+    :data:`~.scan.BULK_MIN` never loads msgspec."""
     import msgspec
 
     number = int | float
@@ -112,11 +94,9 @@ to begin with), so it reuses heap pages. More than three: a slice's end moves ba
 
 
 def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool) -> Proven | None:
-    """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` when
-    they are not (the exact pass then reads them). ``texts`` hold every byte of the lines (they are checked for
-    UTF-8; a memoryview spares a copy of the piece the lines were split from). ``turn_open``: a turn is open before
-    the lines, so lines without a turn boundary would have to hand over every event; they are left to the exact
-    pass."""
+    """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` (the
+    exact pass then reads them). ``texts`` hold every byte of the lines, checked for UTF-8 (a memoryview spares a
+    copy). ``turn_open``: a turn is open before them, so lines without a boundary are left to the exact pass."""
     if not lines or not all(map(_utf8, texts)):
         return None
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
@@ -151,13 +131,9 @@ def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int
 
 
 def _utf8(text: bytes | memoryview) -> bool:
-    """Whether ``text`` is UTF-8, decoded in slices of at most :data:`UTF8_SLICE` bytes.
-
-    One ``str`` of a whole 256 KiB piece is an allocation above glibc's mmap threshold, whose size varies from piece
-    to piece: each came from fresh pages and cost 64 page faults, 90-120 ms of a 1M-event read (decision 0015,
-    *Amended*). A slice ends before a byte that starts a character (one that is not ``10xxxxxx``), so no character
-    is cut and a malformed one stays malformed within its slice.
-    """
+    """Whether ``text`` is UTF-8, decoded in slices of at most :data:`UTF8_SLICE` bytes (one ``str`` per piece cost
+    page faults: decision 0015, *Amended*). A slice ends before a byte that starts a character, so no character is
+    cut and a malformed one stays malformed within its slice."""
     view = memoryview(text)
     size = len(view)
     start = 0
@@ -179,8 +155,7 @@ def _utf8(text: bytes | memoryview) -> bool:
 
 def _events(values: list[Any], expected: int) -> int | None:
     """How many events the lines stand for when their seqs continue the log from ``expected`` (a row by its
-    members, which its ``dt`` must match: :func:`~.chunk_rows.row_span`'s last check), else ``None``. Each line's
-    seq must be the one before it plus that line's size; every step runs in C, there are a few thousand lines."""
+    members, which its ``dt`` must match), else ``None``; every step runs in C over a few thousand lines."""
     seqs = list(map(_SEQ, values))
     if not seqs or seqs[0] != expected:
         return None
@@ -213,13 +188,10 @@ def _value(line: bytes, envelope: Any) -> dict[str, Any] | None:
 
 def _picked(values: list[Any], lines: list[bytes], marked: list[int],
             turn_open: bool) -> dict[int, dict[str, Any] | None] | None:
-    """The events to hand over, by index, with the values already read (``None``: all of them are needed).
-
-    - The plan events from the last ``todo/write`` whose ``data.todos`` is a list on: that one replaces the plan
-      with a new object whatever came before, so the fold's state, and the event it names as the plan's last change,
-      are the same as after folding every plan event (each one skipped is foldable: it has ``data``).
-    - The last turn boundary, and when it is a ``turn/start``, every event after it (the open turn).
-    """
+    """The events to hand over, by index, with the values already read (``None``: read them): the plan events from
+    the last ``todo/write`` whose ``data.todos`` is a list on (it replaces the plan whatever came before, so the
+    fold ends the same as after every plan event), and the last turn boundary, with, when it is a ``turn/start``,
+    every event after it (the open turn)."""
     picked: dict[int, dict[str, Any] | None] = {}
     boundary = next((index for index in reversed(marked) if values[index].event_type != "todo/write"), -1)
     if boundary < 0 and turn_open:

@@ -1,31 +1,25 @@
-"""A JSONL log's projection checkpoint: ``projections.json`` beside the log, and the exact read of the tail after it.
+"""A JSONL log's projection checkpoint: ``projections.json`` beside the log, and the proof of the bytes before it.
 
 The file::
 
     {"version": 1, "log": "session.jsonl.zstd", "identity": {"createdAt": …, "cwd"?: …},
      "offset": <int>, "rows": {"todos": {"ver": 2, "seq": <n>, "val": …}}, "proof"?: {"sha256": <hex>}}
 
-``proof`` (:func:`prefix_digest`, below) digests the log's bytes before ``offset`` and the checkpoint's own offset
-and rows: with it a reader that owes an exact verdict can prove those bytes unchanged (``dsh_todo.logview``);
-without it only the projection-cache service uses the checkpoint.
-
 ``offset`` is the start of a log record (a raw line, or a zstd frame) at or before the one holding event ``seq``:
-decoding from there yields events starting at some seq ≤ ``seq`` + 1, and the reader skips what the rows already
-cover. Pointing at or before the record (rather than just after it) is what lets a reader prove the checkpoint does
-not lead the log: the event ``seq`` must be among the decoded ones.
+decoding from there yields events from some seq ≤ ``seq`` + 1, and the reader skips what the rows already cover.
+Pointing at or before the record is what lets a reader prove the checkpoint does not lead the log: the event
+``seq`` must be among the decoded ones. Row-level checks (version, schema, seq within the log) are the projection
+registry's; :func:`usable_checkpoint` checks the rest.
 
-**Validation on read** (:func:`usable_checkpoint`): the file parses and names this log, its identity equals the
-log header's ``{createdAt, cwd?}``, the log is where its header says, and ``offset`` lies inside the file. Row-level
-checks (version, schema, seq within the log) are the projection registry's.
-
-What a checkpointed read trusts: the part of the log before ``offset``. It was durable and clean when the
-checkpoint was written and an append-only log does not change it, but a file edited by hand in that region is not
-re-verified (a full read would notice).
+A checkpointed read trusts the bytes before ``offset``: an append-only log never changes them, but a hand edit or a
+bad disk can, and a reader that owes an exact verdict must not trust rows computed from bytes that are gone
+(decision 0007). So ``proof`` (:func:`prefix_digest`) is the SHA-256 of ``log[0:offset]`` followed by the
+checkpoint's own offset and rows (an edited ``projections.json`` fails it too); without it only the projection-cache
+service uses the checkpoint.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import threading
@@ -35,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes
+from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes, temporary
 from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
@@ -44,9 +38,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT_NAME: Final = "projections.json"
 FORMAT_VERSION: Final = 1
-
-
-# -- the file -----------------------------------------------------------------------------------------------------
 
 
 class Checkpoint(NamedTuple):
@@ -80,14 +71,10 @@ def identity_of(header: Mapping[str, Any]) -> dict[str, Any]:
     return identity
 
 
-def checkpoint_path(log_path: Path) -> Path:
-    return log_path.parent / CHECKPOINT_NAME
-
-
 def read_checkpoint(log_path: Path) -> Checkpoint | None:
     """The checkpoint beside ``log_path`` if it is well-formed and names that log; ``None`` otherwise."""
     try:
-        value = loads(read_bytes(checkpoint_path(log_path)))
+        value = loads(read_bytes(log_path.parent / CHECKPOINT_NAME))
     except (OSError, ValueError):
         return None
     if not isinstance(value, dict) or value.get("version") != FORMAT_VERSION or value.get("log") != log_path.name:
@@ -101,34 +88,16 @@ def read_checkpoint(log_path: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
-    """Replace the checkpoint beside ``log_path`` atomically (temporary file, fsync, rename).
-
-    The directory is not fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags.
-    """
-    target = checkpoint_path(log_path)
-    tmp = target.with_name(f"{CHECKPOINT_NAME}.{os.urandom(6).hex()}.tmp")
-    data = checkpoint.encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    """Replace the checkpoint beside ``log_path`` atomically (temporary file, fsync, rename). The directory is not
+    fsynced: a rename lost in a power cut leaves the previous checkpoint, which only lags."""
+    target = log_path.parent / CHECKPOINT_NAME
+    with temporary(target, checkpoint.encode()) as tmp:
         os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Checkpoint] | None:
-    """The log's header and its checkpoint, if the checkpoint belongs to this log and points inside it.
-
-    Row-level checks (version, schema, seq within the log) are the projection registry's; see the module docstring.
-    """
+    """The log's header and its checkpoint, if the checkpoint belongs to this log (its identity, the log where its
+    header says) and points inside it."""
     checkpoint = read_checkpoint(log_path)
     if checkpoint is None:
         return None
@@ -136,7 +105,6 @@ def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Check
         meta = backend.read_header(log_path)
         if meta is None or identity_of(meta) != checkpoint.identity:
             return None
-        backend.check_location(log_path, meta)
         if checkpoint.offset > os.stat(log_path).st_size:
             return None
     except (OSError, SessionLogError):
@@ -144,20 +112,11 @@ def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Check
     return meta, checkpoint
 
 
-# -- the proof: a digest of the bytes before the offset -----------------------------------------------------------
+# -- the proof ------------------------------------------------------------------------------------------------
 #
-# A digest of a log's bytes before a checkpoint's offset (and of the checkpoint itself), so a reader can prove the
-# checkpoint still describes them.
-#
-# A projection checkpoint (this module) stands for every event before its offset. An append-only log never
-# changes those bytes, but a hand edit or a bad disk can, and a reader that owes an exact verdict must not trust rows
-# computed from bytes that are gone (decision 0007). So the checkpoint carries the SHA-256 of ``log[0:offset]``
-# followed by its own offset and rows (an edited ``projections.json`` fails it too), and a reader hashes that prefix
-# (about 1.3 GB/s here: a million-event raw log in 0.13 s, its zstd form in 6 ms) and compares before it trusts the
-# rows.
-#
-# The writer hashes incrementally: offsets only grow while a process writes a log, so each checkpoint adds the bytes
-# since the previous one to a running hash kept per file (the first checkpoint after a resume hashes the prefix once).
+# A reader hashes the prefix (about 1.3 GB/s here: a million-event raw log in 0.13 s, its zstd form in 6 ms). The
+# writer hashes incrementally: offsets only grow while a process writes a log, so each checkpoint adds the bytes since
+# the previous one to a running hash kept per file (the first checkpoint after a resume hashes the prefix once).
 
 PIECE: Final = 1 << 20
 """Bytes hashed at a time (memory stays at one piece)."""
@@ -166,9 +125,8 @@ KEPT: Final = 1024
 """Running hashes kept (the most recently used files'); a file dropped from them is hashed from the start again."""
 
 SMALL: Final = 512 << 10
-"""Prefixes up to this size are hashed without OpenSSL: loading it (``hashlib``) costs about 4 ms, which the
-built-in SHA-256 (about 230 MB/s here, against OpenSSL's 1.6 GB/s) only loses back after half a megabyte. A
-``dsh-todo plan`` of a small checkpointed log then never loads it."""
+"""Prefixes up to this size are hashed without OpenSSL: loading ``hashlib`` costs about 4 ms, which the built-in
+SHA-256 (230 MB/s here, against 1.6 GB/s) only loses back after half a megabyte."""
 
 _running: dict[tuple[int, int], tuple[int, Any]] = {}
 _lock = threading.Lock()

@@ -1,14 +1,11 @@
 """Packed chunk rows: how a log stores a run of token-sized ``assistant/chunk`` deltas on one line.
 
-Models stream deltas of a few characters each, so an unpacked log spends most of its bytes on repeated envelopes.
-DSH therefore writes every run of three or more consecutive same-block delta events as one storage row
-(``text-chunks``, ``reasoning-chunks`` or ``tool-call-chunks``) and expands it back into the exact original
-events on read. Rows are a storage vocabulary, never session events: they have bare, slash-less type tags.
-
-The encoder packs only shapes it fully recognises (exact keys, integer seq and time, and for tool calls the same
-``id`` and the same presence and value of ``name`` across the run); anything else is written verbatim, so an
-unknown field costs compression, never data. The decoder validates a row before expanding it and raises
-:class:`MalformedRowError` on anything off, because silently dropping a run would lose events.
+Models stream deltas of a few characters, so an unpacked log spends most of its bytes on envelopes. DSH writes every
+run of three or more consecutive same-block deltas as one storage row (``text-chunks``, ``reasoning-chunks`` or
+``tool-call-chunks``, bare slash-less tags: rows are never session events) and expands it back into the exact events
+on read. The encoder packs only shapes it fully recognises, so an unknown field costs compression, never data; the
+decoder validates a row before expanding it and raises :class:`MalformedRowError` on anything off, because silently
+dropping a run would lose events.
 """
 
 from __future__ import annotations
@@ -45,8 +42,6 @@ _NUMBER_TYPES: Final = frozenset({int, float})
 _INT_ONLY: Final = frozenset({int})
 
 
-
-
 def _safe_int(value: object) -> bool:
     return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
@@ -60,13 +55,9 @@ def _is_mapping(value: object) -> bool:
 
 
 def _run_key(event: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """What an event the encoder may pack must share with its neighbours to join their run, or ``None`` to store it
-    verbatim: ``(delta kind, turn, step, index)``, plus ``(id, has name, name)`` for tool-call deltas.
-
-    It runs on every event a live session writes, so the shape checks are inlined, the common refusal (another
-    event type) is the first test, and whether the next event continues a run is one tuple comparison (plus its seq
-    and time) instead of a walk over both events.
-    """
+    """What an event the encoder may pack shares with its run (``(delta kind, turn, step, index)``, plus ``(id, has
+    name, name)`` for tool-call deltas), or ``None``: store it verbatim. It runs on every event written, so the
+    checks are inlined, the common refusal comes first, and continuing a run is one tuple comparison."""
     if event.get("type") != "assistant/chunk" or event.keys() != _EVENT_KEYS:
         return None
     seq, time = event["seq"], event["time"]
@@ -122,12 +113,9 @@ def _build_row(kind: str, run: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def pack_chunk_runs(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The storage records for one write batch: each packable run of ``MIN_RUN`` or more becomes a row.
-
-    Pure and per batch: a run split across two batches packs separately, exactly as DSH's writer does, which is why
-    byte-for-byte reproduction of a DSH log needs DSH's batch boundaries. An event continues a run when it has the
-    run's key (:func:`_run_key`), the next seq, and a time whose distance from the previous one is a safe integer.
-    """
+    """The storage records for one write batch: each packable run of ``MIN_RUN`` or more becomes a row. Per batch,
+    as DSH's writer (reproducing a DSH log byte for byte needs its batch boundaries). An event continues a run with
+    the run's key (:func:`_run_key`), the next seq, and a time a safe integer away from the previous one."""
     out: list[Mapping[str, Any]] = []
     run: list[Mapping[str, Any]] = []
     run_key: tuple[Any, ...] | None = None

@@ -12,14 +12,10 @@ from dsh_todo.harness.persistence.jsonl.zstd import compress_frame
 from dsh_todo.jsonutil import dumps_bytes, dumps_lines
 
 
-def storage_records(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> list[Mapping[str, Any]]:
-    """The records one batch is stored as: packed chunk rows where possible, every other event verbatim."""
-    return pack_chunk_runs(events) if pack_chunks else list(events)
-
-
 def batch_plaintext(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True) -> bytes:
-    """The JSONL text of one batch, each record on its own ``\\n``-terminated line."""
-    return dumps_lines(storage_records(events, pack_chunks=pack_chunks))
+    """The JSONL text of one batch, each record (a packed chunk row where possible, or an event verbatim) on its own
+    ``\\n``-terminated line."""
+    return dumps_lines(pack_chunk_runs(events) if pack_chunks else list(events))
 
 
 def header_plaintext(meta: Mapping[str, Any]) -> bytes:

@@ -1,58 +1,39 @@
 """Following a JSONL log that another process is writing: each change costs the bytes it added, not the log.
 
-A viewer (the web page, ``watch``) follows a log that ``dsh-todo run`` or a DSH agent elsewhere appends to, a batch
-every 200 ms or so. Re-reading the whole file on each change made following quadratic: at 50k events a 10 events/s
-trickle kept a core half busy. :class:`LogTail` reads the whole log once, through the backend's own read (so the first
-verdict is exactly the reader's), and then only what was appended after it:
-
-- **raw** (``.jsonl``): from the byte offset where the last read stopped, through the same
-  :class:`~.scan.LogScanner` (continued, not restarted: a line cut by a read in progress
-  stays in its fragment until the writer finishes it);
-- **zstd** (``.jsonl.zstd``): from the end of the last complete frame; a frame still being written is read again,
-  whole, once it is complete (the writer appends one frame per batch).
-
-Anything the incremental path cannot take as it is (a bad line, a frame that fails validation, an event type this
-harness does not know, a file replaced or shrunk) makes it read the whole log again through the backend, so the
-verdict a follower reports is always the reader's, word for word. A log that failed is not read again until its
-file changes.
-
-:class:`FileFollow` is what :meth:`JsonlBackend.follow <dsh_todo.harness.persistence.jsonl.backend.JsonlBackend.follow>`
-returns: a :class:`LogTail` polled on a background thread (a ``stat`` per interval; files cannot push), handing each
-run of new events to the callback, in seq order, exactly once.
+Re-reading the whole file on each change made following quadratic (at 50k events a 10 events/s trickle kept a core
+half busy). :class:`LogTail` reads the whole log once, through the backend's own read (so the first verdict is
+exactly the reader's), and then only what was appended, through the same exact pass continued
+(:func:`~.reading.read_on`): from the end of the last whole line or frame; one still being written is read again,
+whole, once it is complete. Anything that pass cannot take as it is (a bad line, a frame failing validation, an
+event type the reader refuses, a file replaced or shrunk) makes it read the whole log again through the backend, so
+a follower's verdict is always the reader's, word for word. A log that failed is not read again until its file
+changes. :class:`FileFollow` polls a :class:`LogTail` on a background thread (a ``stat`` per interval; files cannot
+push), handing each run of new events to the callback, in seq order, exactly once.
 """
 
 from __future__ import annotations
 
-import os
+import io
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.errors import EncodingError
-from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.contract import Callback, Event
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.followers import Refusals, hand_over
+from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.paths import compression_of
+from dsh_todo.harness.persistence.jsonl.reading import identity, read_on
 from dsh_todo.harness.persistence.jsonl.regular import open_binary
-from dsh_todo.harness.persistence.jsonl.scan import LogScanner
-from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
+from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 
 
-FOLLOW_INTERVAL_S: Final = 0.1
-"""How often a :class:`FileFollow` looks at its file (one ``stat``)."""
 FIND_EVERY: Final = 5
 """While a followed log does not exist, look for it every this many polls (a directory scan, not a stat)."""
-
-Identity = tuple[int, int, int, int]
-
-
-def _identity(path: Path) -> Identity:
-    stat = os.stat(path)
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def read_from(path: Path, offset: int) -> bytes:
@@ -62,10 +43,6 @@ def read_from(path: Path, offset: int) -> bytes:
         return file.read()
 
 
-class _Fallback(Exception):
-    """The incremental path met something only a whole read can judge."""
-
-
 class LogTail:
     """One log file of ``backend``, read from where the last :meth:`read` stopped (see the module docstring)."""
 
@@ -73,41 +50,45 @@ class LogTail:
         self.backend = backend
         self.session_id = session_id
         self.path = path
-        self.zstd = compression_of(path) == "zstd"
-        self._scanner: LogScanner | None = None
-        self._offset = 0
-        self._file: tuple[int, int] | None = None
+        self._meta: Meta | None = None
+        """The header once the whole log was read (``None``: read it whole next)."""
+        self._offset = self._next = 0
+        """Where the next read continues (a record start), and the seq it expects there."""
+        self._file: tuple[int, ...] | None = None
         """The device and inode read so far: another one is another file (the log was replaced)."""
-        self._seen: Identity | None = None
-        """The identity of the file when every byte of it was taken (nothing to read until it changes)."""
-        self._failed: Identity | None = None
+        self._seen: tuple[int, ...] | None = None
+        """The identity of the file when it was last read on (nothing to read until it changes)."""
+        self._failed: tuple[int, ...] | None = None
 
     def read(self) -> list[Event]:
         """The events committed since the last read; every event of the log on the first read and after the file
         was replaced (a caller drops seqs it already has). Raises the reader's error for a log it refuses, and
         ``OSError`` when the file is gone."""
-        identity = _identity(self.path)
-        if identity == self._seen or identity == self._failed:
+        now = identity(self.path)
+        if now == self._seen or now == self._failed:
             return []
-        if self._scanner is None or identity[:2] != self._file or identity[2] < self._offset:
+        if self._meta is None or now[:2] != self._file or now[2] < self._offset:
             return self._read_whole()
         try:
-            events = self._read_more()
-        except (_Fallback, SessionLogError, EncodingError):
+            found = read_on(io.BytesIO(read_from(self.path, self._offset)), self._meta, self._next, self.path)
+        except (SessionLogError, EncodingError):
+            found = None
+        if found is None:
             return self._read_whole()
-        self._seen = identity if self._offset == identity[2] else None
-        return events
+        tail, used, self._next = found
+        self._offset += used
+        self._seen = now  # every byte there was is taken, or waits for its record to be whole: until it changes
+        return tail.events or []
 
     def _read_whole(self) -> list[Event]:
         """The backend's own read, noting where the next read continues: after the record (line or frame) holding
         the last event it gave, wherever the file has grown to since (a writer may append during a long read)."""
-        self._scanner = None
-        self._seen = None
-        before = _identity(self.path)
+        self._meta = self._seen = None
+        before = identity(self.path)
         try:
             stored = self.backend.read(self.session_id)
         except SessionLogError:
-            if _identity(self.path) == before:
+            if identity(self.path) == before:
                 self._failed = before
             raise
         self._failed = None
@@ -115,20 +96,19 @@ class LogTail:
             self.path = stored.path or self.path
             raise _moved(self.session_id)
         events = stored.events
-        committed = len(events)
+        self._next = len(events)
         if stored.torn is not None:
             self._offset = stored.torn.truncate_to
-            committed -= len(stored.torn.recovered)  # a cut zstd frame is read again, whole, once it is complete
+            self._next -= len(stored.torn.recovered)  # a cut zstd frame is read again, whole, once it is complete
         else:
             self._offset = self._record_end(stored.last_record or 0)  # no event: the header is the last record
-        self._scanner = LogScanner.continuing(stored.meta, committed)
-        self._file = before[:2]
+        self._meta, self._file = stored.meta, before[:2]
         return events
 
     def _record_end(self, start: int) -> int:
         """Where the record (a line, or a zstd frame) that starts at byte ``start`` ends."""
         data = read_from(self.path, start)
-        if self.zstd:
+        if compression_of(self.path) == "zstd":
             frames = scan_frames(data, max_frames=1).frames
             if not frames:
                 raise _moved(self.session_id)  # rewritten under us: look again
@@ -137,28 +117,6 @@ class LogTail:
         if end < 0:
             raise _moved(self.session_id)
         return start + end + 1
-
-    def _read_more(self) -> list[Event]:
-        scanner = self._scanner
-        assert scanner is not None
-        data = read_from(self.path, self._offset)
-        if not self.zstd:
-            scanner.feed(data)
-            self._offset += len(data)
-        else:
-            frames = scan_frames(data)
-            for start, end in frames.frames:
-                scanner.feed(decode_frame(data[start:end]))
-                if not scanner.clean:
-                    raise _Fallback
-            if frames.frames:
-                self._offset += frames.frames[-1][1]
-        events = scanner.events
-        if not KNOWN_SESSION_EVENT_TYPES.issuperset(event.get("type") for event in events):
-            raise _Fallback  # the reader refuses or lets it pass (``ignorable``): its word, not ours
-        scanner.base += len(events)
-        scanner.events = []
-        return events
 
 
 def _moved(session_id: str) -> SessionNotFoundError:
@@ -173,7 +131,7 @@ class FileFollow:
     """
 
     def __init__(self, backend: JsonlReader, session_id: str, after_seq: int, callback: Callback, *,
-                 interval: float = FOLLOW_INTERVAL_S) -> None:
+                 interval: float) -> None:
         self.backend, self.session_id, self.callback = backend, session_id, callback
         self.after_seq = after_seq
         """The last seq handed over."""
@@ -184,13 +142,11 @@ class FileFollow:
         self._refusals = Refusals(session_id)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def start(self) -> FileFollow:
         """Read what exists now on this thread (raising the reader's verdict), then poll in the background."""
         self.poll(raising=True)
-        self._thread = threading.Thread(target=self._run, name=f"follow {self.session_id}", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name=f"follow {self.session_id}", daemon=True).start()
         return self
 
     def close(self) -> None:

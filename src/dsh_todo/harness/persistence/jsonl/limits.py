@@ -1,9 +1,8 @@
 """The bounds a log read keeps on hostile input: the longest line, the zstd window, the deepest nesting.
 
-A session log is read piece by piece (:mod:`.reading`), so memory is bounded by one piece plus the line being
-assembled; these bounds keep that line, and what a zstd frame may ask the decoder to hold, finite whatever the file
-says. A line beyond them is refused as corrupt, never half-read: DSH has no such bounds (only its JavaScript heap
-and stack), and no log it writes comes near them.
+Memory is bounded by one piece plus the line being assembled (:mod:`.reading`); these keep that line, and what a
+frame may ask the decoder to hold, finite whatever the file says. Beyond them a line is refused as corrupt, never
+half-read: DSH has no such bounds, and no log it writes comes near them.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """One writer per session log, across processes: an exclusive ``flock`` on ``session.lock`` beside the log.
 
-Two writers appending to the same append-only log would interleave batches and break the seq contract, and a
-loader repairing a "torn" tail that is really another process's write in flight would destroy committed data. So
-every mutation (appending, loading with repair) happens under this lock, and a second writer fails at once with an
-error that names the session and the holder's pid. Readers never take it: a read of a log being written sees a
-consistent prefix and at worst a torn tail, which a read does not repair.
+Two writers appending to one log would interleave batches and break the seq contract, and a loader repairing a
+"torn" tail that is really another process's write in flight would destroy committed data. So every mutation
+happens under this lock, and a second writer fails at once naming the session and the holder's pid. Readers never
+take it: they see a consistent prefix and at worst a torn tail, which a read does not repair.
 
-``flock`` locks belong to an open file description, so two stores in one process exclude each other just as two
-processes do, and the kernel drops the lock when its holder dies: a crash never leaves a stale lock behind. The
-holder writes its pid into the file for the error message only; the lock itself is the kernel's. A stale file left
-by a crash is simply reused. When the pid cannot be written (a full disk, a file size cap, an I/O error) the lock is
-let go again before the error is raised, so a failed acquire never leaves the process locked out by itself.
+``flock`` locks belong to an open file description, so two stores in one process exclude each other as two
+processes do, and the kernel drops a dead holder's lock: a crash never leaves a stale lock. The pid in the file is
+for the error message only. When it cannot be written (a full disk, an I/O error), the lock is let go before the
+error is raised, so a failed acquire never locks the process out by itself.
 """
 
 from __future__ import annotations
@@ -96,11 +94,9 @@ class WriterLock:
         return self._fd is not None
 
     def release(self) -> None:
-        """Let go of the lock and remove the lock file, so a session directory holds only its log at rest.
-
-        The file is unlinked while the lock is still held; a contender that opened the old file meanwhile notices
-        the changed inode in :meth:`acquire` and starts over, so removal never lets two writers in.
-        """
+        """Let go of the lock and remove the lock file, so a session directory holds only its log at rest. It is
+        unlinked while still locked: a contender that opened it meanwhile sees the inode change in :meth:`acquire`
+        and starts over, so removal never lets two writers in."""
         fd, self._fd = self._fd, None
         if fd is None:
             return

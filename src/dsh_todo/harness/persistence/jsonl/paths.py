@@ -1,10 +1,9 @@
 """Where a session's log lives: ``<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]``.
 
-A session id is an unvalidated string from the outside world, so it is escaped into one safe path segment before
-it touches the filesystem: nothing but ``[A-Za-z0-9._-]`` survives literally, ``.`` and ``..`` are escaped as whole
-segments, and the escape works per UTF-16 code unit exactly as DSH's JavaScript does (an astral character becomes
-two escapes), so both harnesses agree on every directory name. The project key is the human-navigable, lossy
-cousin: separators collapse to ``-`` and the result is cut to 251 characters.
+A session id is an unvalidated string, so it is escaped into one safe path segment: only ``[A-Za-z0-9._-]`` survive
+literally, ``.`` and ``..`` are escaped whole, and the escape works per UTF-16 code unit as DSH's JavaScript does,
+so both harnesses agree on every directory name. The project key is the lossy, human-navigable cousin: separators
+collapse to ``-`` and the result is cut to 251 characters.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ NAME_MAX: Final = 255
 """The longest file name (in bytes) the file systems we run on accept."""
 NO_CWD_DIR: Final = "_no-cwd"
 PROJECT_KEY_LIMIT: Final = 251
-LOG_NAME: Final = "session"
 LOCK_NAME: Final = "session.lock"
 
 _SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -99,12 +97,8 @@ def project_key(cwd: str) -> str:
     return f"--{slug[:PROJECT_KEY_LIMIT]}--"
 
 
-def log_suffix(compression: Compression) -> str:
-    return ".jsonl.zstd" if compression == "zstd" else ".jsonl"
-
-
 def log_file_name(compression: Compression) -> str:
-    return LOG_NAME + log_suffix(compression)
+    return "session.jsonl.zstd" if compression == "zstd" else "session.jsonl"
 
 
 LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}

@@ -1,16 +1,14 @@
 """The read half of the JSONL session backend: DSH's on-disk layout under one root, listed and read like DSH reads it.
 
-Reading has two levels, mirroring DSH's backend: :meth:`JsonlReader.read_stored` is the raw backend read (the
-header, the contiguous good prefix of events and the torn-tail marker: where to cut, and which events an incomplete
-zstd frame still yielded; it refuses corruption), and :meth:`JsonlReader.read` the non-mutating read a viewer wants
-(the same events, refused if they contain an event type this harness does not know and that is not ``ignorable``).
-:meth:`JsonlReader.scan` is the one exact pass a reader of plans and verdicts runs (:mod:`.reading`), from the
-projection checkpoint when its proof holds (:meth:`JsonlReader.scan_checkpointed`). Committing recovery and writing
-are the other half (:mod:`.backend`): a process that only reads (``dsh-todo plan``) never imports it (decision 0014).
+Two levels, as DSH's backend: :meth:`JsonlReader.read_stored` is the raw read (header, good prefix, torn-tail
+marker; it refuses corruption), :meth:`JsonlReader.read` the viewer's read (the same, refused at an unknown event
+type that is not ``ignorable``). :meth:`JsonlReader.scan` is the one exact pass a reader of plans and verdicts runs
+(:mod:`.reading`), from the projection checkpoint when its proof holds. Committing recovery and writing are the
+other half (:mod:`.backend`), which a process that only reads never imports (decision 0014).
 
-Each log is read in its own encoding (``session.jsonl`` or ``session.jsonl.zstd``, by its file name), so raw and zstd
-logs mix freely under one root. A session directory holding both files, or a log in DSH's retired flat layout, is
-refused rather than guessed at, so two writers never split one session.
+Each log is read in the encoding its file name says, so raw and zstd logs mix under one root. A session directory
+holding both, or a log in DSH's retired flat layout, is refused rather than guessed at: two writers never split one
+session.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import Event, Observer, Rows, Scan, Start, StoredLog, StoredSession
+from dsh_todo.harness.persistence.contract import Event, Observer, Scan, Start, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionFormatUnsupportedError,
@@ -31,9 +29,8 @@ from dsh_todo.harness.persistence.errors import (
     SessionNotFoundError,
     refuse_unknown_types,
 )
-from dsh_todo.harness.persistence.header import Meta, decode_header
+from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.jsonl.checkpoint import prefix_digest, usable_checkpoint
-from dsh_todo.harness.persistence.jsonl.limits import max_line
 from dsh_todo.harness.persistence.jsonl.paths import (
     LOCK_NAME,
     NAME_MAX,
@@ -45,20 +42,15 @@ from dsh_todo.harness.persistence.jsonl.paths import (
     session_dir,
     session_segment,
 )
-from dsh_todo.harness.persistence.jsonl.reading import Scanned, header_frame, open_turn_before, scan_log, scan_tail
+from dsh_todo.harness.persistence.jsonl.reading import Scanned, header_record, open_turn_before, scan_log, scan_tail
 from dsh_todo.harness.persistence.jsonl.regular import NotRegularFileError, open_binary, read_bytes
-from dsh_todo.harness.persistence.jsonl.zstd import FrameError, frame_pieces, scan_frames
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jscompat import js_string
-from dsh_todo.jsonutil import loads
 
 
 class JsonlReader:
-    """Session logs under ``root``, read: each in its own encoding; new ones (:class:`~.backend.JsonlBackend`, which
-    adds the writing half) in ``compression`` (``"zstd"``, DSH's default, or ``"none"``).
-
-    ``pack_chunks`` writes delta runs as packed chunk rows (DSH's default); reading always expands them.
-    """
+    """Session logs under ``root``, read, each in its own encoding; :class:`~.backend.JsonlBackend` writes new ones
+    in ``compression`` (``"zstd"``, DSH's default, or ``"none"``), delta runs as packed rows with ``pack_chunks``."""
 
     holds_files = True
 
@@ -71,16 +63,11 @@ class JsonlReader:
         self.location = str(self.root)
         self.compression: Compression = compression
         self.pack_chunks = pack_chunks
-        self._root_checked = False
         if self.root.exists() and not self.root.is_dir():
             raise NotADirectoryError(f"session root {self.root} is not a directory")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r}, {self.compression!r})"
-
-    @property
-    def file_name(self) -> str:
-        return log_file_name(self.compression)
 
     def path_for(self, session_id: str, cwd: str | None) -> Path:
         """Where the log of ``session_id`` (created in ``cwd``) lives; touches nothing."""
@@ -114,13 +101,11 @@ class JsonlReader:
         return None if path is None else str(path)
 
     def stored_sessions(self) -> list[StoredSession]:
-        """Every stored session, from headers only. A session that cannot be stored as it is (a log in the flat
-        layout, a directory holding both encodings, one id in two project directories) or whose folder cannot be
-        read (a symbolic link loop, a folder of mode 000) is listed with its ``problem``: it never hides the others.
-        What is not ours to judge is left out: a project folder that cannot be listed (no session in it can be
-        named; in a root two users share, folders are created 0700, so it is the other user's) and an unreadable
-        session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
-
+        """Every stored session, from headers only. One that cannot be stored as it is (the flat layout, both
+        encodings in one directory, one id in two project directories) or whose folder cannot be read (a link loop,
+        mode 000) is listed with its ``problem``, never hiding the others. What is not ours to judge is left out: a
+        project folder that cannot be listed (in a root two users share, folders are 0700: the other user's) and an
+        unreadable session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
         found: list[StoredSession] = []
         for project in self._project_dirs():
             try:
@@ -147,11 +132,11 @@ class JsonlReader:
                                                self.flat_layout(path)))
                 elif log is not None:
                     try:
-                        meta = self._read_header_only(log)
+                        meta = _header(log)
                     except NotRegularFileError as problem:  # a FIFO or a device where the log belongs
                         found.append(StoredSession(decode_segment(entry.name), None, None, str(log), log, problem))
                         continue
-                    except (CorruptSessionLogError, OSError):
+                    except OSError:
                         meta = None  # a header that cannot be read: the read of the whole log says why
                     cwd = meta.get("cwd") if meta is not None else None
                     found.append(StoredSession(decode_segment(entry.name), cwd if isinstance(cwd, str) else None,
@@ -189,14 +174,11 @@ class JsonlReader:
 
     def scan_path(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
                   plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
-        """One exact pass over the log at ``path`` (see :func:`~.reading.scan_log`), refused like :meth:`read`:
-        not where its header says, or its id stored twice under this root; both are checked on the header alone,
-        before the rest is read (a misplaced copy of a million events is refused at once).
-
-        ``unique`` says the caller has just counted every id under the root (a listing does) and found this one
-        once, so it is not looked for again in every project directory: a listing costs one pass over the root,
-        not one per session."""
-        meta = self._placed(path, None)
+        """One exact pass over the log at ``path`` (:func:`~.reading.scan_log`), refused like :meth:`read` when not
+        where its header says or its id is stored twice under this root: both checked on the header first (a
+        misplaced copy of a million events is refused at once). ``unique``: the caller (a listing) just counted every
+        id under the root and found this one once, so it is not looked for again in every project directory."""
+        meta = self.read_header(path)
         if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
         found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only, expand=expand)
@@ -207,32 +189,46 @@ class JsonlReader:
 
     def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
                           listed: bool = False) -> Scan | None:
-        """The contract's checkpointed read: :meth:`_checkpointed_tail`, and the closers recovery would append, from
-        the tail when it holds a turn boundary, else from the turn open at the checkpoint's offset read back from
-        there (:func:`~.reading.open_turn_before`; ``None`` when that turn starts too far back)."""
+        """The contract's checkpointed read: the tail after the checkpoint beside the log, read exactly (events not
+        kept) when the checkpoint proves the bytes before its offset unchanged (:func:`~.checkpoint.prefix_digest`),
+        with the closers recovery would append: from the tail when it holds a turn boundary, else from the turn open
+        at the checkpoint's offset read back from there (:func:`~.reading.open_turn_before`). ``None`` whenever
+        anything is off (no digest, another digest, a tail a full pass must judge, an open turn starting too far
+        back): then :meth:`scan` the whole log. Refused like :meth:`scan_path` (``listed``: its ``unique``).
+
+        ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
+        the observer of the tail's events (``None``: the rows are of no use, give up)."""
         path = where if where is not None else self._require(session_id)
+        meta = self.read_header(path)
+        if meta is None:
+            return None
+        if not listed:
+            self.find(str(meta["id"]))
+        found = usable_checkpoint(self, path)
+        if found is None or found[1].proof is None:
+            return None
+        meta, checkpoint = found
+        try:
+            if prefix_digest(path, checkpoint.offset, checkpoint.sealed()) != checkpoint.proof:
+                return None
+        except OSError:
+            return None
+        inner = start(checkpoint.rows, checkpoint.offset)
+        if inner is None:
+            return None
         unbounded: list[Event] = []
         bounded: list[bool] = []
-        offset: list[int] = []
 
-        def begin(rows: Rows, at: int) -> Observer | None:
-            offset.append(at)
-            inner = start(rows, at)
-            if inner is None:
-                return None
+        def observe(events: list[Event], types: list[Any]) -> None:
+            if not bounded:
+                if "turn/start" in types or "turn/end" in types:
+                    bounded.append(True)
+                    unbounded.clear()
+                else:
+                    unbounded.extend(events)
+            inner(events, types)
 
-            def observe(events: list[Event], types: list[Any]) -> None:
-                if not bounded:
-                    if "turn/start" in types or "turn/end" in types:
-                        bounded.append(True)
-                        unbounded.clear()
-                    else:
-                        unbounded.extend(events)
-                inner(events, types)
-
-            return observe
-
-        tail = self._checkpointed_tail(path, begin, unique=listed)
+        tail = scan_tail(path, meta, checkpoint.offset, observe)
         if tail is None:
             return None
         live = writer_alive(path.parent / LOCK_NAME)
@@ -241,48 +237,16 @@ class JsonlReader:
         elif bounded:
             closers = tail.closers()
         else:
-            before = open_turn_before(path, offset[0])
+            before = open_turn_before(path, checkpoint.offset)
             if before is None:
                 return None
             closers = interrupted_turn_closers([*before, *unbounded]) if before else []
         return Scan(tail.meta, tail.count, None, closers, live)
 
-    def _checkpointed_tail(self, path: Path, start: Start, *, unique: bool = False) -> Scanned | None:
-        """The checkpoint beside the log at ``path`` and the tail after it read exactly (events not kept), when the
-        checkpoint proves the bytes before its offset unchanged (:func:`~.checkpoint.prefix_digest`); ``None``
-        whenever anything is off (no digest, another digest, a tail a full pass must judge): then :meth:`scan_path`
-        the whole log. Refused like :meth:`scan_path` when the log is not where its header says, or its id is stored
-        twice (``unique``: as there).
-
-        ``start(rows, offset)`` is called with the checkpoint's rows and offset before the tail is read and returns
-        the observer of the tail's events (``None``: the rows are of no use, give up)."""
-        meta = self._placed(path, None)
-        if meta is None:
-            return None
-        if not unique:
-            self.find(str(meta["id"]))
-        found = usable_checkpoint(self, path)
-        if found is None or found[1].proof is None:
-            return None
-
-        meta, checkpoint = found
-        try:
-            if prefix_digest(path, checkpoint.offset, checkpoint.sealed()) != checkpoint.proof:
-                return None
-        except OSError:
-            return None
-        observe = start(checkpoint.rows, checkpoint.offset)
-        if observe is None:
-            return None
-        return scan_tail(path, meta, checkpoint.offset, observe)
-
-    def _placed(self, path: Path, expected_id: str | None) -> Meta | None:
-        """The header of the log at ``path``, checked to be where it says it belongs (``None`` when the header
-        cannot be read on its own: the full read then says why)."""
-        try:
-            meta = self._read_header_only(path)
-        except CorruptSessionLogError:
-            return None
+    def read_header(self, path: Path, expected_id: str | None = None) -> Meta | None:
+        """The header of the log at ``path`` alone (its first line or first frame), checked to be where it says it
+        belongs (``None`` when it cannot be read on its own: a full read then says why)."""
+        meta = _header(path)
         if meta is not None:
             self._check_identity(path, meta, expected_id)
         return meta
@@ -300,20 +264,11 @@ class JsonlReader:
     def read_path(self, path: Path, session_id: str | None = None) -> StoredLog:
         """Read the log at ``path`` (checked to be where its own header says it belongs under this root). Unknown
         event types are not refused here (that is :meth:`read`'s level)."""
-
-        self._placed(path, session_id)
+        self.read_header(path, session_id)
         found = scan_log(path, keep=True, refuse_unknown=False)
         self._check_identity(path, found.meta, session_id)
         assert found.events is not None
         return StoredLog(str(path), found.meta, found.events, found.torn, path, found.last_record)
-
-    def read_header(self, path: Path) -> Meta | None:
-        """The header of the log at ``path`` alone (its first line or first frame); ``None`` when unreadable."""
-        return self._read_header_only(path)
-
-    def check_location(self, path: Path, meta: Meta) -> None:
-        """Refuse a log that is not where its own header says it belongs under this root (as reads do)."""
-        self._check_identity(path, meta, None)
 
     def close(self) -> None:
         """Nothing to let go of: every writer holds its own file and lock."""
@@ -337,15 +292,6 @@ class JsonlReader:
             if folder:
                 yield Path(entry.path)
 
-    def _session_dirs(self, project: Path) -> builtins.list[Path]:
-        dirs: builtins.list[Path] = []
-        for entry in sorted(os.scandir(project), key=lambda entry: entry.name):
-            if entry.is_file() and (entry.name.endswith(".jsonl") or entry.name.endswith(".jsonl.zstd")):
-                raise self.flat_layout(Path(entry.path))
-            if entry.is_dir():
-                dirs.append(Path(entry.path))
-        return dirs
-
     def _check_identity(self, path: Path, meta: Meta, expected_id: str | None) -> None:
         if expected_id is not None and meta["id"] != expected_id:
             raise CorruptSessionLogError(
@@ -362,35 +308,6 @@ class JsonlReader:
                 f"{path} is not where its header puts it: the header names session {js_string(meta['id'])} "
                 f"({where}), whose log belongs at {expected}; a copied log keeps its original id, so move it to that "
                 "place (under this root or another) to read it")
-
-    def _read_header_only(self, path: Path) -> Meta | None:
-        """The header of a log without reading the rest: the first line, or the first zstd frame."""
-        with open_binary(path) as file:
-            if compression_of(path) == "none":
-                first = file.readline(max_line() + 1)
-                if not first.endswith(b"\n"):
-                    return None
-                record = first
-            else:
-                content = b""
-                while True:
-                    chunk = file.read(8192)
-                    if not chunk:
-                        return None
-                    content += chunk
-                    scan = scan_frames(content, max_frames=1)
-                    if scan.frames:
-                        start, end = scan.frames[0]
-                        try:
-                            record = header_frame(frame_pieces(content[start:end], 1 << 20))
-                        except FrameError as exc:
-                            raise CorruptSessionLogError(
-                                "corrupt Zstandard session log: header frame failed validation") from exc
-                        break
-        try:
-            return decode_header(loads(record[:-1]))
-        except (ValueError, CorruptSessionLogError, SessionFormatUnsupportedError):
-            return None
 
     def log_in(self, directory: Path) -> Path | None:
         """The log in a session directory, whichever its encoding; a directory holding both is refused, and one
@@ -410,6 +327,15 @@ class JsonlReader:
         return CorruptSessionLogError(
             f"{js_string(str(path))} is a session log in the retired flat layout; move it to "
             f"{js_string(str(_unflattened(path)))} to read it")
+
+
+def _header(path: Path) -> Meta | None:
+    """The header of a log without reading the rest; ``None`` when it cannot be read on its own."""
+    with open_binary(path) as file:
+        try:
+            return parse_header_record(header_record(file, compression_of(path) == "zstd"))
+        except (CorruptSessionLogError, SessionFormatUnsupportedError):
+            return None
 
 
 def _unflattened(path: Path) -> Path:
@@ -448,10 +374,9 @@ PROC_LOCKS = "/proc/locks"
 
 
 def flock_held(path: Path) -> bool | None:
-    """Whether any process holds a ``flock`` on the file at ``path`` now, asked of the kernel without taking one
-    (Linux's ``/proc/locks``; probing with a shared lock could make a writer's exclusive attempt fail at that very
-    moment); ``None`` where the kernel does not say, for the caller to judge another way. Here, not in ``lock``: a
-    reader asks this, and a reader does not import the writer side (decision 0014)."""
+    """Whether any process holds a ``flock`` on the file at ``path`` now, asked of the kernel's ``/proc/locks``
+    (probing with a shared lock could make a writer's exclusive attempt fail at that moment); ``None`` where the
+    kernel does not say. Here, not in ``lock``: a reader does not import the writer side (decision 0014)."""
     try:
         stat = os.stat(path)
     except FileNotFoundError:

@@ -1,26 +1,23 @@
 """The one pass that reads a JSONL log file, raw or zstd: the backend's reads and every reader go through it.
 
-Every line goes through :class:`~dsh_todo.harness.persistence.jsonl.scan.LogScanner` (JSON parse, packed-row expansion,
-seq contiguity, DSH's crash-tail rule), frames are cut and checked as DSH does, and unknown event types are refused
-once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``, what the backend's
-``read`` returns) or handed to ``observe`` and dropped after each piece, so a cold reader of a million-event log
-holds one piece (256 KiB of text) and the open turn, never the log. A full pass that keeps no events lets the
-scanner prove runs of lines clean in bulk (:mod:`.bulk`) and hand over only the events the plan and the open turn
-need; whatever it cannot prove goes through the exact rules.
+Every line goes through :class:`~.scan.LogScanner`, frames are cut and checked as DSH does, and unknown event types
+are refused once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``) or handed
+to ``observe`` and dropped piece by piece, so a cold reader of a million-event log holds one piece and the open
+turn, never the log; such a pass may prove runs of lines clean in bulk (:mod:`.bulk`). The same pass continues from
+a record start (:func:`read_on`: a checkpoint's tail, a follower's next read) and reads back to an open turn.
 
-The pass notes what readers and writers need: the header, the event count, the torn tail (where it starts, and how
-many events a cut zstd frame still gave), where the record holding the last event starts (a writer continues from
-there), and the events of the open turn, from which the interrupted-turn closers are computed exactly as from the
-whole log (a ``turn/start`` or ``turn/end`` resets everything the closers depend on).
+The pass notes what readers and writers need: the header, the event count, the torn tail, where the record holding
+the last event starts (a writer continues from there), and the open turn, from which the interrupted-turn closers
+are computed exactly as from the whole log (a ``turn/start`` or ``turn/end`` resets everything they depend on).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol, TypeVar
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.persistence.contract import Event, Observer, TornTail
@@ -45,18 +42,17 @@ if TYPE_CHECKING:
 
 
 CHUNK_SIZE: Final = 256 << 10
-"""Plaintext bytes fed to the scanner at a time (a raw log's reads, a zstd frame's decoded pieces): pieces of a few
-MiB cost page faults and cache misses at every step (decision 0015)."""
+"""Plaintext bytes fed to the scanner at a time: pieces of a few MiB cost page faults and cache misses (decision
+0015)."""
 
 _KNOWN: Final = KNOWN_SESSION_EVENT_TYPES
 _ROW_TAGS: Final = tuple(ROW_TYPES)
+_T = TypeVar("_T")
 
 
 class Scanned:
-    """What one pass found. ``events`` holds every stored event only when they were kept.
-
-    A plain class, not a dataclass: every ``dsh-todo plan`` process creates this type, and a dataclass takes about
-    1 ms to create (decision 0014)."""
+    """What one pass found; ``events`` only when they were kept. Not a dataclass: creating one costs every
+    ``dsh-todo plan`` about 1 ms (decision 0014)."""
 
     __slots__ = ("count", "cut_frame_events", "events", "last_record", "meta", "open_turn", "path", "torn_at",
                  "unknown")
@@ -106,16 +102,15 @@ class _Pass:
         if self.scanner.bulk:  # small pieces (a zstd frame per write batch) are proven together
             self._held.append(data)
             self._held_size += len(data)
-            if self._held_size < CHUNK_SIZE:
-                return
-            data = b"".join(self._held)
-            self._held, self._held_size = [], 0
+            if self._held_size >= CHUNK_SIZE:
+                self.flush()
+            return
         self.scanner.feed(data)
         self.take()
 
     def flush(self) -> None:
-        """Feed what :meth:`feed` holds: before the pass ends, and before damage the file holds after it is
-        reported (the lines before the damage are read first, as piece by piece)."""
+        """Feed what :meth:`feed` holds: before the pass ends, and before reporting damage the file holds after it
+        (the lines before the damage are read first, as piece by piece)."""
         if self._held:
             data = b"".join(self._held)
             self._held, self._held_size = [], 0
@@ -175,75 +170,96 @@ def _last_index(items: list[Any], value: str) -> int:
         return -1
 
 
-def _identity(path: Path) -> tuple[int, ...]:
+def identity(path: Path) -> tuple[int, ...]:
+    """What says a file changed: device, inode, size, modification and change times."""
     stat = os.stat(path)
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
-def read_stable(path: Path) -> bytes:
-    """The file's bytes as one consistent state: read again if it changed during the read, and then only as far as
-    it reached when that read began (:func:`_settled`)."""
+def _stable(path: Path, read: Callable[[int | None], _T]) -> _T:
+    """``read(limit)`` of one consistent state of the file: read again if it changed during the read, then only up to
+    byte ``limit``, where it had reached (``None``: all of it); that holds as long as the same file only grew (a
+    log only appends). The bound keeps a reader from chasing a busy writer forever: "read again until nothing
+    changed" never ended (``dsh-todo events`` on a 35 MB log appended every 30 ms printed nothing in a minute)."""
     limit: int | None = None
     while True:
-        before = _identity(path)
+        before = identity(path)
+        found = read(limit)
+        after = identity(path)
+        if after == before or (limit is not None and after[:2] == before[:2] and after[2] >= limit):
+            return found
+        limit = after[2]
+
+
+def read_stable(path: Path) -> bytes:
+    """The file's bytes as one consistent state (:func:`_stable`)."""
+
+    def read(limit: int | None) -> bytes:
         with open_binary(path) as file:
-            data = file.read() if limit is None else file.read(limit)
-        if _settled(before, _identity(path), limit):
-            return data
-        limit = _identity(path)[2]
+            return file.read() if limit is None else file.read(limit)
 
-
-def _settled(before: tuple[int, ...], after: tuple[int, ...], limit: int | None) -> bool:
-    """Whether a pass that began at ``before`` and ended at ``after`` read one state of the file.
-
-    A whole pass (``limit`` ``None``) must see the file unchanged. A pass bounded to the size the file had when it
-    began reads bytes that a log only ever appends after: it holds as long as the same file only grew. The bound
-    is what keeps a reader from chasing a busy writer forever: a whole pass over a large log takes longer than the
-    writer's next append, so "read again until nothing changed" never ended (``dsh-todo events`` on a 35 MB log
-    appended every 30 ms printed nothing in a minute)."""
-    if after == before:
-        return True
-    return limit is not None and after[:2] == before[:2] and after[2] >= limit
+    return _stable(path, read)
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
              refuse_unknown: bool = True, plan_only: bool = False, expand: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
-    (with ``refuse_unknown=False``, an unknown event type is not one of them: the backend's raw read level).
-    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (and without ``keep``), of a run
-    of lines proven clean in bulk it sees only the events a plan fold looks at (:mod:`.bulk`), the open turn is kept
-    all the same, and the verdict is the same. With ``expand`` (and without ``keep``), ``observe`` sees a packed
-    row's every member, as a kept read holds them, instead of the row standing as its last. A log that changes
-    while it is read (a writer appending) is read again, then only as far as it reached when that second pass
-    began."""
+    (with ``refuse_unknown=False``, not for an unknown event type: the backend's raw read level).
+    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (without ``keep``), of a run of
+    lines proven clean in bulk only the events a plan fold looks at (:mod:`.bulk`), for the same verdict. With
+    ``expand`` (without ``keep``) it sees a packed row's every member instead of the row standing as its last. A log
+    that changes while it is read (a writer appending) is read again (:func:`_stable`)."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
-    limit: int | None = None
-    while True:
-        before = _identity(path)
-        try:
-            found = read(path, keep, observe, limit, plan_only, expand)
-        except SessionFormatUnsupportedError as exc:
-            if exc.location is None:
-                raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
-            raise
-        if _settled(before, _identity(path), limit):
-            if found.unknown is not None and refuse_unknown:
-                raise found.unknown
-            return found
-        limit = _identity(path)[2]  # changed while read: read again, up to where it is now (_settled)
+    try:
+        found = _stable(path, lambda limit: read(path, keep, observe, limit, plan_only, expand))
+    except SessionFormatUnsupportedError as exc:
+        if exc.location is None:
+            raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
+        raise
+    if found.unknown is not None and refuse_unknown:
+        raise found.unknown
+    return found
+
+
+def header_record(file: BinaryIO, zstd: bool) -> bytes:
+    """The header record of the log open in ``file`` at its start: the first line, or for zstd the first frame,
+    which must be exactly the header line; neither longer than a line may be."""
+    limit = max_line()
+    if not zstd:
+        header = file.readline(limit + 1)
+        if not header.endswith(b"\n"):
+            if len(header) > limit:
+                raise too_long("the header", limit)
+            raise CorruptSessionLogError("empty or header-less session log")
+        return header
+    content = b""
+    while not (frames := scan_frames(content, max_frames=1).frames):
+        chunk = file.read(max(8192, len(content)))  # doubling: a long frame is not copied once per piece
+        if not chunk:
+            raise CorruptSessionLogError("empty or header-less Zstandard session log")
+        content += chunk
+    start, end = frames[0]
+    return _header_frame(_frame(memoryview(content)[start:end], 0))
+
+
+def _header_frame(pieces: Iterator[bytes]) -> bytes:
+    """A zstd log's first frame, which must be exactly the header line (no longer than a line may be)."""
+    limit = max_line()
+    plaintext = b""
+    for piece in pieces:
+        plaintext += piece
+        if len(plaintext) > limit:
+            raise too_long("the header", limit)
+    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
+        raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
+    return plaintext
 
 
 def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
               bulk: bool = False, expand: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
-        limit = max_line()
-        header = file.readline(limit + 1)
-        if not header.endswith(b"\n"):
-            if len(header) > limit:
-                raise too_long("the header", limit)
-            raise CorruptSessionLogError("empty or header-less session log")
-        one = _Pass(LogScanner(header), path, keep, observe, bulk, expand)
+        one = _Pass(LogScanner(header_record(file, False)), path, keep, observe, bulk, expand)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
@@ -270,27 +286,13 @@ def _line_start(file: BinaryIO, end: int) -> int:
     return 0
 
 
-def _frame(data: memoryview, start: int, at: int, dctx: ZstdDecompressor | None = None) -> Iterator[bytes]:
+def _frame(data: memoryview, at: int, dctx: ZstdDecompressor | None = None) -> Iterator[bytes]:
     """The plaintext of the complete frame ``data`` (which starts at byte ``at`` of the file), piece by piece."""
     try:
         yield from frame_pieces(data, CHUNK_SIZE, dctx)
     except FrameError as exc:
         raise CorruptSessionLogError(
-            f"corrupt Zstandard session log: frame at byte {at + start} failed validation") from exc
-
-
-def header_frame(pieces: Iterable[bytes], limit: int | None = None) -> bytes:
-    """A zstd log's first frame, which must be exactly the header line (no longer than ``limit`` bytes, the
-    maximum line length by default)."""
-    limit = max_line() if limit is None else limit
-    plaintext = b""
-    for piece in pieces:
-        plaintext += piece
-        if len(plaintext) > limit:
-            raise too_long("the header", limit)
-    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
-        raise CorruptSessionLogError("corrupt Zstandard session log: first frame is not exactly one header line")
-    return plaintext
+            f"corrupt Zstandard session log: frame at byte {at} failed validation") from exc
 
 
 class _Readable(Protocol):
@@ -340,13 +342,9 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
     with open_binary(path) as file:
         frames = _frames(_Bounded(file, end))
         first = next(frames, None)
-        if first is None:
+        if first is None or first[1] is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
-        at, head, _ = first
-        if head is None:
-            raise CorruptSessionLogError("empty or header-less Zstandard session log")
-        header = header_frame(_frame(head, at, 0))
-        one = _Pass(LogScanner(header), path, keep, observe, bulk, expand)
+        one = _Pass(LogScanner(_header_frame(_frame(first[1], 0))), path, keep, observe, bulk, expand)
         dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None
@@ -356,7 +354,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
                 if frame is None:
                     torn_start, torn = at, rest
                     break
-                for piece in _frame(frame, at, 0, dctx):
+                for piece in _frame(frame, at, dctx):
                     one.feed(piece)
                 last_start = at
         except SessionLogError:
@@ -380,47 +378,58 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
 
 def scan_tail(path: Path, meta: Meta, offset: int, observe: Observer | None = None, *,
               keep: bool = False) -> Scanned | None:
-    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read with the exact rules (and
-    kept with ``keep``: a cold load restores them after the checkpoint's rows), or ``None`` at anything a full pass
-    would have to judge: a torn or damaged tail, an unknown event type, an offset that is not a record start, a file
-    changing while it is read (then read the whole log). ``count`` is the number of events of the whole log;
-    ``torn_at`` stays ``None``."""
-    zstd = compression_of(path) == "zstd"
+    """The events from ``offset`` (a record start a checkpoint recorded) to the end, read by :func:`read_on` (kept
+    with ``keep``), or ``None`` at anything a full pass would have to judge (what ``read_on`` refuses, a torn tail, an
+    offset that is not a record start, a file changing while it is read). ``count`` is the whole log's."""
     try:
-        before = _identity(path)
+        before = identity(path)
         with open_binary(path) as file:
-            if offset < 1 or (not zstd and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
+            if offset < 1 or (compression_of(path) == "none" and os.pread(file.fileno(), 1, offset - 1) != b"\n"):
                 return None
             file.seek(offset)
-            pieces = _tail_pieces(file) if zstd else iter(lambda: file.read(CHUNK_SIZE), b"")
-            first = next(pieces, b"")
-            base = first_seq(first)
-            if base is None:
+            read = read_on(file, meta, None, path, keep=keep, observe=observe)
+    except (SessionLogError, OSError):
+        return None
+    if read is None or identity(path) != before or offset + read[1] != before[2] or not read[0].count:
+        return None
+    read[0].count = read[2]
+    return read[0]
+
+
+def read_on(file: _Readable, meta: Meta, base: int | None, path: Path, *, keep: bool = True,
+            observe: Observer | None = None) -> tuple[Scanned, int, int] | None:
+    """The exact pass over the whole records in ``file`` from where it stands (a record start of the log at ``path``
+    holding seq ``base``; ``None``: the seq its first line gives): what they hold, the bytes they take, the seq after
+    them. A record still being written (an unfinished line, an incomplete frame) is left for later. ``None`` at what
+    a full pass must judge: a damaged record, an event type the reader refuses, a first line without a seq."""
+    zstd = compression_of(path) == "zstd"
+    one = None if base is None else _Pass(LogScanner.continuing(meta, base), path, keep, observe)
+    used = 0
+    for piece, end in _frame_records(file) if zstd else ((chunk, None) for chunk in iter(
+            lambda: file.read(CHUNK_SIZE), b"")):
+        if one is None:
+            first = first_seq(piece)
+            if first is None:
                 return None
-            one = _Pass(LogScanner.continuing(meta, base), path, keep, observe)
-            one.feed(first)
-            for piece in pieces:
-                one.feed(piece)
-        if _identity(path) != before or not one.scanner.clean or one.found.unknown is not None:
-            return None
-    except (SessionLogError, OSError, _TornFrame):
+            one = _Pass(LogScanner.continuing(meta, first), path, keep, observe)
+        one.feed(piece)
+        if end is not None:
+            if not one.scanner.clean:
+                return None
+            used = end
+    if one is None or one.scanner.damaged or one.found.unknown is not None:
         return None
-    if not one.found.count:
-        return None
-    one.found.count = one.scanner.base  # every event was handed over, so the next seq is the log's event count
-    return one.found
+    return one.found, used if zstd else one.scanner.committed_bytes, one.scanner.base
 
 
-class _TornFrame(Exception):
-    """A tail ending inside a frame: recovery is a full pass's to describe."""
-
-
-def _tail_pieces(file: BinaryIO) -> Iterator[bytes]:
+def _frame_records(file: _Readable) -> Iterator[tuple[bytes, int | None]]:
+    """The plaintext of each complete frame piece by piece, then ``(b"", where the frame ends)``."""
     dctx = decompressor()
     for at, frame, _ in _frames(file):
         if frame is None:
-            raise _TornFrame
-        yield from _frame(frame, at, 0, dctx)
+            return
+        yield from ((piece, None) for piece in _frame(frame, at, dctx))
+        yield b"", at + len(frame)
 
 
 def first_seq(plaintext: bytes) -> int | None:
@@ -443,10 +452,10 @@ TURN_BUDGET: Final = 16 << 20
 
 
 def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list[Event] | None:
-    """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted): from
-    its ``turn/start`` to the offset, packed rows left out (the interrupted-turn closers never look at chunks); empty
-    when the last turn boundary before it is a ``turn/end``, or there is none. ``None`` when the turn's start lies
-    more than ``budget`` plaintext bytes back, or anything cannot be read: the caller reads the whole log then."""
+    """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted), from
+    its ``turn/start`` on, packed rows left out (the closers never look at chunks); empty when the last boundary
+    before it is a ``turn/end``, or there is none. ``None`` when the turn starts more than ``budget`` plaintext bytes
+    back, or anything cannot be read: the caller reads the whole log then."""
     try:
         records = _records_back_raw(path, offset) if compression_of(path) == "none" else _frames_back(path, offset)
         found: list[Event] = []

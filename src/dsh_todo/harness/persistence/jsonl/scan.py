@@ -1,15 +1,12 @@
 """Reading the event lines of a log into its committed prefix, with DSH's crash-tail rules.
 
-A crash can leave three kinds of damage at the end of an append-only log: a final line without its newline (a torn
-write), a complete line that does not parse, or a line whose seq does not continue the log (a lost write). The
-first is always a crash tail. The other two are a crash tail only if **no later line holds a ``turn/end``**: a
-finished turn after the damage proves the damage is in the committed middle of the log, and then the log is refused
-as corrupt rather than silently shortened. :class:`LogScanner` applies exactly these rules and remembers how many
-bytes form the good prefix, so recovery knows where to cut.
-
-The scanner is fed plaintext in pieces (a raw file at once, a zstd file frame by frame) and keeps only an
-unfinished final line between pieces. It is the hot path of a cold load, so its loop avoids per-line objects beyond
-the parsed JSON itself and expands packed chunk rows in place.
+A crash can leave at the end of an append-only log a final line without its newline (always a crash tail), a
+complete line that does not parse, or one whose seq does not continue the log (a lost write). Those two are a crash
+tail only if **no later line holds a ``turn/end``**: a finished turn after the damage proves it is in the committed
+middle, and the log is refused as corrupt rather than silently shortened. :class:`LogScanner` applies these rules and
+remembers how many bytes form the good prefix, so recovery knows where to cut. Fed plaintext in pieces, it keeps
+only an unfinished final line between them; it is a cold load's hot path, so its loop builds nothing per line beyond
+the parsed JSON and expands packed rows in place.
 """
 
 from __future__ import annotations
@@ -59,22 +56,30 @@ def _may_bound(text: bytes) -> bool:
 class LogScanner:
     """Incremental reader of one log's event lines after its header.
 
-    ``events`` is the contiguous good prefix (plain dicts, packed rows expanded); ``committed_bytes`` is the
-    plaintext length up to the end of the last line that belongs to it; ``input_bytes`` counts everything fed.
-    ``base`` is the seq of the first event fed: 0 for a whole log, or where a tail read starts
-    (:meth:`continuing`). ``bulk`` (set by a pass that keeps no events and reads for the plan) lets runs of complete
-    lines be proven clean at once (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open.
-    """
+    ``events``: the good prefix not yet taken (packed rows expanded); ``committed_bytes``: the plaintext up to the
+    end of its last line; ``input_bytes``: everything fed; ``base``: the seq of the first event not yet taken.
+    ``bulk`` (a pass keeping no events, for the plan) lets runs of lines be proven clean at once
+    (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open."""
 
     __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
                  "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
-        self.meta: Meta = parse_header_record(header_record)
+        self._start(parse_header_record(header_record), 0, len(header_record))
+
+    @classmethod
+    def continuing(cls, meta: Meta, base: int) -> LogScanner:
+        """A scanner for the tail of a log whose header is known, expecting ``base`` as the first seq; byte counts
+        and line numbers are relative to the first byte fed."""
+        scanner = cls.__new__(cls)
+        scanner._start(meta, base, 0)
+        return scanner
+
+    def _start(self, meta: Meta, base: int, fed: int) -> None:
+        self.meta = meta
         self.events: list[dict[str, Any]] = []
-        self.base = 0
-        self.input_bytes = len(header_record)
-        self.committed_bytes = len(header_record)
+        self.base = base
+        self.input_bytes = self.committed_bytes = fed
         self._fragment: list[bytes] = []
         self._fragment_size = 0
         self._line = 0
@@ -85,27 +90,10 @@ class LogScanner:
         self.bulk = False
         self.turn_open = False
 
-    @classmethod
-    def continuing(cls, meta: Meta, base: int) -> LogScanner:
-        """A scanner for the tail of a log whose header is already known, expecting ``base`` as the first seq.
-
-        Byte counts and line numbers are relative to the first byte fed; the crash-tail rules are the same.
-        """
-        scanner = cls.__new__(cls)
-        scanner.meta = meta
-        scanner.events = []
-        scanner.base = base
-        scanner.input_bytes = scanner.committed_bytes = 0
-        scanner._fragment = []
-        scanner._fragment_size = 0
-        scanner._line = 0
-        scanner._issue = None
-        scanner.max_line = max_line()
-        scanner.expand = True
-        scanner.unexpanded = 0
-        scanner.bulk = False
-        scanner.turn_open = False
-        return scanner
+    @property
+    def damaged(self) -> bool:
+        """A complete line fed so far does not belong to the good prefix."""
+        return self._issue is not None
 
     @property
     def clean(self) -> bool:
@@ -152,9 +140,8 @@ class LogScanner:
             self._consume(lines, position)
 
     def _proven(self, data: bytes) -> bool:
-        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean: the events
-        anyone looks at are handed over as the exact pass would hand them, the others only counted. ``False``: the
-        exact pass must read them (nothing was consumed)."""
+        """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean (the events
+        anyone looks at handed over, the others counted); ``False``: nothing was consumed, the exact pass reads them."""
         end = data.rfind(b"\n") + 1
         if not end or end + self._fragment_size < BULK_MIN or end + self._fragment_size > self.max_line:
             return False
@@ -194,7 +181,6 @@ class LogScanner:
             if lines and self._fragment:
                 self._fragment.append(lines[0])
                 lines[0] = b"".join(self._fragment)
-                self._fragment, self._fragment_size = [], 0
             if lines:
                 self._fragment, self._fragment_size = [], 0
                 self._after_issue(lines)
@@ -282,11 +268,8 @@ class LogScanner:
             self._after_issue(lines[line_no - start_line:])
 
     def _after_issue(self, lines: list[bytes]) -> None:
-        """After damage, a line holding a ``turn/end`` proves it is in the committed middle; nothing else counts.
-
-        A ``type`` of ``turn/end`` is written either as those bytes or with an escape (a backslash), so a run of
-        lines holding neither is passed over without parsing (a crash tail of a million blank lines costs nothing).
-        """
+        """After damage, only a line holding a ``turn/end`` counts (it proves the damage committed); a run of lines
+        holding neither those bytes nor an escape is passed over unparsed (a million blank lines cost nothing)."""
         issue = self._issue
         assert issue is not None
         text = b"\n".join(lines)

@@ -1,13 +1,11 @@
 """The file mechanics of one session log: lazy creation, durable appends, crash repair, all under the writer lock.
 
-A log never exists half-made: the header and the first batch are written to a temporary file, fsynced, and
-published with ``link()``, which fails if the log already exists (``rename()`` would silently replace another
-writer's log). Every later batch is appended and fsynced before the call returns; if the write or the fsync fails,
-the file is cut back to its previous size so a retry cannot duplicate seqs. The writer keeps the log open for
-appending while it holds the lock (opening it per batch cost more than the write: decision 0016) and closes it
-before it lets the lock go, or after a failed append, so a retry starts from a fresh descriptor. Repair truncates a
-torn tail and appends the recovered events and synthetic closers as one more batch (one more zstd frame), as DSH
-does.
+A log never exists half-made: the header and first batch go to a temporary file, fsynced, published with ``link()``
+(which fails if the log exists; ``rename()`` would replace another writer's log). Every later batch is appended and
+fsynced before the call returns; if the write or fsync fails, the file is cut back, so a retry cannot duplicate
+seqs. The log stays open while the lock is held (opening it per batch cost more than the write: decision 0016) and
+is closed before the lock goes, or after a failed append. Repair truncates a torn tail and appends the recovered
+events and synthetic closers as one more batch (one more zstd frame), as DSH does.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import Compression
-from dsh_todo.harness.persistence.jsonl.regular import open_fd
+from dsh_todo.harness.persistence.jsonl.regular import open_fd, temporary, write_all
 
 
 def fsync_dir(path: Path) -> None:
@@ -49,18 +47,14 @@ def make_dirs(path: Path) -> None:
         fsync_dir(directory.parent)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def exists(session_id: str) -> SessionExistsError:
+    return SessionExistsError(f'session "{session_id}" already has a log on disk; '
+                              "load it to go on with it, or pick another id")
 
 
 class JsonlWriter:
-    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects.
-
-    ``last_batch`` says where the most recent durable batch landed (``None`` until this writer wrote one).
-    """
+    """Appends to one session's log while holding its writer lock. ``cursor`` is the next seq the log expects;
+    ``last_batch`` says where the most recent durable batch landed (``None`` until one is known)."""
 
     _fd: int | None = None
     """The log, open for appending since the first append (``None``: not open; :meth:`close` closes it)."""
@@ -135,15 +129,11 @@ class JsonlWriter:
         try:
             self._close_log()
         finally:
-            self._release()
-
-    def _release(self) -> None:
-        if not self._lock.held:
-            return
-        self._lock.release()
-        if not self.materialized:
-            with contextlib.suppress(OSError):
-                self.path.parent.rmdir()
+            if self._lock.held:
+                self._lock.release()
+                if not self.materialized:
+                    with contextlib.suppress(OSError):
+                        self.path.parent.rmdir()
 
     def _append_bytes(self, data: bytes) -> int:
         """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed."""
@@ -153,7 +143,7 @@ class JsonlWriter:
         try:
             before = os.fstat(fd).st_size
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 os.ftruncate(fd, before)
@@ -171,22 +161,10 @@ class JsonlWriter:
 
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():
-            raise SessionExistsError(f'session "{self.session_id}" already has a log on disk; '
-                                     "load it to go on with it, or pick another id")
-        tmp = self.path.with_name(f"{self.path.name}.{os.urandom(6).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            try:
-                _write_all(fd, content)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            raise exists(self.session_id)
+        with temporary(self.path, content) as tmp:
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
-                raise SessionExistsError(f'session "{self.session_id}" already has a log on disk; '
-                                         "load it to go on with it, or pick another id") from None
+                raise exists(self.session_id) from None
             fsync_dir(self.path.parent)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)

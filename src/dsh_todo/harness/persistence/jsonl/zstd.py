@@ -1,16 +1,14 @@
 """Zstandard frames as DSH writes them: the header alone in frame one, then one frame per durable write batch.
 
-Each frame is independently decodable and carries a content checksum and no content size (frame descriptor byte
-``0x04``), which is what Node's ``zstdCompress`` produces at its default level 3 with ``ZSTD_c_checksumFlag``. The
-bundled libzstd makes our frames byte-identical to DSH's for the same plaintext.
-
-Frame boundaries are found structurally (magic, header, block headers, checksum) without decompressing, so a crash
-that cut the last frame is told apart from a damaged complete frame: the first is a torn tail to cut at the frame
-start, the second is corruption.
+Each frame is independently decodable, with a content checksum and no content size (frame descriptor ``0x04``), as
+Node's ``zstdCompress`` writes at level 3 with ``ZSTD_c_checksumFlag``: the bundled libzstd makes our frames
+byte-identical to DSH's. Frame boundaries are found structurally, without decompressing, so a crash that cut the last
+frame (a torn tail, cut at the frame start) is told apart from a damaged complete frame (corruption).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Final, NamedTuple
@@ -25,13 +23,10 @@ MAGIC: Final = b"\x28\xb5\x2f\xfd"
 LEVEL: Final = 3
 
 
-
 class FrameScan(NamedTuple):
-    """Complete frames as ``(start, end)`` byte ranges, and where an incomplete final frame starts, if any."""
+    """Complete frames as ``(start, end)`` byte ranges."""
 
     frames: list[tuple[int, int]]
-    torn_start: int | None = None
-
 
 
 
@@ -43,12 +38,12 @@ def scan_frames(buffer: bytes, max_frames: int | None = None) -> FrameScan:
     while offset < size:
         start = offset
         if size - offset < 4:
-            return FrameScan(frames, start)
+            return FrameScan(frames)
         if buffer[offset:offset + 4] != MAGIC:
             raise CorruptSessionLogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
         offset += 4
         if offset == size:
-            return FrameScan(frames, start)
+            return FrameScan(frames)
         descriptor = buffer[offset]
         offset += 1
         if descriptor & 0x18:
@@ -61,11 +56,11 @@ def scan_frames(buffer: bytes, max_frames: int | None = None) -> FrameScan:
                        + (4 if dictionary_flag == 3 else dictionary_flag)
                        + ((1 if single_segment else 0) if size_flag == 0 else 1 << size_flag))
         if size - offset < header_rest:
-            return FrameScan(frames, start)
+            return FrameScan(frames)
         offset += header_rest
         while True:
             if size - offset < 3:
-                return FrameScan(frames, start)
+                return FrameScan(frames)
             block = int.from_bytes(buffer[offset:offset + 3], "little")
             offset += 3
             block_type = (block >> 1) & 0x03
@@ -74,13 +69,13 @@ def scan_frames(buffer: bytes, max_frames: int | None = None) -> FrameScan:
                     f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
             payload = 1 if block_type == 0x01 else block >> 3
             if size - offset < payload:
-                return FrameScan(frames, start)
+                return FrameScan(frames)
             offset += payload
             if block & 1:
                 break
         if descriptor & 0x04:
             if size - offset < 4:
-                return FrameScan(frames, start)
+                return FrameScan(frames)
             offset += 4
         frames.append((start, offset))
         if max_frames is not None and len(frames) >= max_frames:
@@ -136,10 +131,9 @@ def decompressor() -> zstandard.ZstdDecompressor:
 def frame_pieces(frame: bytes | memoryview, size: int,
                  dctx: zstandard.ZstdDecompressor | None = None) -> Iterator[bytes]:
     """The plaintext of one structurally complete frame in pieces of at most ``size`` bytes, checksum verified;
-    raises :class:`FrameError`. Memory stays at one piece and one window (at most :data:`MAX_WINDOW`) however much
-    the frame decompresses to: a small file must not be able to ask for gigabytes. A pass decoding frame after frame
-    passes its own ``dctx`` (:func:`decompressor`): making one costs about 30 µs, a small frame's decoding
-    less; a decompressor decodes one frame at a time."""
+    raises :class:`FrameError`. Memory stays at one piece and one window (at most :data:`MAX_WINDOW`): a small file
+    must not be able to ask for gigabytes. A pass decoding frame after frame passes its own ``dctx``
+    (:func:`decompressor`): making one costs about 30 µs, more than decoding a small frame."""
     reader = (dctx or decompressor()).stream_reader(frame, read_across_frames=False)
     try:
         while piece := reader.read(size):
@@ -149,22 +143,8 @@ def frame_pieces(frame: bytes | memoryview, size: int,
 
 
 def prefix_pieces(data: bytes | memoryview, size: int) -> Iterator[bytes]:
-    """:func:`decode_prefix` in pieces of at most ``size`` bytes; ends quietly at the first decoder failure."""
-    reader = decompressor().stream_reader(data, read_across_frames=False)
-    try:
-        while piece := reader.read(size):
-            yield piece
-    except zstandard.ZstdError:
-        return
-
-
-def decode_prefix(data: bytes) -> bytes:
-    """Whatever plaintext the complete blocks of an incomplete final frame yield (empty if none can be decoded).
-
-    A crash mid-frame leaves whole blocks before the cut; their lines were written and may be kept. Any decoder
-    failure here means nothing is recoverable, never corruption: the frame was never complete.
-    """
-    try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except zstandard.ZstdError:
-        return b""
+    """Whatever plaintext the complete blocks of an incomplete final frame yield, in pieces of at most ``size``
+    bytes. A crash mid-frame leaves whole blocks before the cut, whose lines were written and may be kept; a decoder
+    failure here ends it quietly, never as corruption: the frame was never complete."""
+    with contextlib.suppress(FrameError):
+        yield from frame_pieces(data, size)
