@@ -243,6 +243,22 @@ def test_a_writer_whose_connection_died_reconnects_and_relocks(boot_pg: Any, pg_
         boot_pg().sessions.create("flaky")
 
 
+def test_a_new_sessions_writer_that_lost_its_connection_still_stores_the_header_with_its_first_batch(
+        boot_pg: Any, pg_url: str) -> None:
+    store = cast(PgBackend, boot_pg().session_persistence.backend)
+    writer = store.create({"id": "fresh", "createdAt": 5, "cwd": "/w"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name LIKE 'dsh-todo writer %%' AND pid <> pg_backend_pid()"
+                             ).fetchall()
+    writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    writer.append([{"type": "turn/end", "seq": 1, "time": 2, "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    writer.close()
+    stored = store.read("fresh")
+    assert stored.meta == {"version": 0, "id": "fresh", "createdAt": 5, "cwd": "/w", "delegationDepth": 0}
+    assert [event["seq"] for event in stored.events] == [0, 1] and stored.batches == [0, 1]
+
+
 def test_checkpoints_are_exact_text_and_never_move_backwards_or_ahead(boot_pg: Any) -> None:
     ctx = boot_pg()
     session = ctx.sessions.create("cp")
