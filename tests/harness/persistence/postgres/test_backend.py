@@ -208,6 +208,34 @@ def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) 
     assert [entry.id for entry in ctx.session_persistence.stored_sessions()] == ["there"]
 
 
+def test_a_writers_refusals_word_for_word(boot_pg: Any) -> None:
+    store = cast(PgBackend, boot_pg().session_persistence.backend)
+    where = store.location
+    writer = store.create({"id": "w", "createdAt": 1})
+    with pytest.raises(ValueError) as mismatch:
+        writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+                       {"type": "turn/end", "seq": 5, "time": 2, "data": {"turn": 1}}])
+    assert str(mismatch.value) == 'append seq mismatch for "w": expected 1, got 5'
+    writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    with pytest.raises(SessionLockedError) as held:
+        store.resume("w")
+    assert str(held.value).endswith(f" in {where}); a session log takes one writer at a time")
+    writer.close()
+    with pytest.raises(RuntimeError) as closed:
+        writer.append([{"type": "turn/end", "seq": 1, "time": 2, "data": {"turn": 1}}])
+    assert str(closed.value) == 'the writer of session "w" is closed'
+    with pytest.raises(SessionExistsError) as exists:
+        store.create({"id": "w", "createdAt": 1})
+    assert str(exists.value) == (f'session "w" already has a log in {where}; load it to go on with it, or pick '
+                                 "another id")
+    with pytest.raises(SessionExistsError) as differs:
+        store.continue_live("w", [])
+    assert str(differs.value) == str(exists.value)
+    with pytest.raises(SessionNotFoundError) as missing:
+        store.resume("x")
+    assert str(missing.value) == f'session "x" has no stored log in {where}'
+
+
 def test_unknown_event_types_are_refused_unless_ignorable(boot_pg: Any) -> None:
     ctx = boot_pg()
     session = ctx.sessions.create("future")
