@@ -415,7 +415,7 @@ class PgWriter:
         """Where the last batch landed: its seqs (rows have no byte offsets)."""
         self._conn: Conn | None = conn
         self._key = key
-        self._closed = False
+        self.open = True
         self._io = threading.Lock()
         tables = backend.tables
         self._copy = f"COPY {tables.events} (session_id, seq, batch, type, event) FROM STDIN"
@@ -424,10 +424,6 @@ class PgWriter:
         self._insert_session = (
             f"INSERT INTO {tables.sessions} (id, header, version, created_at, cwd, parent_session, seed_length, "
             "origin, delegation_depth, agent_preset, next_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)")
-
-    @property
-    def open(self) -> bool:
-        return not self._closed
 
     def append(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Make ``events`` durable as one batch (one transaction); they must continue the log's seq exactly."""
@@ -438,7 +434,7 @@ class PgWriter:
         batches = [batch for batch in batches if batch]
         if not batches:
             return
-        if self._closed:
+        if not self.open:
             raise writer_closed(self.session_id)
         expected = self.cursor
         for batch in batches:
@@ -516,9 +512,9 @@ class PgWriter:
     def close(self) -> None:
         """Release the lock and the connection. A session that never wrote leaves no row behind."""
         with self._io:
-            if self._closed:
+            if not self.open:
                 return
-            self._closed = True
+            self.open = False
             conn, self._conn = self._conn, None
         if conn is not None:
             release(conn, self.backend.tables, self.session_id, self._key)
