@@ -1,6 +1,7 @@
 """Handing a follower its runs of events: one follower that fails never stops the feed for the others.
 
-Shared by every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory).
+Shared by every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory), as is
+:class:`Follower`'s one step: read after the last seq handed over, refuse as a reader refuses, hand over.
 """
 
 from __future__ import annotations
