@@ -50,3 +50,30 @@ def refuse_unknown_types(session_id: str, events: Sequence[Mapping[str, Any]], l
                 f'session "{session_id}" contains event type "{js_text(kind)}" (seq {js_text(event.get("seq"))}) '
                 "unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely "
                 f"written by a newer harness (raw log: {location})", location)
+
+
+def not_stored(session_id: str, where: str) -> SessionNotFoundError:
+    """``where`` the log was looked for: ``in <location>`` (a database, memory) or ``under <root>`` (files)."""
+    return SessionNotFoundError(f'session "{session_id}" has no stored log {where}')
+
+
+def log_exists(session_id: str, where: str) -> SessionExistsError:
+    """``where`` the log is: ``in <location>``, or ``on disk``."""
+    return SessionExistsError(f'session "{session_id}" already has a log {where}; load it to go on with it, or pick '
+                              "another id")
+
+
+def locked(session_id: str, holder: str, lock: object, holder_pid: int | None) -> SessionLockedError:
+    """``holder`` says who holds the writer lock (``process <pid>``...), ``lock`` what the lock is."""
+    return SessionLockedError(f'session "{session_id}" is already open for writing by {holder} (lock: {lock}); '
+                              "a session log takes one writer at a time", holder_pid=holder_pid)
+
+
+def writer_closed(session_id: str) -> RuntimeError:
+    return RuntimeError(f'the writer of session "{session_id}" is closed')
+
+
+def seq_mismatch(session_id: str, expected: int, got: object, index: int | None) -> ValueError:
+    """``index``: where in the batch, when the writer takes one batch at a time (PostgreSQL's takes several)."""
+    at = "" if index is None else f" at index {index}"
+    return ValueError(f'append seq mismatch for "{session_id}": expected {expected}{at}, got {got!r}')

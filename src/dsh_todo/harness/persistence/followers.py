@@ -1,14 +1,18 @@
 """Handing a follower its runs of events: one follower that fails never stops the feed for the others.
 
-Shared by every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory).
+Shared by every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory), as is
+:class:`Follower`'s one step: read after the last seq handed over, refuse as a reader refuses, hand over.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Self
 
 from dsh_todo.harness.persistence.contract import Callback, Event
+from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -37,3 +41,45 @@ class Refusals:
 
     def clear(self) -> None:
         self.said = None
+
+
+class Follower:
+    """One follower of one session; ``after_seq`` is the last seq it was handed. A backend's follower says how it
+    looks (:meth:`look`, with :meth:`step`) and how it stops (:meth:`close`)."""
+
+    def __init__(self, session_id: str, after_seq: int, callback: Callback) -> None:
+        self.session_id, self.after_seq, self.callback = session_id, after_seq, callback
+        self.closed = False
+        self.refusals = Refusals(session_id)
+
+    def look(self, *, raising: bool = False) -> None:
+        """Deliver what is stored after ``after_seq`` (``raising`` on the first look)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.closed = True
+
+    def start(self) -> Self:
+        """The first look, on the caller's thread: a refusal is raised to it, and the follower closed again."""
+        try:
+            self.look(raising=True)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def step(self, read: Callable[[str, int], Sequence[Event]], location: Path | str, *, raising: bool) -> None:
+        """Hand over what ``read(session_id, after_seq)`` finds, refused as a reader refuses it: the first look
+        (``raising``) raises the refusal, a later one says it once and hands nothing over."""
+        try:
+            events = read(self.session_id, self.after_seq)
+            refuse_unknown_types(self.session_id, events, location)
+        except SessionLogError as exc:
+            if raising:
+                raise
+            self.refusals.say(exc)
+        else:
+            self.refusals.clear()
+            if events:
+                self.after_seq = events[-1]["seq"]
+                hand_over(self.callback, self.session_id, events)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ConfigError
@@ -24,32 +24,19 @@ from dsh_todo.harness.persistence.contract import (
     Callback,
     Checkpointed,
     Event,
-    LoadedLog,
-    Observer,
     Rows,
-    Scan,
-    Start,
     StoredLog,
     StoredSession,
-    scan_whole,
+    WholeLogBackend,
 )
-from dsh_todo.harness.persistence.errors import (
-    SessionExistsError,
-    SessionLockedError,
-    SessionLogError,
-    SessionNotFoundError,
-    refuse_unknown_types,
-)
-from dsh_todo.harness.persistence.followers import Refusals, hand_over
-from dsh_todo.harness.persistence.header import check_meta, decode_header, header_line
-from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.persistence.errors import locked, log_exists, not_stored, seq_mismatch, writer_closed
+from dsh_todo.harness.persistence.followers import Follower
+from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
 from dsh_todo.harness.persistence.service import backend_config, install
 from dsh_todo.jsonutil import dumps, loads
 
 name = "@deepseek-ai/dsh-session-persistence-memory"
 inject = ["sessions"]
-
-LOCATION: Final = "memory"
 
 
 @dataclass
@@ -61,10 +48,10 @@ class _Log:
     checkpoint: tuple[int, str] | None = None
 
 
-class MemoryBackend:
+class MemoryBackend(WholeLogBackend["MemoryWriter"]):
     """Session logs in this process's memory, shared by every context booted on this object."""
 
-    location = LOCATION
+    location = "memory"
     holds_files = False
 
     def __init__(self) -> None:
@@ -92,21 +79,9 @@ class MemoryBackend:
         with self._lock:
             entry = self._logs.get(session_id)
             if entry is None:
-                raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
+                raise not_stored(session_id, f"in {self.location}")
             header = entry.header
-        return StoredLog(self.location, decode_header(loads(header)), self.events_after(session_id, -1))
-
-    def read(self, session_id: str) -> StoredLog:
-        stored = self.read_stored(session_id)
-        refuse_unknown_types(session_id, stored.events, self.location)
-        return stored
-
-    def scan(self, session_id: str, observe: Observer | None = None, **spare: Any) -> Scan:
-        """The log read whole: the options that let a backend spare work have nothing to spare here."""
-        return scan_whole(self, session_id, observe)
-
-    def scan_checkpointed(self, session_id: str, start: Start, **spare: Any) -> None:
-        """Nothing to spare either: a reader folds the whole log."""
+        return StoredLog(self.location, decode_header(loads(header)), self.read_from(session_id, -1))
 
     def written(self) -> dict[str, int]:
         """The ``time`` of each session's last event."""
@@ -114,7 +89,7 @@ class MemoryBackend:
             lasts = {session_id: entry.events[-1] for session_id, entry in self._logs.items() if entry.events}
         return {session_id: time for session_id, text in lasts.items() if type(time := loads(text).get("time")) is int}
 
-    def events_after(self, session_id: str, after_seq: int) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int) -> list[Event]:
         """The stored events after ``after_seq`` (none for a session not stored)."""
         with self._lock:
             entry = self._logs.get(session_id)
@@ -123,59 +98,12 @@ class MemoryBackend:
 
     # -- writing --------------------------------------------------------------------------------------------
 
-    def resume(self, session_id: str) -> tuple[LoadedLog, MemoryWriter]:
-        """Take the writer lock and append the closers of an interrupted turn (the one recovery a batch-atomic
-        store can need). A second resume finds nothing to do."""
-        if session_id not in self._logs:  # refused before the writer lock is looked at, as a file's resume
-            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
-
-        def recover(events: list[Event]) -> list[Event]:
-            refuse_unknown_types(session_id, events, self.location)
-            return interrupted_turn_closers(events)
-
-        stored, closers, writer = self._reopen(session_id, recover)
-        loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                           rewrote=bool(closers))
-        return loaded, writer
-
-    def create(self, meta: Mapping[str, Any]) -> MemoryWriter:
-        check_meta(meta)
-        return self._lock_session(meta["id"], {"version": 0, **meta})
-
-    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> MemoryWriter:
-        def same_start(stored: list[Event]) -> list[Event]:
-            if len(stored) > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored, events, strict=False)):
-                raise _exists(session_id)
-            return []
-
-        return self._reopen(session_id, same_start)[2]
-
-    def _reopen(self, session_id: str, check: Callable[[list[Event]], list[Event]],
-                ) -> tuple[StoredLog, list[Event], MemoryWriter]:
-        """Lock a stored session, position a writer after its log and append what ``check`` returns (it may
-        refuse); the lock is let go again if anything fails."""
-        writer = self._lock_session(session_id)
-        try:
-            stored = self.read_stored(session_id)
-            writer.cursor = len(stored.events)
-            closers = check(stored.events)
-            writer.append(closers)
-        except BaseException:
-            writer.close()
-            raise
-        return stored, closers, writer
-
-    def _lock_session(self, session_id: str, meta: dict[str, Any] | None = None) -> MemoryWriter:
-        """Take the writer lock; with ``meta``, for a new session whose log appears with its first batch (no one
-        else can store it while the lock is held)."""
+    def lock(self, session_id: str, meta: Meta | None = None) -> MemoryWriter:
         with self._lock:
             if meta is not None and session_id in self._logs:
-                raise _exists(session_id)
+                raise log_exists(session_id, f"in {self.location}")
             if session_id in self._writers:
-                pid = os.getpid()
-                raise SessionLockedError(
-                    f'session "{session_id}" is already open for writing by process {pid} (lock: {self.location}); '
-                    "a session log takes one writer at a time", holder_pid=pid)
+                raise locked(session_id, f"process {os.getpid()}", self.location, os.getpid())
             writer = self._writers[session_id] = MemoryWriter(self, session_id, meta)
         return writer
 
@@ -191,17 +119,9 @@ class MemoryBackend:
                 entry.checkpoint = (seq, text)
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
-        """The checkpoint's rows and the stored events from its earliest row's next seq on."""
         entry = self._logs.get(session_id)
-        if entry is None or entry.checkpoint is None:
-            return None
-        rows: Rows = loads(entry.checkpoint[1])
-        seqs: list[Any] = [row.get("seq") for row in rows.values()]
-        if not rows or not all(type(seq) is int for seq in seqs):
-            return None
-        tail = self.events_after(session_id, min(seqs))
-        refuse_unknown_types(session_id, tail, self.location)
-        return Checkpointed(rows, tail, min(seqs) + 1)
+        checkpoint = None if entry is None else entry.checkpoint
+        return None if checkpoint is None else self.checkpointed(session_id, loads(checkpoint[1]))
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> _Follow:
         """``callback(events)`` with what is stored after ``after_seq`` now (on this thread, raising a refusal),
@@ -209,12 +129,7 @@ class MemoryBackend:
         follow = _Follow(self, session_id, after_seq, callback)
         with self._lock:
             self._follows.setdefault(session_id, []).append(follow)
-        try:
-            follow.pump(raising=True)
-        except BaseException:
-            follow.close()
-            raise
-        return follow
+        return follow.start()
 
     def close(self) -> None:
         """Nothing to let go of: the logs stay for whatever context mounts this backend next (that is what sharing
@@ -225,7 +140,7 @@ class MemoryWriter:
     """Appends to one session's log in a :class:`MemoryBackend` while holding its writer lock. ``meta`` is the
     header of a new session, stored with its first batch (``None`` when the log exists)."""
 
-    def __init__(self, backend: MemoryBackend, session_id: str, meta: dict[str, Any] | None) -> None:
+    def __init__(self, backend: MemoryBackend, session_id: str, meta: Meta | None) -> None:
         self.backend, self.session_id, self.meta = backend, session_id, meta
         self.cursor = 0
         self.last_batch: Batch | None = None
@@ -236,16 +151,15 @@ class MemoryWriter:
         if not events:
             return
         if not self.open:  # said before the seqs are checked, as by the file writer
-            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+            raise writer_closed(self.session_id)
         for index, event in enumerate(events):
             if event.get("seq") != self.cursor + index:
-                raise ValueError(f'append seq mismatch for "{self.session_id}": expected {self.cursor + index} '
-                                 f"at index {index}, got {event.get('seq')!r}")
+                raise seq_mismatch(self.session_id, self.cursor + index, event.get("seq"), index)
         texts = [dumps(event) for event in events]  # all encoded, then stored
         backend = self.backend
         with backend._lock:
             if backend._writers.get(self.session_id) is not self:
-                raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+                raise writer_closed(self.session_id)
             if self.meta is not None:  # a new session's log appears with its first batch
                 backend._logs[self.session_id] = _Log(dumps(header_line(self.meta)))
             backend._logs[self.session_id].events += texts
@@ -254,7 +168,7 @@ class MemoryWriter:
         self.last_batch = Batch(self.cursor, self.cursor + len(events) - 1)
         self.cursor += len(events)
         for follow in follows:
-            follow.pump()
+            follow.look()
 
     def close(self) -> None:
         self.open = False
@@ -263,17 +177,17 @@ class MemoryWriter:
                 del self.backend._writers[self.session_id]
 
 
-class _Follow:
+class _Follow(Follower):
     """One follower: each run handed over once, in seq order, never concurrently (a callback that appends to the
     session gets its own events after it returns)."""
 
     def __init__(self, backend: MemoryBackend, session_id: str, after_seq: int, callback: Callback) -> None:
-        self.backend, self.session_id, self.after_seq, self.callback = backend, session_id, after_seq, callback
-        self.closed = self._again = False
+        super().__init__(session_id, after_seq, callback)
+        self.backend = backend
+        self._again = False
         self._guard = threading.Lock()
-        self._refusals = Refusals(session_id)
 
-    def pump(self, *, raising: bool = False) -> None:
+    def look(self, *, raising: bool = False) -> None:
         """Deliver what is stored after ``after_seq``. Whoever finds the follower busy leaves a note and goes; the
         one delivering reads the note after letting go, so nothing is missed and no two runs overlap."""
         self._again = True
@@ -282,31 +196,16 @@ class _Follow:
                 return
             try:
                 self._again = False
-                events = self.backend.events_after(self.session_id, self.after_seq)
-                try:
-                    refuse_unknown_types(self.session_id, events, self.backend.location)
-                except SessionLogError as exc:
-                    if raising:
-                        raise
-                    self._refusals.say(exc)
-                    continue
-                if events:
-                    self.after_seq = events[-1]["seq"]
-                    hand_over(self.callback, self.session_id, events)
+                self.step(self.backend.read_from, self.backend.location, raising=raising)
             finally:
                 self._guard.release()
 
     def close(self) -> None:
-        self.closed = True
+        super().close()
         with self.backend._lock:
             follows = self.backend._follows.get(self.session_id, [])
             if self in follows:
                 follows.remove(self)
-
-
-def _exists(session_id: str) -> SessionExistsError:
-    return SessionExistsError(f'session "{session_id}" already has a log in {LOCATION}; '
-                              "load it to go on with it, or pick another id")
 
 
 # -- the plugin ---------------------------------------------------------------------------------------------------

@@ -208,6 +208,34 @@ def test_creating_over_a_stored_session_and_loading_a_missing_one(boot_pg: Any) 
     assert [entry.id for entry in ctx.session_persistence.stored_sessions()] == ["there"]
 
 
+def test_a_writers_refusals_word_for_word(boot_pg: Any) -> None:
+    store = cast(PgBackend, boot_pg().session_persistence.backend)
+    where = store.location
+    writer = store.create({"id": "w", "createdAt": 1})
+    with pytest.raises(ValueError) as mismatch:
+        writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+                       {"type": "turn/end", "seq": 5, "time": 2, "data": {"turn": 1}}])
+    assert str(mismatch.value) == 'append seq mismatch for "w": expected 1, got 5'
+    writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    with pytest.raises(SessionLockedError) as held:
+        store.resume("w")
+    assert str(held.value).endswith(f" in {where}); a session log takes one writer at a time")
+    writer.close()
+    with pytest.raises(RuntimeError) as closed:
+        writer.append([{"type": "turn/end", "seq": 1, "time": 2, "data": {"turn": 1}}])
+    assert str(closed.value) == 'the writer of session "w" is closed'
+    with pytest.raises(SessionExistsError) as exists:
+        store.create({"id": "w", "createdAt": 1})
+    assert str(exists.value) == (f'session "w" already has a log in {where}; load it to go on with it, or pick '
+                                 "another id")
+    with pytest.raises(SessionExistsError) as differs:
+        store.continue_live("w", [])
+    assert str(differs.value) == str(exists.value)
+    with pytest.raises(SessionNotFoundError) as missing:
+        store.resume("x")
+    assert str(missing.value) == f'session "x" has no stored log in {where}'
+
+
 def test_unknown_event_types_are_refused_unless_ignorable(boot_pg: Any) -> None:
     ctx = boot_pg()
     session = ctx.sessions.create("future")
@@ -241,6 +269,22 @@ def test_a_writer_whose_connection_died_reconnects_and_relocks(boot_pg: Any, pg_
     assert [dumps(event) for event in stored.events] == [dumps(event) for event in session.events]
     with pytest.raises(SessionLockedError):
         boot_pg().sessions.create("flaky")
+
+
+def test_a_new_sessions_writer_that_lost_its_connection_still_stores_the_header_with_its_first_batch(
+        boot_pg: Any, pg_url: str) -> None:
+    store = cast(PgBackend, boot_pg().session_persistence.backend)
+    writer = store.create({"id": "fresh", "createdAt": 5, "cwd": "/w"})
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name LIKE 'dsh-todo writer %%' AND pid <> pg_backend_pid()"
+                             ).fetchall()
+    writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    writer.append([{"type": "turn/end", "seq": 1, "time": 2, "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    writer.close()
+    stored = store.read("fresh")
+    assert stored.meta == {"version": 0, "id": "fresh", "createdAt": 5, "cwd": "/w", "delegationDepth": 0}
+    assert [event["seq"] for event in stored.events] == [0, 1] and stored.batches == [0, 1]
 
 
 def test_checkpoints_are_exact_text_and_never_move_backwards_or_ahead(boot_pg: Any) -> None:

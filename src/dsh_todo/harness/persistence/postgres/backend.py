@@ -29,21 +29,22 @@ from dsh_todo.harness.persistence.contract import (
     LoadedLog,
     Observer,
     Scan,
-    Start,
     StoredLog,
     StoredSession,
+    WholeLogBackend,
     scan_whole,
 )
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
-    SessionExistsError,
     SessionFormatUnsupportedError,
-    SessionLockedError,
-    SessionNotFoundError,
     SessionWriteError,
-    refuse_unknown_types,
+    locked,
+    log_exists,
+    not_stored,
+    seq_mismatch,
+    writer_closed,
 )
-from dsh_todo.harness.persistence.header import Meta, check_meta, decode_header, header_line
+from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
 from dsh_todo.harness.persistence.jsonl.checkpoint import identity_of
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
@@ -56,7 +57,6 @@ from dsh_todo.harness.persistence.postgres.locking import (
     try_lock,
 )
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
-from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: 
     return events
 
 
-class PgBackend:
+class PgBackend(WholeLogBackend["PgWriter"]):
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
 
     holds_files = False
@@ -202,11 +202,9 @@ class PgBackend:
         try:
             if not try_lock(conn, key):
                 holder = name_holder(conn, self.tables, session_id, key)
-                who = holder.describe() if holder is not None else "another writer"
-                raise SessionLockedError(
-                    f'session "{session_id}" is already open for writing by {who} (lock: advisory key '
-                    f"{key & 0xFFFFFFFFFFFFFFFF:#018x} in {self.location}); a session log takes one writer at a time",
-                    holder_pid=None if holder is None else holder.client_pid)
+                raise locked(session_id, "another writer" if holder is None else holder.describe(),
+                             f"advisory key {key & 0xFFFFFFFFFFFFFFFF:#018x} in {self.location}",
+                             None if holder is None else holder.client_pid)
             record_holder(conn, self.tables, session_id, os.getpid())
         except BaseException:
             conn.close()
@@ -250,10 +248,10 @@ class PgBackend:
 
     # -- reading --------------------------------------------------------------------------------------------
 
-    def read_meta(self, session_id: str, conn: Conn | None = None) -> Meta:
-        rows = self.query(f"SELECT header FROM {self.tables.sessions} WHERE id = %s", (session_id,), conn)
+    def read_meta(self, session_id: str) -> Meta:
+        rows = self.query(f"SELECT header FROM {self.tables.sessions} WHERE id = %s", (session_id,))
         if not rows:
-            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
+            raise not_stored(session_id, f"in {self.location}")
         try:
             value = loads(rows[0][0])
         except ValueError:
@@ -277,27 +275,20 @@ class PgBackend:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
         return decode_rows(session_id, self.read_rows(session_id, after_seq), after_seq + 1, self.location)
 
-    def read_stored(self, session_id: str, conn: Conn | None = None) -> StoredLog:
+    def read_stored(self, session_id: str) -> StoredLog:
         """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
-        meta = self.read_meta(session_id, conn)
-        rows = self.read_rows(session_id, -1, conn)
+        meta = self.read_meta(session_id)
+        rows = self.read_rows(session_id)
         events = decode_rows(session_id, rows, 0, self.location)
         return StoredLog(self.location, meta, events, batches=[row[1] for row in rows])
 
-    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
-             expand: bool = False, where: Any = None, listed: bool = False) -> Scan:
+    def scan(self, session_id: str, observe: Observer | None = None, **spare: Any) -> Scan:
         """The log read whole (:func:`~dsh_todo.harness.persistence.contract.scan_whole`); the database's own
         failures are raised as :class:`DatabaseUnavailableError` with psycopg's words."""
         try:
             return scan_whole(self, session_id, observe)
         except psycopg.Error as exc:
             raise DatabaseUnavailableError(str(exc)) from exc
-
-    def scan_checkpointed(self, session_id: str, start: Start, *, where: Any = None,
-                          listed: bool = False) -> Scan | None:
-        """Nothing to spare: a database reads a log in one query, and its checkpoint serves the service's
-        restore (:meth:`read_checkpointed`), not a proof for readers."""
-        return None
 
     def written(self) -> dict[str, int]:
         """Every stored session's id and the time of its last event (milliseconds), in one query."""
@@ -312,12 +303,6 @@ class PgBackend:
                 found[str(session_id)] = stamp
         return found
 
-    def read(self, session_id: str) -> StoredLog:
-        """The non-mutating read a viewer wants: like :meth:`read_stored`, and refuses unknown event types."""
-        stored = self.read_stored(session_id)
-        refuse_unknown_types(session_id, stored.events, self.location)
-        return stored
-
     # -- writing --------------------------------------------------------------------------------------------
 
     def load(self, session_id: str) -> LoadedLog:
@@ -326,61 +311,15 @@ class PgBackend:
         writer.close()
         return loaded
 
-    def resume(self, session_id: str) -> tuple[LoadedLog, PgWriter]:
-        """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
-        if self.locate(session_id) is None:
-            raise SessionNotFoundError(f'session "{session_id}" has no stored log in {self.location}')
+    def lock(self, session_id: str, meta: Meta | None = None) -> PgWriter:
         conn, key = self.lock_session(session_id)
         try:
-            stored = self.read_stored(session_id, conn)
-            refuse_unknown_types(session_id, stored.events, self.location)
+            if meta is not None and self.next_seq(session_id, conn) is not None:
+                raise log_exists(session_id, f"in {self.location}")
         except BaseException:
             release(conn, self.tables, session_id, key)
             raise
-        writer = PgWriter(self, conn, key, stored.meta, cursor=len(stored.events), materialized=True)
-        closers = interrupted_turn_closers(stored.events)
-        try:
-            writer.append(closers)
-        except BaseException:
-            writer.close()
-            raise
-        loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                           rewrote=bool(closers))
-        return loaded, writer
-
-    def create(self, meta: Mapping[str, Any]) -> PgWriter:
-        """A writer for a new session; its rows appear with the first batch, but the lock is taken now."""
-        check_meta(meta)
-        session_id: str = meta["id"]
-        conn, key = self.lock_session(session_id)
-        try:
-            if self.next_seq(session_id, conn) is not None:
-                raise self._exists(session_id)
-        except BaseException:
-            release(conn, self.tables, session_id, key)
-            raise
-        return PgWriter(self, conn, key, {"version": 0, **meta}, cursor=0, materialized=False)
-
-    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> PgWriter:
-        """A writer for a live session whose log already exists (persistence remounted while it stayed open).
-
-        The stored events must be exactly the session's first events; the writer's ``cursor`` says which live events
-        still need writing. No closers: the turn is not interrupted, it is still running in memory.
-        """
-        conn, key = self.lock_session(session_id)
-        try:
-            stored = self.read_stored(session_id, conn)
-            count = len(stored.events)
-            if count > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored.events, events, strict=False)):
-                raise self._exists(session_id)
-        except BaseException:
-            release(conn, self.tables, session_id, key)
-            raise
-        return PgWriter(self, conn, key, stored.meta, cursor=count, materialized=True)
-
-    def _exists(self, session_id: str) -> SessionExistsError:
-        return SessionExistsError(f'session "{session_id}" already has a log in {self.location}; load it to go on '
-                                  "with it, or pick another id")
+        return PgWriter(self, conn, key, session_id, meta)
 
     # -- projection checkpoints -----------------------------------------------------------------------------
 
@@ -416,13 +355,7 @@ class PgBackend:
         if (not isinstance(rows, dict) or not rows or not isinstance(identity, dict)
                 or identity != identity_of(self.read_meta(session_id))):
             return None
-        seqs: list[Any] = [row.get("seq") if isinstance(row, dict) else -1 for row in rows.values()]
-        if not all(type(seq) is int and seq >= 0 for seq in seqs):
-            return None
-        base = min(seqs) + 1
-        tail = self.read_from(session_id, base - 1)
-        refuse_unknown_types(session_id, tail, self.location)
-        return Checkpointed(rows, tail, base)
+        return self.checkpointed(session_id, rows)
 
     # -- following and closing ------------------------------------------------------------------------------
 
@@ -475,18 +408,14 @@ class PgWriter:
     was in flight when the connection broke is either wholly stored (then it is not written twice) or not at all.
     """
 
-    def __init__(self, backend: PgBackend, conn: Conn, key: int, meta: Meta, *, cursor: int,
-                 materialized: bool) -> None:
-        self.backend = backend
-        self.meta = meta
-        self.session_id: str = meta["id"]
-        self.cursor = cursor
-        self.materialized = materialized
+    def __init__(self, backend: PgBackend, conn: Conn, key: int, session_id: str, meta: Meta | None) -> None:
+        self.backend, self.session_id, self.meta = backend, session_id, meta
+        self.cursor = 0
         self.last_batch: Batch | None = None
         """Where the last batch landed: its seqs (rows have no byte offsets)."""
         self._conn: Conn | None = conn
         self._key = key
-        self._closed = False
+        self.open = True
         self._io = threading.Lock()
         tables = backend.tables
         self._copy = f"COPY {tables.events} (session_id, seq, batch, type, event) FROM STDIN"
@@ -495,10 +424,6 @@ class PgWriter:
         self._insert_session = (
             f"INSERT INTO {tables.sessions} (id, header, version, created_at, cwd, parent_session, seed_length, "
             "origin, delegation_depth, agent_preset, next_seq) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)")
-
-    @property
-    def open(self) -> bool:
-        return not self._closed
 
     def append(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Make ``events`` durable as one batch (one transaction); they must continue the log's seq exactly."""
@@ -509,14 +434,13 @@ class PgWriter:
         batches = [batch for batch in batches if batch]
         if not batches:
             return
-        if self._closed:
-            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+        if not self.open:
+            raise writer_closed(self.session_id)
         expected = self.cursor
         for batch in batches:
             for event in batch:
                 if event.get("seq") != expected:
-                    raise ValueError(f'append seq mismatch for "{self.session_id}": expected {expected}, got '
-                                     f"{event.get('seq')!r}")
+                    raise seq_mismatch(self.session_id, expected, event.get("seq"), None)
                 expected += 1
         with self._io:
             for attempt in (1, 2):
@@ -536,7 +460,7 @@ class PgWriter:
     def _commit(self, conn: Conn, batches: Sequence[Sequence[Mapping[str, Any]]], next_seq: int) -> None:
         session_id = self.session_id
         with conn.transaction():
-            if not self.materialized:
+            if self.meta is not None:  # a new session's row appears with its first batch
                 conn.execute(self._insert_session, (session_id, *header_columns(self.meta)))
             with conn.cursor() as cur, cur.copy(self._copy) as copy:
                 for batch in batches:
@@ -551,7 +475,7 @@ class PgWriter:
             payload = f"{session_id}:{next_seq - 1}"
             if len(payload.encode("utf-8")) <= NOTIFY_PAYLOAD_MAX:
                 conn.execute("SELECT pg_notify(%s, %s)", (self.backend.tables.channel, payload))
-        self.materialized = True
+        self.meta = None
         self.last_batch = Batch(self.cursor, next_seq - 1)
         self.cursor = next_seq
 
@@ -565,7 +489,7 @@ class PgWriter:
         try:
             stored = self.backend.next_seq(self.session_id, conn)
             if stored is not None:
-                self.materialized = True
+                self.meta = None
             if stored is None or stored == self.cursor:
                 self._conn = conn
                 return conn
@@ -588,9 +512,9 @@ class PgWriter:
     def close(self) -> None:
         """Release the lock and the connection. A session that never wrote leaves no row behind."""
         with self._io:
-            if self._closed:
+            if not self.open:
                 return
-            self._closed = True
+            self.open = False
             conn, self._conn = self._conn, None
         if conn is not None:
             release(conn, self.backend.tables, self.session_id, self._key)

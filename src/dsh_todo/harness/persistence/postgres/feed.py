@@ -25,8 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from dsh_todo.harness.persistence.contract import Callback
-from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
-from dsh_todo.harness.persistence.followers import Refusals, hand_over
+from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 
 if TYPE_CHECKING:
@@ -40,36 +39,23 @@ READY_TIMEOUT_S: Final = 15.0
 BACKOFF_MAX_S: Final = 5.0
 
 
-class Subscription:
-    """One follower of one session. ``after_seq`` is the last seq it has been given; :meth:`close` ends it."""
+class Subscription(Follower):
+    """One follower of one session; :meth:`close` ends it."""
 
     def __init__(self, feed: EventFeed, session_id: str, after_seq: int, callback: Callback) -> None:
+        super().__init__(session_id, after_seq, callback)
         self.feed = feed
-        self.session_id = session_id
-        self.after_seq = after_seq
-        self.callback = callback
-        self.closed = False
-        self.refusals = Refusals(session_id)
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        self.closed = True
+        super().close()
         self.feed._remove(self)
 
-    def catch_up(self) -> None:
+    def look(self, *, raising: bool = False) -> None:
         """Deliver whatever the log holds after ``after_seq`` (serialized: one reader at a time)."""
         with self._lock:
-            if self.closed:
-                return
-            reader = self.feed.reader
-            events = reader.read_from(self.session_id, self.after_seq)
-            if not events:
-                return
-            # The reader's refusal, as every backend's follow gives it: the first read raises it to the follower's
-            # caller, a later one is said by the feed, and the events are not handed over.
-            refuse_unknown_types(self.session_id, events, reader.location)
-            self.after_seq = events[-1]["seq"]
-            hand_over(self.callback, self.session_id, events)
+            if not self.closed:
+                self.step(self.feed.reader.read_from, self.feed.reader.location, raising=raising)
 
     def __repr__(self) -> str:
         return f"<Subscription {self.session_id!r} after {self.after_seq}>"
@@ -105,12 +91,7 @@ class EventFeed:
         subscription = Subscription(self, session_id, after_seq, callback)
         with self._guard:
             self._subs.setdefault(session_id, set()).add(subscription)
-        try:
-            subscription.catch_up()
-        except BaseException:
-            subscription.close()
-            raise
-        return subscription
+        return subscription.start()
 
     def close(self) -> None:
         self._stop.set()
@@ -143,9 +124,7 @@ class EventFeed:
     def _catch_up(self, subs: Sequence[Subscription]) -> None:
         for sub in subs:
             try:
-                sub.catch_up()
-            except SessionLogError as exc:
-                sub.refusals.say(exc)
+                sub.look()
             except Exception:
                 log.warning("cannot read new events of session %r", sub.session_id, exc_info=True)
 

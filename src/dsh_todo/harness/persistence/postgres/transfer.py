@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness.persistence.contract import StoredLog
-from dsh_todo.harness.persistence.errors import SessionExistsError, SessionNotFoundError, refuse_unknown_types
+from dsh_todo.harness.persistence.errors import SessionExistsError, not_stored, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
@@ -32,7 +32,7 @@ from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.jsonl.reading import read_stable
 from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
-from dsh_todo.harness.persistence.postgres.backend import PgBackend, release
+from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps, loads
 
@@ -141,7 +141,7 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
     what this import would store; any other stored log is refused with both lengths, and left as it is."""
     path = source.find(session_id)
     if path is None:
-        raise SessionNotFoundError(f'session "{session_id}" has no stored log under {source.root}')
+        raise not_stored(session_id, f"under {source.root}")
     lock = _jsonl_lock(path, session_id)
     try:
         stored = source.read_path(path, session_id)
@@ -179,12 +179,12 @@ def _already_there(target: PgBackend, session_id: str, meta: Mapping[str, Any],
 def export_session(source: PgBackend, target: JsonlBackend, session_id: str) -> Moved:
     """Copy one database session into a JSONL root, batch by batch, as the JSONL writer would have written it."""
     if source.locate(session_id) is None:
-        raise SessionNotFoundError(f'session "{session_id}" has no stored log in {source.location}')
-    conn, key = source.lock_session(session_id)
+        raise not_stored(session_id, f"in {source.location}")
+    held = source.lock(session_id)  # a session still being written is refused
     try:
-        stored = source.read_stored(session_id, conn)
+        stored = source.read_stored(session_id)
     finally:
-        release(conn, source.tables, session_id, key)
+        held.close()
     batches = [[event for event, _ in run] for _, run in groupby(zip(stored.events, stored.batches, strict=True),
                                                                    key=lambda pair: pair[1])]
     writer = target.create(dict(stored.meta))
