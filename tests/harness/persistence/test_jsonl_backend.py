@@ -166,6 +166,38 @@ def test_appends_must_continue_the_seq(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_a_writers_refusals_word_for_word(tmp_path: Path) -> None:
+    """Every refusal of the JSONL writer, its lock and its reader, whole: the texts come from the builders in
+    ``persistence.errors`` the other backends use, and must stay DSH's byte for byte."""
+    store = JsonlBackend(tmp_path / "root", "none")
+    writer = store.create({"id": "w", "createdAt": 1})
+    with pytest.raises(ValueError) as mismatch:
+        writer.append([*some_events()[:1], some_events()[5]])
+    assert str(mismatch.value) == 'append seq mismatch for "w": expected 1 at index 1, got 5'
+    writer.append(some_events()[:1])
+    log = store.find("w")
+    assert log is not None
+    lock = log.parent / "session.lock"
+    with pytest.raises(SessionLockedError) as held:
+        store.resume("w")
+    assert str(held.value) == (f'session "w" is already open for writing by process {os.getpid()} (lock: {lock}); '
+                               "a session log takes one writer at a time")
+    assert held.value.holder_pid == os.getpid()
+    writer.close()
+    with pytest.raises(RuntimeError) as closed:
+        writer.append(some_events()[1:2])
+    assert str(closed.value) == 'the writer of session "w" is closed'
+    with pytest.raises(SessionExistsError) as exists:
+        store.create({"id": "w", "createdAt": 1})
+    assert str(exists.value) == 'session "w" already has a log on disk; load it to go on with it, or pick another id'
+    with pytest.raises(SessionExistsError) as differs:
+        store.continue_live("w", [])
+    assert str(differs.value) == str(exists.value)
+    with pytest.raises(SessionNotFoundError) as missing:
+        store.resume("x")
+    assert str(missing.value) == f'session "x" has no stored log under {tmp_path / "root"}'
+
+
 def test_list_reads_headers_of_both_layout_kinds(tmp_path: Path) -> None:
     store = JsonlBackend(tmp_path / "root", "zstd")
     for session_id, cwd in [("a", "/p"), ("b", None), ("c", "/p")]:
