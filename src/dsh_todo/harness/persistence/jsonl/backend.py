@@ -23,7 +23,7 @@ from dsh_todo.harness.persistence.contract import (
     StoredLog,
     Subscription,
 )
-from dsh_todo.harness.persistence.errors import refuse_unknown_types
+from dsh_todo.harness.persistence.errors import log_exists, refuse_unknown_types
 from dsh_todo.harness.persistence.header import check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
@@ -37,7 +37,7 @@ from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, compression_of
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.harness.persistence.jsonl.reading import scan_tail
-from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, exists, make_dirs
+from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps_bytes
 
@@ -101,7 +101,7 @@ class JsonlBackend(JsonlReader):
         session_id: str = meta["id"]
         cwd = meta.get("cwd")
         if self.find(session_id) is not None:
-            raise exists(session_id)
+            raise log_exists(session_id, "on disk")
         path = self.path_for(session_id, cwd)
         while True:
             make_dirs(path.parent)
@@ -112,7 +112,7 @@ class JsonlBackend(JsonlReader):
                 continue  # a writer that never wrote just removed the empty directory; make it again
         try:
             if path.exists():
-                raise exists(session_id)
+                raise log_exists(session_id, "on disk")
             # A session is its id under the root, whatever the working directory: a writer of the same id in another
             # project directory (its log not written yet) holds that directory's lock. Checked after taking ours, so
             # of two racing creators at least one sees the other.
@@ -139,7 +139,7 @@ class JsonlBackend(JsonlReader):
         def same_start(_: Path, stored: StoredLog) -> list[Event]:
             if len(stored.events) > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
                                                        for a, b in zip(stored.events, events, strict=False)):
-                raise exists(session_id)
+                raise log_exists(session_id, "on disk")
             return []
 
         return self._reopen(session_id, same_start)[2]

@@ -18,22 +18,18 @@ import fcntl
 import os
 from pathlib import Path
 
-from dsh_todo.harness.persistence.errors import SessionLockedError
+from dsh_todo.harness.persistence.errors import SessionLockedError, locked
 from dsh_todo.harness.persistence.jsonl.regular import open_fd
 
 
-def _holder_pid(fd: int) -> int | None:
+def _locked(path: Path, session_id: str, fd: int) -> SessionLockedError:
+    """The refusal, naming the holder by the pid it wrote into the lock file (open as ``fd``) when that reads."""
     try:
         text = os.pread(fd, 32, 0).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _locked(path: Path, session_id: str, pid: int | None) -> SessionLockedError:
-    holder = f"process {pid}" if pid is not None else "another process"
-    return SessionLockedError(f'session "{session_id}" is already open for writing by {holder} (lock: {path}); '
-                              "a session log takes one writer at a time", holder_pid=pid)
+        text = ""
+    pid = int(text) if text.isdigit() else None
+    return locked(session_id, "another process" if pid is None else f"process {pid}", path, pid)
 
 
 class WriterLock:
@@ -51,9 +47,9 @@ class WriterLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pid = _holder_pid(fd)
+                refusal = _locked(path, session_id, fd)
                 os.close(fd)
-                raise _locked(path, session_id, pid) from None
+                raise refusal from None
             except BaseException:
                 os.close(fd)
                 raise
@@ -85,7 +81,7 @@ class WriterLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise _locked(path, session_id, _holder_pid(fd)) from None
+            raise _locked(path, session_id, fd) from None
         finally:
             os.close(fd)
 

@@ -26,7 +26,7 @@ from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionFormatUnsupportedError,
     SessionIdError,
-    SessionNotFoundError,
+    not_stored,
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
@@ -276,7 +276,7 @@ class JsonlReader:
     def _require(self, session_id: str) -> Path:
         path = self.find(session_id)
         if path is None:
-            raise SessionNotFoundError(f'session "{session_id}" has no stored log under {self.root}')
+            raise not_stored(session_id, f"under {self.root}")
         return path
 
     def _project_dirs(self) -> Iterator[Path]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.harness.persistence.contract import Batch
-from dsh_todo.harness.persistence.errors import SessionExistsError
+from dsh_todo.harness.persistence.errors import log_exists, seq_mismatch, writer_closed
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
@@ -45,11 +45,6 @@ def make_dirs(path: Path) -> None:
         with contextlib.suppress(FileExistsError):
             directory.mkdir(mode=0o700)
         fsync_dir(directory.parent)
-
-
-def exists(session_id: str) -> SessionExistsError:
-    return SessionExistsError(f'session "{session_id}" already has a log on disk; '
-                              "load it to go on with it, or pick another id")
 
 
 class JsonlWriter:
@@ -80,13 +75,12 @@ class JsonlWriter:
         if not events:
             return
         if not self._lock.held:
-            raise RuntimeError(f'the writer of session "{self.session_id}" is closed')
+            raise writer_closed(self.session_id)
         seqs = [event.get("seq") for event in events]
         expected = list(range(self.cursor, self.cursor + len(seqs)))
         if seqs != expected:  # (one comparison in C; the loop below only finds what to say)
             index = next(i for i, (seq, want) in enumerate(zip(seqs, expected, strict=True)) if seq != want)
-            raise ValueError(f'append seq mismatch for "{self.session_id}": expected {expected[index]} '
-                             f"at index {index}, got {seqs[index]!r}")
+            raise seq_mismatch(self.session_id, expected[index], seqs[index], index)
         data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
         if self.materialized:
             start = self._append_bytes(data)
@@ -161,10 +155,10 @@ class JsonlWriter:
 
     def _materialize(self, content: bytes) -> None:
         if self.path.exists():
-            raise exists(self.session_id)
+            raise log_exists(self.session_id, "on disk")
         with temporary(self.path, content) as tmp:
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
-                raise exists(self.session_id) from None
+                raise log_exists(self.session_id, "on disk") from None
             fsync_dir(self.path.parent)
