@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from dsh_todo.harness.persistence.errors import log_exists, not_stored, refuse_unknown_types
 from dsh_todo.harness.persistence.header import Meta, check_meta
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.jsonutil import dumps
+from dsh_todo.jsonutil import dumps_bytes
 
 if TYPE_CHECKING:
     from dsh_todo.harness.context import Disposer
@@ -265,6 +265,14 @@ def scan_whole(backend: LogBackend, session_id: str, observe: Observer | None) -
                 None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered))
 
 
+def same_start(session_id: str, stored: Sequence[Event], live: Sequence[Mapping[str, Any]], where: str) -> list[Event]:
+    """What :meth:`LogBackend.continue_live` appends to a stored log: nothing (the turn still runs in memory); but a
+    log whose events are not the live session's first is another session's of the same id, and refused."""
+    if len(stored) > len(live) or any(dumps_bytes(a) != dumps_bytes(b) for a, b in zip(stored, live, strict=False)):
+        raise log_exists(session_id, where)
+    return []
+
+
 class Positioned(LogWriter, Protocol):
     """A writer :class:`WholeLogBackend` positions after the log it read under the writer's lock."""
 
@@ -319,14 +327,7 @@ class WholeLogBackend(LogBackend, Protocol[W]):
         return self.lock(meta["id"], {"version": 0, **meta})
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> W:
-        """No closers: the turn is not interrupted, it is still running in memory."""
-
-        def same_start(stored: list[Event]) -> list[Event]:
-            if len(stored) > len(events) or any(dumps(a) != dumps(b) for a, b in zip(stored, events, strict=False)):
-                raise log_exists(session_id, f"in {self.location}")
-            return []
-
-        return self._reopen(session_id, same_start)[2]
+        return self._reopen(session_id, lambda stored: same_start(session_id, stored, events, f"in {self.location}"))[2]
 
     def _reopen(self, session_id: str, check: Callable[[list[Event]], list[Event]],
                 ) -> tuple[StoredLog, list[Event], W]:

@@ -26,23 +26,6 @@ def hand_over(callback: Callback, session_id: str, events: Sequence[Event]) -> N
                     events[-1]["seq"], exc_info=True)
 
 
-class Refusals:
-    """What a follower was last refused with, said once: a log that stays refused is one warning, not one per look
-    (a poll, a notification, an append)."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.said: str | None = None
-
-    def say(self, exc: Exception) -> None:
-        if str(exc) != self.said:
-            self.said = str(exc)
-            log.warning("cannot follow session %r: %s", self.session_id, exc)
-
-    def clear(self) -> None:
-        self.said = None
-
-
 class Follower:
     """One follower of one session; ``after_seq`` is the last seq it was handed. A backend's follower says how it
     looks (:meth:`look`, with :meth:`step`) and how it stops (:meth:`close`)."""
@@ -50,7 +33,9 @@ class Follower:
     def __init__(self, session_id: str, after_seq: int, callback: Callback) -> None:
         self.session_id, self.after_seq, self.callback = session_id, after_seq, callback
         self.closed = False
-        self.refusals = Refusals(session_id)
+        self.said: str | None = None
+        """The refusal last said: a log that stays refused is one warning, not one per look (a poll, a
+        notification, an append)."""
 
     def look(self, *, raising: bool = False) -> None:
         """Deliver what is stored after ``after_seq`` (``raising`` on the first look)."""
@@ -77,9 +62,11 @@ class Follower:
         except SessionLogError as exc:
             if raising:
                 raise
-            self.refusals.say(exc)
+            if str(exc) != self.said:
+                self.said = str(exc)
+                log.warning("cannot follow session %r: %s", self.session_id, exc)
         else:
-            self.refusals.clear()
+            self.said = None
             if events:
                 self.after_seq = events[-1]["seq"]
                 hand_over(self.callback, self.session_id, events)

@@ -22,6 +22,7 @@ from dsh_todo.harness.persistence.contract import (
     Rows,
     StoredLog,
     Subscription,
+    same_start,
 )
 from dsh_todo.harness.persistence.errors import log_exists, refuse_unknown_types
 from dsh_todo.harness.persistence.header import check_meta
@@ -39,7 +40,6 @@ from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.harness.persistence.jsonl.reading import scan_tail
 from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.jsonutil import dumps_bytes
 
 
 class JsonlBackend(JsonlReader):
@@ -135,14 +135,7 @@ class JsonlBackend(JsonlReader):
         stored events must be exactly the session's first ones, or the log is another session's of the same id and
         is refused. A torn tail is cut, but no closers are added: the turn still runs in memory. The writer's
         ``cursor`` says which live events still need writing."""
-
-        def same_start(_: Path, stored: StoredLog) -> list[Event]:
-            if len(stored.events) > len(events) or any(dumps_bytes(a) != dumps_bytes(b)
-                                                       for a, b in zip(stored.events, events, strict=False)):
-                raise log_exists(session_id, "on disk")
-            return []
-
-        return self._reopen(session_id, same_start)[2]
+        return self._reopen(session_id, lambda _, stored: same_start(session_id, stored.events, events, "on disk"))[2]
 
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:

@@ -7,8 +7,8 @@ exactly the reader's), and then only what was appended, through the same exact p
 whole, once it is complete. Anything that pass cannot take as it is (a bad line, a frame failing validation, an
 event type the reader refuses, a file replaced or shrunk) makes it read the whole log again through the backend, so
 a follower's verdict is always the reader's, word for word. A log that failed is not read again until its file
-changes. :class:`FileFollow` polls a :class:`LogTail` on a background thread (a ``stat`` per interval; files cannot
-push), handing each run of new events to the callback, in seq order, exactly once.
+changes. :class:`FileFollow` is the :class:`~..followers.Follower` that polls a :class:`LogTail` on a background
+thread (a ``stat`` per interval; files cannot push).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from __future__ import annotations
 import io
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 from dsh_todo.harness.errors import EncodingError
 from dsh_todo.harness.persistence.contract import Callback, Event
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
-from dsh_todo.harness.persistence.followers import Refusals, hand_over
+from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.paths import compression_of
 from dsh_todo.harness.persistence.jsonl.reading import identity, read_on
@@ -123,58 +123,47 @@ def _moved(session_id: str) -> SessionNotFoundError:
     return SessionNotFoundError(f'session "{session_id}" moved to another log file')
 
 
-class FileFollow:
-    """A :class:`LogTail` polled on a daemon thread; ``callback(events)`` with each run after ``after_seq``.
-
-    Never concurrent with itself. A log that does not exist yet is looked for until it does; a log the reader
-    refuses is reported once per verdict (``log.warning``) and followed again when its file changes.
-    """
+class FileFollow(Follower):
+    """A :class:`LogTail` looked at every ``interval`` seconds on a daemon thread, never concurrently. A log that
+    does not exist yet is looked for until it does; one the reader refuses is followed again when its file changes."""
 
     def __init__(self, backend: JsonlReader, session_id: str, after_seq: int, callback: Callback, *,
                  interval: float) -> None:
-        self.backend, self.session_id, self.callback = backend, session_id, callback
-        self.after_seq = after_seq
-        """The last seq handed over."""
-        self.interval = interval
-        self.closed = False
+        super().__init__(session_id, after_seq, callback)
+        self.backend, self.interval = backend, interval
         self._tail: LogTail | None = None
         self._polls = 0
-        self._refusals = Refusals(session_id)
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
-    def start(self) -> FileFollow:
-        """Read what exists now on this thread (raising the reader's verdict), then poll in the background."""
-        self.poll(raising=True)
+    def start(self) -> Self:
+        """The first look on this thread (raising the reader's verdict), then the others in the background."""
+        super().start()
         threading.Thread(target=self._run, name=f"follow {self.session_id}", daemon=True).start()
         return self
 
     def close(self) -> None:
-        self.closed = True
+        super().close()
         self._stop.set()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.poll()
+            self.look()
 
-    def poll(self, *, raising: bool = False) -> None:
-        """Deliver whatever the log holds after what was delivered; one poll at a time."""
+    def look(self, *, raising: bool = False) -> None:
+        """One look at a time. (The tail's reads have refused unknown event types already, naming the log's path.)"""
         with self._lock:
-            if self.closed:
-                return
-            try:
-                events = self._read()
-            except SessionLogError as exc:
-                if raising:
-                    raise
-                self._refusals.say(exc)
-                return
-            self._refusals.clear()
-            fresh = [event for event in events if event["seq"] > self.after_seq]
-            if not fresh or self.closed:
-                return
-            self.after_seq = fresh[-1]["seq"]
-            hand_over(self.callback, self.session_id, fresh)
+            if not self.closed:
+                self.step(self._fresh, self.backend.location, raising=raising)
+
+    poll = look
+    """Look now rather than at the next interval: what a follower that polls offers (the web's asks for it)."""
+
+    def _fresh(self, session_id: str, after_seq: int) -> list[Event]:
+        """What a read finds after ``after_seq`` (it may give the whole log again); nothing when the follower was
+        closed during the read."""
+        events = self._read()
+        return [] if self.closed else [event for event in events if event["seq"] > after_seq]
 
     def _read(self) -> list[Event]:
         if self._tail is None:
