@@ -91,3 +91,25 @@ def test_watch_latest_follows_the_most_recently_written_session(root: Path,
                          "0.3", "--interval", "0.05")
     assert (code, out) == (0, "plan: 1 in progress | now: in b\n")
     assert err == f"dsh-todo watch: the latest session is b ({next(root.glob('*/b/session.jsonl*'))})\n"
+
+
+def test_the_root_is_listed_once(root: Path, capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repro: ``--latest`` read every session's header twice, once for ``written()`` (which listed the root) and once
+    for the listing it then made itself. It reads each header once more than ``plan PATH`` reads, and no more."""
+    from dsh_todo.harness.persistence.jsonl import reader
+
+    reads: list[Path] = []
+    header = reader._header
+
+    def counted(path: Path) -> object:
+        reads.append(path)
+        return header(path)
+
+    monkeypatch.setattr(reader, "_header", counted)
+    log = next(root.glob("*/c/session.jsonl*"))
+    assert run(capsys, "plan", str(log))[0] == 0
+    by_path = len(reads)
+    reads.clear()
+    assert run(capsys, "plan", "--latest", "--root", str(root))[0] == 0
+    assert len(reads) == by_path + 4

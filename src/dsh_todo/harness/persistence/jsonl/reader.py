@@ -107,6 +107,27 @@ class JsonlReader:
         project folder that cannot be listed (in a root two users share, folders are 0700: the other user's) and an
         unreadable session folder another user owns. Whether a listed log reads cleanly is for a read to say."""
         found: list[StoredSession] = []
+        for session_id, path, problem in self._listing():
+            meta = None
+            if problem is None:
+                try:
+                    meta = _header(path)
+                except NotRegularFileError as exc:  # a FIFO or a device where the log belongs
+                    problem = exc
+                except OSError:
+                    pass  # a header that cannot be read: the read of the whole log says why
+            cwd = meta.get("cwd") if meta is not None else None
+            found.append(StoredSession(session_id, cwd if isinstance(cwd, str) else None, meta, str(path), path,
+                                       problem))
+        counts: dict[str, int] = {}
+        for item in found:
+            counts[item.id] = counts.get(item.id, 0) + 1
+        return [replace(item, problem=_duplicate(item.id))
+                if counts[item.id] > 1 and item.problem is None else item for item in found]
+
+    def _listing(self) -> Iterator[tuple[str, Path, Exception | None]]:
+        """What :meth:`stored_sessions` lists, headers unread: each session's id and log, or the folder or flat
+        file that holds it with the problem that refuses it."""
         for project in self._project_dirs():
             try:
                 entries = sorted(os.scandir(project), key=lambda entry: entry.name)
@@ -118,43 +139,25 @@ class JsonlReader:
                     flat = entry.is_file() and entry.name.endswith((".jsonl", ".jsonl.zstd"))
                     log = None if flat or not entry.is_dir() else self.log_in(path)
                 except CorruptSessionLogError as problem:
-                    found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path, problem))
+                    yield decode_segment(entry.name), path, problem
                     continue
                 except OSError as exc:
                     if _owned(entry):
-                        unreadable = OSError(exc.errno, exc.strerror, str(path))
-                        found.append(StoredSession(decode_segment(entry.name), None, None, str(path), path,
-                                                   unreadable))
+                        yield decode_segment(entry.name), path, OSError(exc.errno, exc.strerror, str(path))
                     continue
                 if flat:
                     name = entry.name.removesuffix(".zstd").removesuffix(".jsonl")
-                    found.append(StoredSession(decode_segment(name), None, None, str(path), path,
-                                               self.flat_layout(path)))
+                    yield decode_segment(name), path, self.flat_layout(path)
                 elif log is not None:
-                    try:
-                        meta = _header(log)
-                    except NotRegularFileError as problem:  # a FIFO or a device where the log belongs
-                        found.append(StoredSession(decode_segment(entry.name), None, None, str(log), log, problem))
-                        continue
-                    except OSError:
-                        meta = None  # a header that cannot be read: the read of the whole log says why
-                    cwd = meta.get("cwd") if meta is not None else None
-                    found.append(StoredSession(decode_segment(entry.name), cwd if isinstance(cwd, str) else None,
-                                               meta, str(log), log))
-        counts: dict[str, int] = {}
-        for item in found:
-            counts[item.id] = counts.get(item.id, 0) + 1
-        return [replace(item, problem=_duplicate(item.id))
-                if counts[item.id] > 1 and item.problem is None else item for item in found]
+                    yield decode_segment(entry.name), log, None
 
     def written(self) -> dict[str, int]:
         """When each listed log was last written: its modification time in nanoseconds (a log that cannot be
-        stat'ed is left out)."""
+        stat'ed is left out). No header is read: the caller lists the sessions it wants anyway."""
         stamps: dict[str, int] = {}
-        for entry in self.stored_sessions():
-            if entry.path is not None:
-                with contextlib.suppress(OSError):
-                    stamps[entry.id] = os.stat(entry.path).st_mtime_ns
+        for session_id, path, _ in self._listing():
+            with contextlib.suppress(OSError):
+                stamps[session_id] = os.stat(path).st_mtime_ns
         return stamps
 
     def writer_alive(self, session_id: str) -> bool:
