@@ -8,6 +8,7 @@ a backend that drifts from the others fails the same test the others pass.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,38 @@ def test_a_follower_of_a_log_the_reader_refuses_gets_the_readers_refusal(booter:
     with pytest.raises(SessionFormatUnsupportedError) as read:
         persistence(reader).read("s")
     assert str(refused.value) == str(read.value)
+
+
+def test_a_follower_that_fails_or_is_refused_is_said_once_and_the_feed_goes_on(
+        booter: Boot, caplog: pytest.LogCaptureFixture) -> None:
+    """Every backend's follower is one :class:`~dsh_todo.harness.persistence.followers.Follower`: a callback that
+    raises is logged and handed the next run all the same; a log that turns refused is one warning while it stays so."""
+    writer = booter(batch_delay_ms=60_000)
+    session = writer.sessions.create("s", cwd="/w")
+    session.append("turn/start", {"turn": 1})
+    persistence(writer).flush()
+    reader = booter()
+    seen: list[int] = []
+    grown = threading.Event()
+
+    def on_events(events: Sequence[Any]) -> None:
+        seen.extend(event["seq"] for event in events)
+        if seen[-1] == 1:
+            grown.set()
+        if len(seen) == 1:
+            raise RuntimeError("a follower failing")
+
+    subscription = persistence(reader).follow("s", -1, on_events)
+    session.append("todo/write", {"todos": PLAN})
+    persistence(writer).flush()
+    assert grown.wait(10), seen
+    for _ in range(2):
+        session.append("future/thing", {})
+        persistence(writer).flush()
+        time.sleep(0.5)
+    subscription.close()
+    assert seen == [0, 1]
+    failed = [r for r in caplog.records if r.getMessage().startswith("a follower of session 's' failed on seq 0..0")]
+    refused = [r for r in caplog.records if r.getMessage().startswith("cannot follow session 's': session \"s\" "
+                                                                          'contains event type "future/thing" (seq 2)')]
+    assert (len(failed), len(refused)) == (1, 1), [r.getMessage() for r in caplog.records]

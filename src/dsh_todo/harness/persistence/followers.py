@@ -1,7 +1,7 @@
 """Handing a follower its runs of events: one follower that fails never stops the feed for the others.
 
-Shared by every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory), as is
-:class:`Follower`'s one step: read after the last seq handed over, refuse as a reader refuses, hand over.
+Every backend's ``follow`` (a file read on from where it stopped, PostgreSQL's ``LISTEN``, memory) is a
+:class:`Follower` taking its one step: read after the last seq handed over, refuse as a reader refuses, hand over.
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from dsh_todo.harness.persistence.contract import Callback, Event
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 
 log = logging.getLogger("dsh_todo.persistence")
-
-
-def hand_over(callback: Callback, session_id: str, events: Sequence[Event]) -> None:
-    """Give a follower its run of events. A follower that raises is logged; the feed goes on for the others."""
-    try:
-        callback(events)
-    except Exception:
-        log.warning("a follower of session %r failed on seq %d..%d", session_id, events[0]["seq"],
-                    events[-1]["seq"], exc_info=True)
 
 
 class Follower:
@@ -69,4 +60,8 @@ class Follower:
             self.said = None
             if events:
                 self.after_seq = events[-1]["seq"]
-                hand_over(self.callback, self.session_id, events)
+                try:
+                    self.callback(events)
+                except Exception:  # logged: the feed goes on for the other followers
+                    log.warning("a follower of session %r failed on seq %d..%d", self.session_id, events[0]["seq"],
+                                events[-1]["seq"], exc_info=True)

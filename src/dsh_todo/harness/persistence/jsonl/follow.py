@@ -7,8 +7,8 @@ exactly the reader's), and then only what was appended, through the same exact p
 whole, once it is complete. Anything that pass cannot take as it is (a bad line, a frame failing validation, an
 event type the reader refuses, a file replaced or shrunk) makes it read the whole log again through the backend, so
 a follower's verdict is always the reader's, word for word. A log that failed is not read again until its file
-changes. :class:`FileFollow` is the :class:`~..followers.Follower` that polls a :class:`LogTail` on a background
-thread (a ``stat`` per interval; files cannot push).
+changes (its verdict stands till then). :class:`FileFollow` is the :class:`~..followers.Follower` that polls a
+:class:`LogTail` on a background thread (a ``stat`` per interval; files cannot push).
 """
 
 from __future__ import annotations
@@ -58,14 +58,18 @@ class LogTail:
         """The device and inode read so far: another one is another file (the log was replaced)."""
         self._seen: tuple[int, ...] | None = None
         """The identity of the file when it was last read on (nothing to read until it changes)."""
-        self._failed: tuple[int, ...] | None = None
+        self._failed: tuple[tuple[int, ...], SessionLogError] | None = None
+        """The file a whole read refused, and its verdict: given again, not read again, until the file changes (so
+        a follower of a log that stays refused while it grows hears one verdict, not one per append)."""
 
     def read(self) -> list[Event]:
         """The events committed since the last read; every event of the log on the first read and after the file
         was replaced (a caller drops seqs it already has). Raises the reader's error for a log it refuses, and
         ``OSError`` when the file is gone."""
         now = identity(self.path)
-        if now == self._seen or now == self._failed:
+        if self._failed is not None and now == self._failed[0]:
+            raise self._failed[1].with_traceback(None)
+        if now == self._seen:
             return []
         if self._meta is None or now[:2] != self._file or now[2] < self._offset:
             return self._read_whole()
@@ -87,9 +91,9 @@ class LogTail:
         before = identity(self.path)
         try:
             stored = self.backend.read(self.session_id)
-        except SessionLogError:
+        except SessionLogError as exc:
             if identity(self.path) == before:
-                self._failed = before
+                self._failed = before, exc
             raise
         self._failed = None
         if stored.path != self.path:
