@@ -293,3 +293,34 @@ def test_requests_for_the_sdk_written_just_before_input_ends_are_answered(wire: 
     assert code == 0
     answers = [json.loads(line) for line in rest.splitlines()]
     assert sorted(answer["id"] for answer in answers) == [5, 6, 7]
+
+
+
+def test_every_request_in_a_file_is_answered_into_a_file(tmp_path: Path) -> None:
+    """Repro: ``dsh-todo mcp < requests.jsonl > answers.jsonl`` (stdin and stdout regular files) with the handshake,
+    a refused call and a valid one wrote 3, 3, 1, 3, 3, 3 of the 3 answer lines in six runs (the handshake's own
+    answer lost too). A direct answer left the in-flight set once computed, before its line was written, and a line
+    for anything but a pipe with room is written on a worker thread: at the end of input the drain found nothing in
+    flight and the server exited with answers still queued behind the write lock (a pipe the client was slow to read
+    lost them the same way). Input that ends at once is the worst case, so the server is run several times."""
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "file", "version": "1"}}}).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        call(2, b'{"todos":[{"content":"a","status":"done"}]}'),
+        call(3, b'{"todos":[{"content":"  write it ","status":"in_progress"}]}')]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b"\n".join(lines) + b"\n")
+    env = dict(os.environ)
+    env.pop("DSH_TODO_ROOT", None)
+    for run in range(8):
+        answers_path = tmp_path / f"answers-{run}.jsonl"
+        with requests.open("rb") as stdin, answers_path.open("wb") as stdout:
+            done = subprocess.run([sys.executable, "-m", "dsh_todo.cli", "mcp", "--root", str(tmp_path / "sessions")],
+                                  stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        answers = {answer["id"]: answer for answer in map(json.loads, answers_path.read_bytes().splitlines())}
+        assert sorted(answers) == [1, 2, 3], f"run {run}"
+        assert text_of(answers[2]).startswith("Error: invalid arguments:")
+        assert text_of(answers[3]) == "Updated todo list: 0 pending, 1 in progress, 0 completed."

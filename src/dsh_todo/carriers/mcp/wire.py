@@ -18,8 +18,8 @@ no answer, as the SDK does). Reading never waits for a direct call (a tool that 
 cancellation unread): beyond :data:`DIRECT_LIMIT` direct answers in progress, requests go the SDK's way.
 
 Input ends when stdin does or when :func:`serve_lines` is told to stop (a signal). Then direct answers in progress
-get :data:`DRAIN_SECONDS` to finish: a call whose write has happened is answered with its result, whatever happens to
-the connection afterwards. What is still running after that is cancelled and answered ``-32000 Connection closed``,
+get :data:`DRAIN_SECONDS` to finish and be written: a call whose write has happened is answered with its result,
+whatever happens to the connection afterwards. What is still running after that is cancelled and answered ``-32000 Connection closed``,
 as the SDK answers the requests it cuts off; then the SDK half stops and answers what it still holds the same way.
 
 Answers are written with :func:`dsh_todo.jsonutil.dumps_bytes`, which escapes lone surrogates the way
@@ -173,6 +173,7 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
     broken = False
     ended = False
     in_flight: dict[Any, asyncio.Task[None]] = {}  # direct answers not yet computed, by correlation id
+    unwritten: set[asyncio.Task[None]] = set()  # direct answers not yet written, computed or not
     silenced: set[asyncio.Task[None]] = set()  # direct calls their client cancelled: never answered
     slots = asyncio.Semaphore(DIRECT_LIMIT)
     fallback: Fallback | None = None
@@ -241,7 +242,9 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
                 log.exception("MCP direct path refused %r", request.method)
                 served = None
             if served is not None:
-                in_flight[correlation(request.id)] = loop.create_task(answer_directly(request, served))
+                task = in_flight[correlation(request.id)] = loop.create_task(answer_directly(request, served))
+                unwritten.add(task)
+                task.add_done_callback(unwritten.discard)
                 return
             slots.release()
         method = item.get("method")
@@ -324,15 +327,18 @@ async def serve_lines(shortcut: Shortcut, start_fallback: StartFallback, *, stdi
             input_over.set()
 
     async def drain() -> None:
-        """Input is over: the direct answers in progress finish (or, past :data:`DRAIN_SECONDS`, are cancelled and
-        answered ``Connection closed``); then the SDK half stops and answers what it holds."""
-        running = list(in_flight.values())
-        if running:
-            _, late = await asyncio.wait(running, timeout=DRAIN_SECONDS)
-            for task in late:
+        """Input is over: the direct answers in progress finish and are written (one still computing past
+        :data:`DRAIN_SECONDS` is cancelled and answered ``Connection closed``; a line the client does not take within
+        as long again is given up); then the SDK half stops and answers what it holds. A computed answer waits for
+        its write (on a worker thread for a regular file or a full pipe), so it is awaited until written, not only
+        until computed."""
+        if unwritten:
+            _, late = await asyncio.wait(list(unwritten), timeout=DRAIN_SECONDS)
+            computing = [task for task in late if task in in_flight.values()]
+            for task in computing:
                 task.cancel()
             if late:
-                await asyncio.wait(late)
+                await asyncio.wait(late, timeout=DRAIN_SECONDS)
         if fallback is not None:
             await fallback.close()
 
