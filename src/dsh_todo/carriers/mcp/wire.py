@@ -19,8 +19,9 @@ cancellation unread): beyond :data:`DIRECT_LIMIT` direct answers in progress, re
 
 Input ends when stdin does or when :func:`serve_lines` is told to stop (a signal). Then direct answers in progress
 get :data:`DRAIN_SECONDS` to finish and be written: a call whose write has happened is answered with its result,
-whatever happens to the connection afterwards. What is still running after that is cancelled and answered ``-32000 Connection closed``,
-as the SDK answers the requests it cuts off; then the SDK half stops and answers what it still holds the same way.
+whatever happens to the connection afterwards. What is still running after that is cancelled and answered
+``-32000 Connection closed``, as the SDK answers the requests it cuts off; then the SDK half stops and answers what it
+still holds the same way.
 
 Answers are written with :func:`dsh_todo.jsonutil.dumps_bytes`, which escapes lone surrogates the way
 ``JSON.stringify`` does, so a string the client sent comes back intact. A client that stops reading (``EPIPE``) costs
