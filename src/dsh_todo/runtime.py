@@ -68,7 +68,8 @@ class Storage(NamedTuple):
 
     root: Path | None = None
     database: str | None = None
-    compression: Compression = "zstd"
+    compression: Compression | None = None
+    """``None``: new logs take the root's encoding (zstd in a root without logs)."""
     schema: str = "public"
     """The PostgreSQL schema holding the tables (a database only)."""
 
@@ -89,7 +90,7 @@ class Storage(NamedTuple):
         where = Path(root) if root is not None else default_root()
         if where.exists() and not where.is_dir():  # refused here, in one line, not deep inside the boot
             raise StorageError(f"the session root {where} is not a directory")
-        return cls(root=where, compression=compression or "zstd")
+        return cls(root=where, compression=compression)
 
     def describe(self) -> str:
         """Where, for people (never a database password)."""

@@ -53,7 +53,7 @@ def telemetry_disclosure(ctx: Context) -> str | None:
     return line
 
 
-def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str = "zstd",
+def composition(root: str | Path | None = None, *, allow_parallel: bool = True, compression: str | None = None,
                 invariants: bool = False, batch_delay_ms: int = 200,
                 database: str | None = None, schema: str = "public",
                 telemetry: Telemetry = "disabled") -> list[dict[str, Any]]:
@@ -73,9 +73,10 @@ def composition(root: str | Path | None = None, *, allow_parallel: bool = True, 
         rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-postgres",
                      "config": config})
     elif root is not None:
-        rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-jsonl",
-                     "config": {"root": str(root), "compression": compression,
-                                "writeBatchMaxDelayMs": batch_delay_ms}})
+        jsonl: dict[str, Any] = {"root": str(root), "writeBatchMaxDelayMs": batch_delay_ms}
+        if compression is not None:  # else new logs take the root's encoding (zstd in a root without logs)
+            jsonl["compression"] = compression
+        rows.append({"id": "persistence", "name": "@deepseek-ai/dsh-session-persistence-jsonl", "config": jsonl})
     if invariants:
         rows += [{"id": "invariants", "name": "@deepseek-ai/dsh-invariants", "config": {}},
                  {"id": "session-invariant", "name": "@deepseek-ai/dsh-session/invariant"}]

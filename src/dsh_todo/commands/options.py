@@ -11,7 +11,7 @@ from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.logview.database import open_database
 from dsh_todo.runtime import Storage, Telemetry, default_root, resolve_telemetry
 
-SESSION_HELP = "a session directory, its session.jsonl[.zstd], or a session id under --root (or in --database)"
+SESSION_HELP = "a session directory, its log file, or a session id under --root (or in --database)"
 
 SCRIPT_FORMAT = """\
 A script (--script FILE) is a JSON list of model replies, played in order:

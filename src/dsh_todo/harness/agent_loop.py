@@ -107,6 +107,7 @@ class AgentLoop:
                     break
                 step = turns.begin_step()
                 if step == 1:
+                    self._log_system(session, turn, step)
                     session.append("user/message", {"content": [{"type": "text", "text": prompt}],
                                                      "source": {"kind": "user"}, "role": "user",
                                                      "id": random_uuid()}, surface_op="append")
@@ -132,6 +133,20 @@ class AgentLoop:
                     break
         return TurnOutcome(turn, scope.reason or completed(), final_text, step)
 
+    def _log_system(self, session: Session, turn: int, step: int) -> None:
+        """Log the system prompt as a ``system/message`` (format v4 keeps it in the history, as DSH 0.2 does) when
+        the session has none yet or its last one says something else; v0 logs never held it."""
+        if not self.system or session.format_version == 0:
+            return
+        last = next((event for event in reversed(session.events) if event["type"] == "system/message"), None)
+        if last is not None and _text_of(last["data"].get("message", {}).get("content")) == self.system:
+            return
+        session.append("system/message", {
+            "turn": turn, "step": step,
+            "message": {"role": "system", "content": [{"type": "text", "text": self.system}],
+                        "source": {"kind": "system-prompt"}, "id": random_uuid()},
+        }, surface_op="append")
+
     def _log_assistant(self, session: Session, turn: int, step: int, reply: ModelReply) -> None:
         blocks: list[dict[str, Any]] = []
         if reply.text:
@@ -146,4 +161,6 @@ class AgentLoop:
         }
         if reply.usage is not None:
             data["usage"] = reply.usage
+        if session.format_version != 0:
+            data["stream"] = []  # v4 keeps a reply's stream in the message; this loop records none
         session.append("assistant/message", data, surface_op="append")

@@ -243,6 +243,10 @@ class SessionExistsError(SessionLogError):
     """A new session would collide with a log already on disk (load or resume it instead)."""
 
 
+class RootEncodingError(SessionLogError, ValueError):
+    """A new log was asked for in one encoding under a root whose logs have the other: DSH refuses such a root."""
+
+
 class SessionLockedError(SessionLogError):
     """Another writer (process or store) holds the session's single-writer lock."""
 
@@ -286,7 +290,7 @@ __all__ = [
     "AbortError", "BootError", "ClusterUnavailable", "CommandError", "ConfigError", "CorruptSessionLogError",
     "DatabaseUnavailableError", "DshTodoError", "EncodingError", "FrameError", "HarnessError", "InputError",
     "InvalidTodosView", "InvariantError", "InvariantViolation", "ListenError", "MalformedRowError", "MissingExtraError",
-    "ModelError", "NotLosslessJSON",
+    "ModelError", "NotLosslessJSON", "RootEncodingError",
     "SchemaAuthorError", "SessionAppendError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
     "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "SetupError", "StorageError",
     "TodoRejectedError", "ToolArgsError", "ToolCallError",

@@ -18,6 +18,7 @@ from typing import Any, overload
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.harness.event_types import LOG_FORMAT_VERSION
 from dsh_todo.harness.event_types import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
 from dsh_todo.harness.frozen import (
     CheckedDict,
@@ -133,6 +134,13 @@ class Session:
         """Whether an append is telling its listeners about the last event right now (it is in the log, and the
         listeners after the current one have not heard of it yet)."""
         return self._publishing
+
+    @property
+    def format_version(self) -> int:
+        """The log format this session's events are shaped for: its stored header's, else the one new logs are
+        written in (a ``tool/result`` message differs between v0 and v4)."""
+        version = self.header.get("version", LOG_FORMAT_VERSION)
+        return version if type(version) is int else LOG_FORMAT_VERSION
 
     @property
     def cwd(self) -> str | None:

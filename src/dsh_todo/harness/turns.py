@@ -375,10 +375,15 @@ class Turns:
         """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
         if type(call_id) is not str:  # not the string its type says: checked and frozen, as the append would
             call_id = lossless_data("tool/result", call_id, "data.message.source.callId")
-        blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
-        content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
-        message = frozen_object(source=frozen_object(kind="tool", callId=call_id),
-                                content=frozen_array((content,)), role="user", id=random_uuid())
+        source = frozen_object(kind="tool", callId=call_id)
+        if self.session.format_version == 0:  # DSH 0.1's user message wrapping one tool-result block
+            blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
+            content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
+            message = frozen_object(source=source, content=frozen_array((content,)), role="user", id=random_uuid())
+        else:  # format v4: a tool-role message, keys in the order DSH 0.2 writes them
+            blocks = lossless_data("tool/result", result.content, "data.message.content")
+            message = frozen_object(role="tool", source=source, toolCallId=call_id, content=blocks,
+                                    isError=result.is_error, id=random_uuid())
         data = (frozen_object(turn=turn, step=step, message=message) if result.error is None else
                 frozen_object(turn=turn, step=step, message=message,
                               error=lossless_data("tool/result", result.error, "data.error")))

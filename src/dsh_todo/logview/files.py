@@ -1,4 +1,4 @@
-"""A log named by its path: the session directory or its ``session.jsonl[.zstd]``, and the root it lives under.
+"""A log named by its path: the session directory or its log file, and the root it lives under.
 
 The one place the reader meets files by name: a path (or a ``root``) becomes the JSONL reader of its root
 (:class:`~dsh_todo.harness.persistence.jsonl.reader.JsonlReader`), and from there on the log is read through the
@@ -15,9 +15,12 @@ from dsh_todo.harness.persistence.jsonl.paths import LOG_NAMES, decode_segment
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.logview.health import Refusal
 
+LOG_FILES = "session.v4.jsonl[.zstd] or session.jsonl[.zstd]"
+"""The log file names, for people."""
+
 
 def names_a_log(source: str | os.PathLike[str]) -> bool:
-    """Whether ``source`` is the path of a session log (``session.jsonl[.zstd]``, or a log of DSH's retired flat
+    """Whether ``source`` is the path of a session log (``session[.v4].jsonl[.zstd]``, or a log of DSH's retired flat
     layout) or of a session folder (a directory holding one). Only then is a SESSION argument read as a path: a file
     or folder that merely bears a session's name (``notes`` in the working directory) never shadows the session.
     A folder that cannot be searched (mode 000) may be one: it is read as a path, and the read says it cannot be."""
@@ -46,20 +49,20 @@ def not_a_log(source: str | os.PathLike[str]) -> str:
 
 
 def find_log(path: str | Path) -> Path:
-    """A session directory or its ``session.jsonl[.zstd]`` → the log file (raises :class:`Refusal`)."""
+    """A session directory or its log file → the log file (raises :class:`Refusal`)."""
     target = Path(path)
     if target.is_dir():
         backend = JsonlReader(root_of(target / "session.jsonl"))
         log = backend.log_in(target)
         if log is None:
-            raise Refusal("not-found", f"{target} holds no session.jsonl or session.jsonl.zstd")
+            raise Refusal("not-found", f"{target} holds no session log ({LOG_FILES})")
         return log
     if not target.exists():
         raise Refusal("not-found", f"{target} does not exist")
     if target.name not in LOG_NAMES:
         if target.name.endswith((".jsonl", ".jsonl.zstd")):
             raise JsonlReader.flat_layout(Path(os.path.abspath(target)))
-        raise Refusal("not-found", f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
+        raise Refusal("not-found", f"{target} is not a session log (expected {LOG_FILES})")
     if target.parent.is_dir():
         JsonlReader(root_of(target)).log_in(target.parent)  # the other encoding beside it refuses the session
     return target

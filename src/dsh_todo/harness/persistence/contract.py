@@ -261,7 +261,8 @@ def scan_whole(backend: LogBackend, session_id: str, observe: Observer | None) -
         observe(events, [event.get("type") for event in events])
     live = backend.writer_alive(session_id)
     torn = stored.torn
-    return Scan(dict(stored.meta), len(events), events, [] if live else interrupted_turn_closers(events), live,
+    closers = [] if live else interrupted_turn_closers(events, stored.meta)
+    return Scan(dict(stored.meta), len(events), events, closers, live,
                 None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered))
 
 
@@ -313,9 +314,9 @@ class WholeLogBackend(LogBackend, Protocol[W]):
         if self.locate(session_id) is None:  # refused before the writer lock is looked at, as a file's resume
             raise not_stored(session_id, f"in {self.location}")
 
-        def recover(events: list[Event]) -> list[Event]:
-            refuse_unknown_types(session_id, events, self.location)
-            return interrupted_turn_closers(events)
+        def recover(stored: StoredLog) -> list[Event]:
+            refuse_unknown_types(session_id, stored.events, self.location)
+            return interrupted_turn_closers(stored.events, stored.meta)
 
         stored, closers, writer = self._reopen(session_id, recover)
         loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
@@ -327,9 +328,10 @@ class WholeLogBackend(LogBackend, Protocol[W]):
         return self.lock(meta["id"], {"version": 0, **meta})
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> W:
-        return self._reopen(session_id, lambda stored: same_start(session_id, stored, events, f"in {self.location}"))[2]
+        return self._reopen(session_id, lambda stored: same_start(session_id, stored.events, events,
+                                                                  f"in {self.location}"))[2]
 
-    def _reopen(self, session_id: str, check: Callable[[list[Event]], list[Event]],
+    def _reopen(self, session_id: str, check: Callable[[StoredLog], list[Event]],
                 ) -> tuple[StoredLog, list[Event], W]:
         """Lock a stored session, position a writer after its log and append what ``check`` returns (it may
         refuse); the lock is let go again if anything fails."""
@@ -337,7 +339,7 @@ class WholeLogBackend(LogBackend, Protocol[W]):
         try:
             stored = self.read_stored(session_id)
             writer.cursor = len(stored.events)
-            closers = check(stored.events)
+            closers = check(stored)
             writer.append(closers)
         except BaseException:
             writer.close()

@@ -14,6 +14,9 @@ from dsh_todo.harness.errors import (
     CorruptSessionLogError as CorruptSessionLogError,
 )
 from dsh_todo.harness.errors import (
+    RootEncodingError as RootEncodingError,
+)
+from dsh_todo.harness.errors import (
     SessionExistsError as SessionExistsError,
 )
 from dsh_todo.harness.errors import (

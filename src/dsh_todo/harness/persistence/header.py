@@ -1,8 +1,10 @@
-"""The first line of every log: the session header, ``{"type":"session","version":0,...}``.
+"""The first line of every log: the session header, ``{"type":"session","version":4,...}``.
 
-The header is immutable metadata written once, at materialization. Its key order is part of the format (DSH writes
-``type, version, id, createdAt, cwd?, parentSession?, seedLength?, origin?, delegationDepth, agentPreset?``) and
-absent optional fields are left out, never written as ``null``.
+The header is immutable metadata written once, at materialization. Its key order is part of the format and absent
+optional fields are left out, never written as ``null``. Two versions are read: DSH 0.1's v0 writes ``type, version,
+id, createdAt, cwd?, parentSession?, seedLength?, origin?, delegationDepth, agentPreset?``; DSH 0.2's v4 (what new
+logs are written in) writes ``type, version, id, createdAt, cwd?, parentSession?, isSeeded, origin?,
+delegationDepth, agentPreset?``.
 
 The version is checked *before* the rest of the structure: a log from a newer harness may not satisfy today's
 structural checks at all, and its user must read "upgrade the harness", never "corrupt".
@@ -13,14 +15,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dsh_todo.harness.event_types import LOG_FORMAT_VERSION
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionFormatUnsupportedError
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import loads
 
-SESSION_FORMAT_VERSION: Final = 0
+SESSION_FORMAT_VERSION: Final = LOG_FORMAT_VERSION
+"""The format new logs are written in (DSH 0.2's); :data:`READ_VERSIONS` says which are read."""
+READ_VERSIONS: Final = frozenset({0, 4})
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 
-_BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "origin")
+_BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "isSeeded", "origin")
+"""The optional keys before ``delegationDepth``, in the order both versions write them (v0 alone has
+``seedLength``, v4 alone ``isSeeded``)."""
 _RETIRED_KEYS: Final = ("sandboxMode", "approvalPolicy")
 
 Meta = dict[str, Any]
@@ -51,14 +58,22 @@ def version_refusal(session_id: str, version: object) -> str:
 
 
 def header_line(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The header record to write for ``meta`` (a session's id plus its header fields), in DSH's key order."""
+    """The header record to write for ``meta`` (a session's id plus its header fields, ``version`` choosing the
+    format, v4 when absent), in DSH's key order for that version."""
+    version = meta.get("version", SESSION_FORMAT_VERSION)
     line: dict[str, Any] = {
         "type": "session",
-        "version": SESSION_FORMAT_VERSION,
+        "version": version,
         "id": meta["id"],
         "createdAt": meta["createdAt"],
     }
-    line.update((key, meta[key]) for key in _BEFORE_DEPTH if meta.get(key) is not None)
+    if version == 0:
+        line.update((key, meta[key]) for key in _BEFORE_DEPTH if key != "isSeeded" and meta.get(key) is not None)
+    else:
+        line.update((key, meta[key]) for key in ("cwd", "parentSession") if meta.get(key) is not None)
+        line["isSeeded"] = bool(meta.get("isSeeded", False))
+        if meta.get("origin") is not None:
+            line["origin"] = meta["origin"]
     line["delegationDepth"] = meta.get("delegationDepth", 0) or 0
     if meta.get("agentPreset") is not None:
         line["agentPreset"] = meta["agentPreset"]
@@ -88,6 +103,7 @@ def check_meta(meta: Mapping[str, Any]) -> None:
 def _is_header(value: Mapping[str, Any]) -> bool:
     return (value.get("type") == "session"
             and is_number(value.get("version"))
+            and (value["version"] == 0 or type(value.get("isSeeded")) is bool)
             and isinstance(value.get("id"), str)
             and is_safe_count(value.get("createdAt"))
             and is_safe_count(value.get("delegationDepth"))
@@ -101,7 +117,7 @@ def decode_header(value: object) -> Meta:
     if not isinstance(value, dict):
         raise CorruptSessionLogError("corrupt session log: first line is not a session header")
     version = value.get("version", MISSING)
-    if value.get("type") == "session" and is_number(version) and version != SESSION_FORMAT_VERSION:
+    if value.get("type") == "session" and is_number(version) and version not in READ_VERSIONS:
         raise SessionFormatUnsupportedError(version_refusal(js_text(value.get("id", MISSING)), version))
     if not _is_header(value):
         raise CorruptSessionLogError("corrupt session log: first line is not a session header")

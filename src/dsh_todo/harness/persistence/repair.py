@@ -8,7 +8,8 @@ so recovery is deterministic and never invents a future timestamp. A ``todo/writ
 the crash survives, and because the closer is a ``turn/end`` the plan stays standing until the next ``turn/start``.
 
 The key orders below are the ones DSH's recovery writes (they differ from the live writer's: ``surfaceOp`` before
-``sourceEventSeqs``, message keys ``id, role, source, content``), pinned by the damaged fixtures.
+``sourceEventSeqs``; message keys ``id, role, source, content`` in format v0, ``id, role, toolCallId, isError,
+source, content`` in v4), pinned by the damaged fixtures.
 """
 
 from __future__ import annotations
@@ -71,19 +72,16 @@ def _scan(events: Sequence[Mapping[str, Any]]) -> tuple[Any, Any, dict[str, _Ope
     return open_turn, open_step, pending
 
 
-def _tool_result(call_id: str, call: _OpenCall, turn: Any, seq: int, time: Any) -> dict[str, Any]:
+def _tool_result(call_id: str, call: _OpenCall, turn: Any, seq: int, time: Any, version: object) -> dict[str, Any]:
     started = call.call_seq is not None
-    message = {
-        "id": f"interrupted-tool-result-{call_id}-{seq}",
-        "role": "user",
-        "source": {"kind": "tool", "callId": call_id},
-        "content": [{
-            "type": "tool-result",
-            "toolCallId": call_id,
-            "isError": True,
-            "content": [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}],
-        }],
-    }
+    text = [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}]
+    message: dict[str, Any] = {"id": f"interrupted-tool-result-{call_id}-{seq}"}
+    if version == 0:
+        message.update(role="user", source={"kind": "tool", "callId": call_id},
+                       content=[{"type": "tool-result", "toolCallId": call_id, "isError": True, "content": text}])
+    else:  # format v4's tool-role message, in the key order DSH 0.2's recovery builds it
+        message.update(role="tool", toolCallId=call_id, isError=True, source={"kind": "tool", "callId": call_id},
+                       content=text)
     error = ({"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"} if started
              else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"})
     event: dict[str, Any] = {
@@ -98,8 +96,9 @@ def _tool_result(call_id: str, call: _OpenCall, turn: Any, seq: int, time: Any) 
     return event
 
 
-def interrupted_turn_closers(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The synthetic events that close the open tail turn of ``events``; empty when the log is balanced."""
+def interrupted_turn_closers(events: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The synthetic events that close the open tail turn of ``events`` (a log whose header is ``meta``: its format
+    version says how a ``tool/result`` message is shaped); empty when the log is balanced."""
     if not events:
         return []
     open_turn, open_step, pending = _scan(events)
@@ -110,7 +109,7 @@ def interrupted_turn_closers(events: Sequence[Mapping[str, Any]]) -> list[dict[s
     time = last["time"]
     closers: list[dict[str, Any]] = []
     for call_id, call in pending.items():
-        closers.append(_tool_result(call_id, call, open_turn, seq, time))
+        closers.append(_tool_result(call_id, call, open_turn, seq, time, meta.get("version")))
         seq += 1
     if open_step is not None:
         closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})

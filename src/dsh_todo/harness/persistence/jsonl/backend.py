@@ -24,8 +24,8 @@ from dsh_todo.harness.persistence.contract import (
     Subscription,
     same_start,
 )
-from dsh_todo.harness.persistence.errors import log_exists, refuse_unknown_types
-from dsh_todo.harness.persistence.header import check_meta
+from dsh_todo.harness.persistence.errors import RootEncodingError, log_exists, refuse_unknown_types
+from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
     identity_of,
@@ -35,7 +35,7 @@ from dsh_todo.harness.persistence.jsonl.checkpoint import (
 )
 from dsh_todo.harness.persistence.jsonl.follow import FileFollow
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
-from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, compression_of
+from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, LOG_NAMES, Compression, compression_of, log_path
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.harness.persistence.jsonl.reading import scan_tail
 from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
@@ -44,6 +44,8 @@ from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 
 class JsonlBackend(JsonlReader):
     """Session logs under ``root``, read (:class:`~.reader.JsonlReader`), recovered and written like DSH does it."""
+
+    _root_encoding: tuple[Compression, Path] | None = None
 
     follow_interval = 0.1
     """Seconds between two looks at a followed log (:meth:`follow`)."""
@@ -60,7 +62,7 @@ class JsonlBackend(JsonlReader):
         def closers(path: Path, stored: StoredLog) -> list[Event]:
             clear_leftovers(path.parent)
             refuse_unknown_types(session_id, stored.events, path)
-            return interrupted_turn_closers(stored.events)
+            return interrupted_turn_closers(stored.events, stored.meta)
 
         stored, added, writer = self._reopen(session_id, closers)
         torn = stored.torn
@@ -102,7 +104,7 @@ class JsonlBackend(JsonlReader):
         cwd = meta.get("cwd")
         if self.find(session_id) is not None:
             raise log_exists(session_id, "on disk")
-        path = self.path_for(session_id, cwd)
+        path = log_path(self.root, cwd, session_id, self.root_encoding())
         while True:
             make_dirs(path.parent)
             try:
@@ -127,8 +129,26 @@ class JsonlBackend(JsonlReader):
         except BaseException:
             lock.release()
             raise
-        return JsonlWriter(meta={"version": 0, **meta}, path=path, lock=lock, compression=self.compression,
-                         pack_chunks=self.pack_chunks, cursor=0, materialized=False)
+        return JsonlWriter(meta={"version": SESSION_FORMAT_VERSION, **meta}, path=path, lock=lock,
+                           compression=compression_of(path), pack_chunks=False, cursor=0, materialized=False)
+
+    def root_encoding(self) -> Compression:
+        """The encoding of new logs under this root: the one its logs already have, which ``compression`` must
+        match if it was asked for (DSH refuses to work in a root holding logs of the other encoding); else
+        ``compression``. Found once a log exists, and kept: a root does not change its encoding."""
+        if self._root_encoding is None:
+            found = next((path for _, path, problem in self._listing()
+                          if problem is None and path.name in LOG_NAMES), None)
+            if found is None:
+                return self.compression
+            self._root_encoding = LOG_NAMES[found.name], found
+        encoding, example = self._root_encoding
+        if self.compression_chosen and encoding != self.compression:
+            raise RootEncodingError(
+                f'the session root {self.root} keeps its logs in compression "{encoding}" ({example.name} in '
+                f'{example.parent}), not "{self.compression}": DeepSeek Harness keeps one encoding per root, so use '
+                f'compression "{encoding}" there or another root')
+        return encoding
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> JsonlWriter:
         """A writer for a live session whose log already exists (persistence remounted while it stayed open). The
@@ -171,7 +191,7 @@ class JsonlBackend(JsonlReader):
 def clear_leftovers(directory: Path) -> None:
     """Remove the temporary files a killed writer left in a session directory. Called under the writer lock, under
     which alone such files are written: any found belongs to a writer that is gone."""
-    for pattern in ("session.jsonl*.tmp", "projections.json.*.tmp"):
+    for pattern in ("session*.jsonl*.tmp", "projections.json.*.tmp"):
         for leftover in directory.glob(pattern):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()

@@ -45,9 +45,9 @@ class Proven(NamedTuple):
 
 
 @functools.cache
-def _decoder() -> tuple[Any, tuple[type[Exception], ...]]:
+def _decoder(rows: bool) -> tuple[Any, tuple[type[Exception], ...]]:
     """The envelope decoder and the errors it raises, built on first use: ``dsh-todo plan`` of a log smaller than
-    :data:`~.scan.BULK_MIN` never loads msgspec."""
+    :data:`~.scan.BULK_MIN` never loads msgspec. ``rows``: packed chunk rows are records (format v0 alone)."""
     import msgspec
 
     number = int | float
@@ -65,18 +65,18 @@ def _decoder() -> tuple[Any, tuple[type[Exception], ...]]:
 
     seq0 = Annotated[int, msgspec.Meta(ge=0, le=2 * _SAFE_HALF)]
     time0 = Annotated[int, msgspec.Meta(ge=-_SAFE_HALF, le=_SAFE_HALF)]
-    rows = [msgspec.defstruct(f"Row{index}", [("seq", seq0, msgspec.field(name="seq0")), ("time0", time0),
+    row_types = [msgspec.defstruct(f"Row{index}", [("seq", seq0, msgspec.field(name="seq0")), ("time0", time0),
                                              ("data", call_data if tag == "tool-call-chunks" else text_data)],
                               tag_field="type", tag=tag, forbid_unknown_fields=True, gc=False,
                               namespace={"marked": False, "row": True})
-            for index, tag in enumerate(sorted(ROW_TYPES))]
+            for index, tag in enumerate(sorted(ROW_TYPES) if rows else [])]
     # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
     events = [msgspec.defstruct(f"Event{index}", [("seq", int), *([("data", msgspec.Raw)] if tag == "todo/write"
                                                                   else [])],
                                 tag_field="type", tag=tag, gc=False,
                                 namespace={"marked": tag in _MARKED, "row": False, "event_type": tag})
               for index, tag in enumerate(sorted(KNOWN_SESSION_EVENT_TYPES))]
-    decoder = msgspec.json.Decoder(functools.reduce(operator.or_, [*rows, *events]))
+    decoder = msgspec.json.Decoder(functools.reduce(operator.or_, [*row_types, *events]))
     return decoder, (msgspec.DecodeError, msgspec.ValidationError)
 
 
@@ -87,22 +87,27 @@ _DATA: Final = operator.attrgetter("data")
 _MEMBERS: Final = operator.attrgetter("members")
 _DT: Final = operator.attrgetter("dt")
 _PLUS_ONE: Final = (1).__add__
+_HAS_RANGE: Final = operator.methodcaller("__contains__", b'"sourceEventSeqs":[[')
 
 UTF8_SLICE: Final = 32 << 10
 """The most bytes decoded at once when checking UTF-8: the ``str`` stays well under glibc's mmap threshold (128 KiB
 to begin with), so it reuses heap pages. More than three: a slice's end moves back over up to three bytes."""
 
 
-def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool) -> Proven | None:
+def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool, *,
+          rows: bool = True) -> Proven | None:
     """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` (the
     exact pass then reads them). ``texts`` hold every byte of the lines, checked for UTF-8 (a memoryview spares a
-    copy). ``turn_open``: a turn is open before them, so lines without a boundary are left to the exact pass."""
+    copy). ``turn_open``: a turn is open before them, so lines without a boundary are left to the exact pass.
+    ``rows``: the log's format packs chunk rows (v0); in v4 a line tagged like one is left to the exact pass."""
     if not lines or not all(map(_utf8, texts)):
         return None
+    if not rows and any(map(_HAS_RANGE, lines)):
+        return None  # v4 seq ranges are checked by the exact pass
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
             line.count(b"[") + line.count(b"{") > MAX_VALUE_DEPTH for line in lines if len(line) > DEEP_CANDIDATE):
         return None
-    decoder, errors = _decoder()
+    decoder, errors = _decoder(rows)
     try:
         values = list(map(decoder.decode, lines))
     except errors:

@@ -1,4 +1,8 @@
-"""Where a session's log lives: ``<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]``.
+"""Where a session's log lives: ``<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session[.vN].jsonl[.zstd]``.
+
+The file name carries the log's format version as DSH 0.2 names its generations: ``session.jsonl`` for format v0
+(DSH 0.1), ``session.v4.jsonl`` for format v4 (DSH 0.2), each with ``.zstd`` when compressed. A directory DSH
+migrated holds both generations of one encoding; the newest is the session's log, the older one history.
 
 A session id is an unvalidated string, so it is escaped into one safe path segment: only ``[A-Za-z0-9._-]`` survive
 literally, ``.`` and ``..`` are escaped whole, and the escape works per UTF-16 code unit as DSH's JavaScript does,
@@ -8,10 +12,12 @@ collapse to ``-`` and the result is cut to 251 characters.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from dsh_todo.harness.persistence.errors import SessionIdError
+from dsh_todo.harness.persistence.errors import CorruptSessionLogError, SessionIdError
+from dsh_todo.jscompat import js_text
 
 Compression = Literal["zstd", "none"]
 
@@ -97,20 +103,47 @@ def project_key(cwd: str) -> str:
     return f"--{slug[:PROJECT_KEY_LIMIT]}--"
 
 
-def log_file_name(compression: Compression) -> str:
-    return "session.jsonl.zstd" if compression == "zstd" else "session.jsonl"
+FORMAT_VERSIONS: Final = (4, 0)
+"""The log format versions this harness reads, newest first; new logs are written in the first."""
 
 
-LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
-"""A session directory's log file names and the encoding each one means."""
+def log_file_name(compression: Compression, version: int = FORMAT_VERSIONS[0]) -> str:
+    """A log's file name: ``session.jsonl`` for format v0 (no version tag, as DSH names it), ``session.vN.jsonl``
+    for a later one, with ``.zstd`` when compressed."""
+    stem = "session" if version == 0 else f"session.v{version}"
+    return f"{stem}.jsonl.zstd" if compression == "zstd" else f"{stem}.jsonl"
+
+
+LOG_NAMES: Final[dict[str, Compression]] = {
+    log_file_name(compression, version): compression for version in FORMAT_VERSIONS for compression in ("zstd", "none")}
+"""A session directory's log file names (newest format first) and the encoding each one means."""
+
+LOG_VERSIONS: Final[dict[str, int]] = {
+    log_file_name(compression, version): version for version in FORMAT_VERSIONS for compression in ("zstd", "none")}
+"""The format version each log file name stands for."""
 
 
 def compression_of(path: Path) -> Compression:
-    """A log's encoding, from its file name (``session.jsonl.zstd`` or ``session.jsonl``)."""
+    """A log's encoding, from its file name (``session[.v4].jsonl.zstd`` or ``session[.v4].jsonl``)."""
     try:
         return LOG_NAMES[path.name]
     except KeyError:
-        raise ValueError(f"{path} is not a session log (expected session.jsonl or session.jsonl.zstd)") from None
+        raise ValueError(f"{path} is not a session log (expected session.v4.jsonl[.zstd] or "
+                         "session.jsonl[.zstd])") from None
+
+
+def version_of(path: Path) -> int:
+    """A log's format version, from its file name."""
+    return LOG_VERSIONS[path.name]
+
+
+def check_version(path: Path, meta: Mapping[str, Any]) -> None:
+    """Refuse a log whose file name and header name different format versions (DSH's rule: the name is the
+    generation)."""
+    named = LOG_VERSIONS.get(path.name)
+    if named is not None and meta.get("version") != named:
+        raise CorruptSessionLogError(f"corrupt session log: session generation filename identifies v{named}, but its "
+                                     f"header identifies v{js_text(meta.get('version'))}")
 
 
 def project_dir(root: Path, cwd: str | None) -> Path:
@@ -121,5 +154,6 @@ def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
     return project_dir(root, cwd) / session_segment(session_id)
 
 
-def log_path(root: Path, cwd: str | None, session_id: str, compression: Compression) -> Path:
-    return session_dir(root, cwd, session_id) / log_file_name(compression)
+def log_path(root: Path, cwd: str | None, session_id: str, compression: Compression,
+             version: int = FORMAT_VERSIONS[0]) -> Path:
+    return session_dir(root, cwd, session_id) / log_file_name(compression, version)

@@ -29,7 +29,8 @@ _KEYS: Final = frozenset({"root", "compression", "packChunks", "preparedSessionC
 @dataclass(frozen=True, slots=True)
 class Config:
     root: str
-    compression: Compression = "zstd"
+    compression: Compression | None = None
+    """``None``: new logs take the root's encoding (zstd in a root without logs)."""
     writeBatchMaxDelayMs: int = 200  # DSH's config key names, kept verbatim
     packChunks: bool = True
 
@@ -37,8 +38,8 @@ class Config:
     def parse(cls, raw: Any) -> Config:
         raw, delay = backend_config(name, raw, keys=_KEYS, needs="a 'root' directory")
         root = text_field(name, raw, "root", "path string")
-        compression = raw.get("compression", "zstd")
-        if compression not in ("zstd", "none"):
+        compression = raw.get("compression")
+        if compression not in ("zstd", "none", None):
             raise ConfigError(f"{name}: 'compression' must be \"zstd\" or \"none\", not {compression!r}")
         pack = raw.get("packChunks", True)
         if type(pack) is not bool:

@@ -33,11 +33,12 @@ from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.jsonl.checkpoint import prefix_digest, usable_checkpoint
 from dsh_todo.harness.persistence.jsonl.paths import (
     LOCK_NAME,
+    LOG_NAMES,
     NAME_MAX,
     Compression,
+    check_version,
     compression_of,
     decode_segment,
-    log_file_name,
     log_path,
     session_dir,
     session_segment,
@@ -50,18 +51,22 @@ from dsh_todo.jscompat import js_string
 
 class JsonlReader:
     """Session logs under ``root``, read, each in its own encoding; :class:`~.backend.JsonlBackend` writes new ones
-    in ``compression`` (``"zstd"``, DSH's default, or ``"none"``), delta runs as packed rows with ``pack_chunks``."""
+    in ``compression`` (``"zstd"``, DSH's default, or ``"none"``; by default the encoding the root's logs already
+    have), delta runs as packed rows with ``pack_chunks`` (format v0 only)."""
 
     holds_files = True
 
-    def __init__(self, root: str | os.PathLike[str], compression: Compression = "zstd", *,
+    def __init__(self, root: str | os.PathLike[str], compression: Compression | None = None, *,
                  pack_chunks: bool = True) -> None:
-        if compression not in ("zstd", "none"):
+        if compression not in ("zstd", "none", None):
             raise ValueError(f'compression must be "zstd" or "none", not {compression!r}')
         # Absolute once, so a later chdir cannot split one backend across two roots.
         self.root = Path(os.path.abspath(root))
         self.location = str(self.root)
-        self.compression: Compression = compression
+        self.compression: Compression = compression or "zstd"
+        self.compression_chosen = compression is not None
+        """Whether ``compression`` was asked for; if not, a new log takes the root's encoding (zstd in a root
+        holding no log yet), as DSH keeps one encoding per root."""
         self.pack_chunks = pack_chunks
         if self.root.exists() and not self.root.is_dir():
             raise NotADirectoryError(f"session root {self.root} is not a directory")
@@ -243,7 +248,7 @@ class JsonlReader:
             before = open_turn_before(path, checkpoint.offset)
             if before is None:
                 return None
-            closers = interrupted_turn_closers([*before, *unbounded]) if before else []
+            closers = interrupted_turn_closers([*before, *unbounded], tail.meta) if before else []
         return Scan(tail.meta, tail.count, None, closers, live)
 
     def read_header(self, path: Path, expected_id: str | None = None) -> Meta | None:
@@ -313,15 +318,17 @@ class JsonlReader:
                 "place (under this root or another) to read it")
 
     def log_in(self, directory: Path) -> Path | None:
-        """The log in a session directory, whichever its encoding; a directory holding both is refused, and one
+        """The log in a session directory, whichever its encoding: the newest format version there (a directory
+        DSH migrated keeps the older generation beside it). A directory holding both encodings is refused, and one
         that cannot be searched (mode 000, a symbolic link loop) raises the ``OSError`` naming it."""
         try:
-            found = [directory / log_file_name(c) for c in ("zstd", "none") if _exists(directory / log_file_name(c))]
+            found = [directory / name for name in LOG_NAMES if _exists(directory / name)]
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(directory)) from None
-        if len(found) > 1:
+        if len({LOG_NAMES[path.name] for path in found}) > 1:
+            raw, zstd = (next(path.name for path in found if LOG_NAMES[path.name] == c) for c in ("none", "zstd"))
             raise CorruptSessionLogError(
-                f"session directory {directory} holds both session.jsonl and session.jsonl.zstd; a session is "
+                f"session directory {directory} holds both {raw} and {zstd}; a session is "
                 "stored in one encoding: keep the one you want and move the other away")
         return found[0] if found else None
 
@@ -336,7 +343,9 @@ def _header(path: Path) -> Meta | None:
     """The header of a log without reading the rest; ``None`` when it cannot be read on its own."""
     with open_binary(path) as file:
         try:
-            return parse_header_record(header_record(file, compression_of(path) == "zstd"))
+            meta = parse_header_record(header_record(file, compression_of(path) == "zstd"))
+            check_version(path, meta)
+            return meta
         except (CorruptSessionLogError, SessionFormatUnsupportedError):
             return None
 

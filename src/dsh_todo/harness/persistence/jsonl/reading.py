@@ -30,7 +30,7 @@ from dsh_todo.harness.persistence.errors import (
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.jsonl.limits import max_line, too_long
-from dsh_todo.harness.persistence.jsonl.paths import compression_of
+from dsh_todo.harness.persistence.jsonl.paths import check_version, compression_of
 from dsh_todo.harness.persistence.jsonl.regular import open_binary
 from dsh_todo.harness.persistence.jsonl.scan import LogScanner
 from dsh_todo.harness.persistence.jsonl.zstd import FrameError, decompressor, frame_pieces, prefix_pieces, scan_frames
@@ -79,7 +79,7 @@ class Scanned:
 
     def closers(self) -> list[Event]:
         """The interrupted-turn closers a load would append (computed from the open turn alone)."""
-        return interrupted_turn_closers(self.open_turn) if self.open_turn else []
+        return interrupted_turn_closers(self.open_turn, self.meta) if self.open_turn else []
 
 
 class _Pass:
@@ -259,7 +259,7 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
               bulk: bool = False, expand: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
-        one = _Pass(LogScanner(header_record(file, False)), path, keep, observe, bulk, expand)
+        one = _Pass(_scanner(path, header_record(file, False)), path, keep, observe, bulk, expand)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
@@ -271,6 +271,14 @@ def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None 
         if one.found.count:
             one.found.last_record = _line_start(file, committed)
     return one.found
+
+
+def _scanner(path: Path, header: bytes) -> LogScanner:
+    """A scanner for the log at ``path`` whose header record is ``header``, refused when its file name and its header
+    name different format versions."""
+    scanner = LogScanner(header)
+    check_version(path, scanner.meta)
+    return scanner
 
 
 def _line_start(file: BinaryIO, end: int) -> int:
@@ -344,7 +352,7 @@ def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None
         first = next(frames, None)
         if first is None or first[1] is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
-        one = _Pass(LogScanner(_header_frame(_frame(first[1], 0))), path, keep, observe, bulk, expand)
+        one = _Pass(_scanner(path, _header_frame(_frame(first[1], 0))), path, keep, observe, bulk, expand)
         dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None

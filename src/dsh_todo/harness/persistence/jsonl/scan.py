@@ -18,11 +18,13 @@ from dsh_todo.harness.persistence.header import Meta, parse_header_record
 from dsh_todo.harness.persistence.jsonl.bulk import DEEP_CANDIDATE, prove
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
 from dsh_todo.harness.persistence.jsonl.limits import max_line, too_deep, too_long
+from dsh_todo.harness.persistence.seq_ranges import expand as expand_ranges
 from dsh_todo.jscompat import MISSING, js_text
 from dsh_todo.jsonutil import TooDeepError, loads, nests_deeper
 
 _ROW_TAGS = tuple(ROW_TYPES)
-"""The packed row tags, compared rather than hashed: a line's ``type`` may be a list."""
+"""The packed row tags, compared rather than hashed: a line's ``type`` may be a list. Only format v0 packs rows;
+in a v4 log such a line is an event of an unknown type."""
 
 _SLICE = 256 << 10
 """Plaintext split into lines at a time when its lines are very short."""
@@ -62,7 +64,7 @@ class LogScanner:
     (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open."""
 
     __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
-                 "expand", "input_bytes", "max_line", "meta", "turn_open", "unexpanded")
+                 "expand", "input_bytes", "max_line", "meta", "ranges", "row_tags", "turn_open", "unexpanded")
 
     def __init__(self, header_record: bytes) -> None:
         self._start(parse_header_record(header_record), 0, len(header_record))
@@ -77,6 +79,11 @@ class LogScanner:
 
     def _start(self, meta: Meta, base: int, fed: int) -> None:
         self.meta = meta
+        v0 = meta.get("version") == 0
+        self.row_tags = _ROW_TAGS if v0 else ()
+        """Packed chunk rows exist in format v0 alone."""
+        self.ranges = not v0
+        """Format v4 stores runs in ``sourceEventSeqs`` as ``[start, end]`` pairs (:func:`.seq_ranges.expand`)."""
         self.events: list[dict[str, Any]] = []
         self.base = base
         self.input_bytes = self.committed_bytes = fed
@@ -155,7 +162,8 @@ class LogScanner:
             lines[0] = first
         if self.turn_open and not (_may_bound(data) or (self._fragment and _may_bound(lines[0]))):
             return False  # a turn is open and goes on through these lines: the exact pass hands them all over
-        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open)
+        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open,
+                       rows=bool(self.row_tags))
         if proven is None:
             return False
         self.input_bytes += len(data)
@@ -212,6 +220,8 @@ class LogScanner:
         count = self.base + len(events) + self.unexpanded
         unexpanded = self.unexpanded
         expand = self.expand
+        row_tags = self.row_tags
+        ranges = self.ranges
         committed = self.committed_bytes
         line_no = start_line = self._line
         issue = None
@@ -233,7 +243,7 @@ class LogScanner:
                     issue = _gap(line_no, count, MISSING)
                     break
                 kind = value.get("type")
-                if kind in _ROW_TAGS:
+                if kind in row_tags:
                     try:
                         size, last_time = row_span(value)
                     except MalformedRowError:
@@ -256,6 +266,15 @@ class LogScanner:
                     if kind == "turn/end":
                         raise issue
                     break
+                if ranges and "sourceEventSeqs" in value:
+                    try:
+                        value["sourceEventSeqs"] = expand_ranges(value["sourceEventSeqs"], count)
+                    except ValueError as exc:
+                        issue = CorruptSessionLogError(
+                            f"corrupt session log: invalid committed event at line {line_no}: {exc}")
+                        if kind == "turn/end":
+                            raise issue from None
+                        break
                 append(value)
                 count += 1
                 committed = position

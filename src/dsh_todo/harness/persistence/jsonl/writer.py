@@ -60,7 +60,10 @@ class JsonlWriter:
         self.session_id: str = meta["id"]
         self.path = path
         self.compression: Compression = compression
-        self.pack_chunks = pack_chunks
+        self.pack_chunks = pack_chunks and meta.get("version") == 0
+        """Packed chunk rows are format v0's alone."""
+        self.compact_ranges = meta.get("version") != 0
+        """Format v4 stores runs of ``sourceEventSeqs`` as ranges (:mod:`..seq_ranges`)."""
         self.cursor = cursor
         self.materialized = materialized
         self.last_batch: Batch | None = None
@@ -81,7 +84,8 @@ class JsonlWriter:
         if seqs != expected:  # (one comparison in C; the loop below only finds what to say)
             index = next(i for i, (seq, want) in enumerate(zip(seqs, expected, strict=True)) if seq != want)
             raise seq_mismatch(self.session_id, expected[index], seqs[index], index)
-        data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
+        data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks,
+                                ranges=self.compact_ranges)
         if self.materialized:
             start = self._append_bytes(data)
         else:
@@ -115,7 +119,8 @@ class JsonlWriter:
             finally:
                 os.close(fd)
         if events:
-            data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks)
+            data = encode_batch(events, self.compression, pack_chunks=self.pack_chunks,
+                                ranges=self.compact_ranges)
             self._landed(self._append_bytes(data), data, len(events))
 
     def close(self) -> None:

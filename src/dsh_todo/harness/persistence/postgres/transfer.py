@@ -152,7 +152,7 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
             lock.release()
     torn = stored.torn
     tail = list(torn.recovered) if torn is not None else []
-    closers = interrupted_turn_closers(stored.events)
+    closers = interrupted_turn_closers(stored.events, stored.meta)
     if tail or closers:
         batches.append([*tail, *closers])
     if target.locate(session_id) is not None:
