@@ -12,6 +12,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dsh_todo.harness.tool_results import answers
+
 GLYPHS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -95,10 +97,8 @@ class PlanPrinter:
             if text:
                 self.say(f"model> {safe(text)}")
         elif kind == "tool/result":
-            for block in data["message"]["content"]:
-                if block.get("type") == "tool-result":
-                    mark = "!!" if block.get("isError") else "ok"
-                    self.say(f"  {mark} {safe(_text(block.get('content')))}")
+            for answer in answers(data.get("message")):
+                self.say(f"  {'!!' if answer.is_error else 'ok'} {safe(_text(answer.content))}")
 
     def _on_plan(self, _session: Any, key: str, value: Any, seq: int) -> None:
         if key != "todos":

@@ -18,6 +18,7 @@ from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelRequest
 from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
 from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments
 from dsh_todo.ids import random_uuid
@@ -58,12 +59,8 @@ def derive_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
                 offered.update(call["id"] for call in calls)
             messages.append(entry)
         elif kind == "tool/result":
-            message = data.get("message", {})
-            for block in message.get("content", []):
-                if (isinstance(block, Mapping) and block.get("type") == "tool-result"
-                        and block.get("toolCallId") in offered):
-                    messages.append({"role": "tool", "tool_call_id": block.get("toolCallId"),
-                                     "content": _text_of(block.get("content"))})
+            messages.extend({"role": "tool", "tool_call_id": answer.call_id, "content": _text_of(answer.content)}
+                            for answer in answers(data.get("message")) if answer.call_id in offered)
     return messages
 
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.session import Event
+from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.tools.registry import ToolRegistry
 from dsh_todo.harness.turns import parse_arguments
 from dsh_todo.tool_todo.description import TOOL_NAME
@@ -115,11 +116,9 @@ class UpdateFeed:
     @staticmethod
     def _tool_result(data: Mapping[str, Any]) -> list[Update]:
         updates: list[Update] = []
-        for block in data.get("message", {}).get("content", []):
-            if not isinstance(block, Mapping) or block.get("type") != "tool-result":
-                continue
-            updates.append({"sessionUpdate": "tool_call_update", "toolCallId": block.get("toolCallId"),
-                            "status": "failed" if block.get("isError") else "completed",
+        for answer in answers(data.get("message")):
+            updates.append({"sessionUpdate": "tool_call_update", "toolCallId": answer.call_id,
+                            "status": "failed" if answer.is_error else "completed",
                             "content": [{"type": "content",
-                                         "content": {"type": "text", "text": text_of(block.get("content"))}}]})
+                                         "content": {"type": "text", "text": text_of(answer.content)}}]})
         return updates

@@ -64,7 +64,7 @@ class PersistenceService:
             return live
         self._require_open()
         loaded, writer = self.backend.resume(session_id)
-        header = {key: value for key, value in loaded.meta.items() if key not in ("version", "id", "type")}
+        header = {key: value for key, value in loaded.meta.items() if key not in ("id", "type")}
         session = Session(session_id, header=header)
         try:
             session.restore(loaded.events)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
+from dsh_todo.harness.tool_results import answers
+
 if TYPE_CHECKING:
     from dsh_todo.harness.session import Event, Session
 
@@ -48,11 +50,9 @@ def severity_of(event: Event) -> Severity:
     reason is an error); ``info`` for everything else, event types this harness never heard of included."""
     kind = event["type"]
     if kind == "tool/result":
-        try:
-            flagged = event["data"]["message"]["content"][0].get("isError") is True
-        except (KeyError, IndexError, TypeError, AttributeError):
-            return "info"
-        return "error" if flagged else "info"
+        data = event["data"]
+        found = answers(data.get("message")) if isinstance(data, Mapping) else []
+        return "error" if found and found[0].is_error else "info"
     if kind == "turn/end":
         reason = event["data"].get("reason")
         return "error" if isinstance(reason, Mapping) and reason.get("kind") == "error" else "info"

@@ -35,6 +35,7 @@ from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from dsh_todo.harness.telemetry.record import TelemetryRecord
+from dsh_todo.harness.tool_results import answers
 
 OPERATION: Final = "gen_ai.operation.name"
 PROVIDER: Final = "gen_ai.provider.name"
@@ -152,14 +153,13 @@ class GenAiSpans:
              TOOL_TYPE: "function"}, _nanos(record))
 
     def _tool_result(self, spans: _Open, _session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:
-        content = _mapping(data.get("message")).get("content")
-        block = _mapping(content[0]) if isinstance(content, (list, tuple)) and content else {}
-        span = spans.tools.pop(str(block.get("toolCallId")), None)
+        found = answers(data.get("message"))
+        span = spans.tools.pop(str(found[0].call_id), None) if found else None
         if span is None:
             return
-        if block.get("isError") is True:
+        if found[0].is_error:
             span.set_attribute(ERROR_TYPE, TOOL_ERROR)
-            span.set_status(Status(StatusCode.ERROR, _text(block.get("content"))))
+            span.set_status(Status(StatusCode.ERROR, _text(found[0].content)))
         span.end(end_time=_nanos(record))
 
     def _turn_end(self, spans: _Open, _session_id: str, record: TelemetryRecord, data: dict[str, Any]) -> None:

@@ -390,7 +390,8 @@ class App {
       }
       case 'tool/result': {
         const message = data.message && typeof data.message === 'object' ? data.message : {};
-        const block = Array.isArray(message.content)
+        // Format v4's tool-role message is the answer itself; v0's user message wraps a tool-result block.
+        const block = message.role === 'tool' ? message : Array.isArray(message.content)
           ? message.content.find((b) => b && b.type === 'tool-result') : null;
         if (!block) break;
         const callId = typeof block.toolCallId === 'string' ? block.toolCallId : '';
