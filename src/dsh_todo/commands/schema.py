@@ -34,7 +34,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 COMMAND = Command(
-    "schema", "print todo_write exactly as sent to a model, with its token count",
+    "schema", "print todo_write exactly as sent to a model, with its token counts",
     "Print the todo_write tool exactly as it is sent to a model, and its token counts on stderr (OpenAI function "
     "wrapping, then Anthropic tool wrapping).",
     "dsh-todo schema --single-active", _arguments, _run, filter=True)
