@@ -14,6 +14,7 @@ from dsh_todo.adapters import bind_todo
 from dsh_todo.adapters.common import TodoBinding, open_turn, standing_plan, turn_end_reason
 from dsh_todo.logview import read_session
 from dsh_todo.standard import open_runtime
+from dsh_todo.tool_todo.description import PARALLEL, SINGLE
 from tests.adapters.scenario import CANONICAL, RAW, TEXT
 from tests.conftest import DiskSyncs, plan_json, todo_writes
 
@@ -182,7 +183,7 @@ async def test_the_session_invariant_accepts_every_call(tmp_path: Path) -> None:
 
 def test_the_single_active_policy_and_its_error_pass_through() -> None:
     with bind_todo(allow_parallel=False) as todos:
-        assert "AT MOST ONE" in todos.description
+        assert SINGLE in todos.description and PARALLEL not in todos.description
         two = '{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]}'
         assert todos.call_sync(two).text == "Error: invalid todos: at most one task may be in_progress (got 2)"
 

@@ -10,6 +10,7 @@ import pytest
 import dsh_todo.tool_todo as tool_todo_module
 from dsh_todo.harness import Agent, Context, boot
 from dsh_todo.harness.errors import BootError, ConfigError
+from dsh_todo.tool_todo.description import PARALLEL, SINGLE
 from tests.conftest import BootFactory, todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -46,8 +47,8 @@ async def test_single_active_composition(tmp_path: Path, make_ctx: BootFactory) 
     ctx = make_ctx(write_composition(tmp_path, "  config:\n    allowParallelInProgress: false\n"))
     definition = ctx.tools.get("todo_write")
     assert definition is not None
-    assert "AT MOST ONE" in definition.description
-    assert "several at once" not in definition.description
+    assert SINGLE in definition.description
+    assert PARALLEL not in definition.description
     agent = Agent("a", ctx.sessions.create("a"))
     result = await ctx.tools.execute("todo_write", {"todos": PARALLEL_PAIR}, agent=agent)
     assert result.is_error
@@ -59,7 +60,8 @@ async def test_parallel_composition(tmp_path: Path, make_ctx: BootFactory) -> No
     ctx = make_ctx(write_composition(tmp_path, "  config:\n    allowParallelInProgress: true\n"))
     definition = ctx.tools.get("todo_write")
     assert definition is not None
-    assert "several at once" in definition.description
+    assert PARALLEL in definition.description
+    assert SINGLE not in definition.description
     agent = Agent("a", ctx.sessions.create("a"))
     result = await ctx.tools.execute("todo_write", {"todos": PARALLEL_PAIR}, agent=agent)
     assert not result.is_error
@@ -103,7 +105,7 @@ def test_bad_config_fails_the_boot_naming_the_row(tmp_path: Path, config_block: 
 def test_yaml_core_schema_booleans_are_booleans(tmp_path: Path, make_ctx: BootFactory, value: str) -> None:
     ctx = make_ctx(write_composition(tmp_path, f"  config:\n    allowParallelInProgress: {value}\n"))
     definition = ctx.tools.get("todo_write")
-    assert definition is not None and "several at once" in definition.description
+    assert definition is not None and PARALLEL in definition.description
 
 
 @pytest.mark.parametrize(("raw", "message"), [

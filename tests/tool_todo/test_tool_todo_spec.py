@@ -7,6 +7,7 @@ import pytest
 import dsh_todo.tool_todo as tool_todo_module
 from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.loader import check_plugin_shape, resolve
+from dsh_todo.tool_todo.description import PARALLEL, SINGLE
 from tests.conftest import BootFactory, composition, todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -129,10 +130,10 @@ async def test_description_follows_the_config(make_ctx: BootFactory) -> None:
     single = make_ctx(allow_parallel=False).tools.get("todo_write")
     parallel = make_ctx(allow_parallel=True).tools.get("todo_write")
     assert single is not None and parallel is not None
-    assert "AT MOST ONE" in single.description
-    assert "several at once" not in single.description
-    assert "several at once" in parallel.description
-    assert "AT MOST ONE" not in parallel.description
+    # SPEC §11 test 11: the two texts differ in the policy clause alone, and a test tells them apart by it.
+    assert SINGLE in single.description and PARALLEL not in single.description
+    assert PARALLEL in parallel.description and SINGLE not in parallel.description
+    assert parallel.description.replace(PARALLEL, SINGLE) == single.description
 
 
 @pytest.mark.parametrize(("todos", "fragment"), [

@@ -2,7 +2,12 @@
 
 Only the in_progress clause changes with ``allowParallelInProgress``: it is the one instruction the policy changes,
 and keeping the rest byte-identical keeps the provider's prefix cache warm across deployments. Every string here
-is a constant; ``dsh-todo schema`` prints the result and its DeepSeek-V4 token count.
+is a constant; ``dsh-todo schema`` prints the result and its DeepSeek-V4 token counts.
+
+Every token here is paid on every request of every turn in which the tool is visible, so the text says what a
+model needs to use the tool correctly and nothing that nags (no reminder to keep the list up to date, no closing
+verification step: both cost tokens and turns without helping, decision 0034). Each fact is said once, where it is
+read: the whole-list replacement in the head (and the array's own description), the status meanings on the enum.
 """
 
 from __future__ import annotations
@@ -14,23 +19,16 @@ from dsh_todo.tool_todo.rules import STATUSES
 TOOL_NAME: Final = "todo_write"
 
 HEAD: Final = (
-    "Send your whole task list; it REPLACES the previous one (no partial updates or per-item edits). "
-    "Use it to plan multi-step work and show progress: one todo per concrete step, written before you start. "
+    "Plan multi-step work up front, one todo per concrete step; skip it for trivial tasks. "
+    "Each call replaces the whole list. "
 )
-PARALLEL: Final = (
-    "Mark every task in active work in_progress: several at once when work truly runs in parallel "
-    "(concurrent subagents, background commands), one for sequential work; while work remains, at least one is. "
-)
-SINGLE: Final = "Keep AT MOST ONE todo in_progress; while work remains, exactly one is. "
-TAIL: Final = (
-    "Mark a todo completed as soon as it is done (no batching); none stays in_progress only once all work is "
-    "complete. Skip the list for trivial single-step tasks. pending = not started, in_progress = underway, "
-    "completed = done."
-)
+PARALLEL: Final = "Mark active todos in_progress, several only when work runs in parallel. "
+SINGLE: Final = "Keep exactly one todo in_progress while work remains. "
+TAIL: Final = "Mark each todo completed once done."
 
-TODOS_DESCRIPTION: Final = "The complete list; replaces any previous one."
-CONTENT_DESCRIPTION: Final = "The task: one short imperative line."
-STATUS_DESCRIPTION: Final = "Its state."
+TODOS_DESCRIPTION: Final = "The whole list."
+CONTENT_DESCRIPTION: Final = "One concrete step."
+STATUS_DESCRIPTION: Final = "not started | underway | done"
 
 
 def describe(allow_parallel: bool) -> str:

@@ -1,6 +1,9 @@
-"""How tools travel to an OpenAI-compatible model: ``{"type":"function","function":{name, description, parameters}}``.
+"""How a tool travels to a model, in the two wrappings a model meets it in.
 
-No ``strict`` flag, as DSH's DeepSeek adapter sends none; key order fixed so the bytes are a constant per config.
+OpenAI-compatible chat completions (DSH's DeepSeek adapter): ``{"type":"function","function":{name, description,
+parameters}}``, with no ``strict`` flag, as that adapter sends none. Anthropic Messages (DSH 0.2's second provider,
+and what Claude-facing clients send): ``{"name","description","input_schema"}``. Key order is fixed in both, so the
+bytes are a constant per config and the provider's prefix cache stays warm.
 """
 
 from __future__ import annotations
@@ -12,3 +15,7 @@ from typing import Any
 def function_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": schema["name"], "description": schema["description"],
                                              "parameters": schema["parameters"]}}
+
+
+def messages_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": schema["name"], "description": schema["description"], "input_schema": schema["parameters"]}
