@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.upgrade.common import (
+    V0_EVENT_TYPES,
     Event,
     UpgradeError,
     assign,
@@ -15,6 +16,10 @@ from dsh_todo.harness.persistence.upgrade.common import (
     omit,
 )
 from dsh_todo.jsonutil import dumps
+
+_LEGACY_TYPES: Final = frozenset({"steering/message", "request/header-delta", "mode/set", "compact/start",
+                                  "compact/summary", "compact/end", "compact/prune"})
+"""Pre-release event types v0 logs may still hold: renamed, rewritten or refused below, never unknown."""
 
 _COMPACTION_NAMES: Final = {
     "compact/start": "compaction/start",
@@ -35,6 +40,10 @@ def v0_to_v1(session_id: str, events: list[Event]) -> list[Event]:
     state = _V0State()
     result: list[Event] = []
     for event in events:
+        kind = event.get("type")
+        if kind not in V0_EVENT_TYPES and kind not in _LEGACY_TYPES:
+            raise UpgradeError(f"format v0 contains unknown historical event type {dumps(kind)} at seq "
+                               f"{event.get('seq')}; migration refuses unknown historical events even when ignorable")
         named = event
         if event.get("type") in _COMPACTION_NAMES:
             named = assign(event, type=_COMPACTION_NAMES[event["type"]])
