@@ -2,7 +2,8 @@
 
 ``tests/fixtures/dsh-v4-upgrade`` holds, for every DSH 0.1.1 fixture log DSH can export and for logs our own front
 doors wrote (a refused call, a resumed session, an aborted turn, a crashed turn before and after our recovery, the
-demo), the zip DSH served from ``GET /api/session.export``; for a log DSH refuses, its refusal. Each log is read the
+demo) and for DSH logs edited into the legacy shapes the migration rewrites, the zip DSH served from
+``GET /api/session.export``; for a log DSH refuses, its refusal. Each log is read the
 way our backend reads it (zstd decoded, packed chunk rows expanded) and upgraded; the header line and one line per
 event, dumped by the canonical encoder, must be the exported file exactly.
 """
@@ -56,11 +57,14 @@ def _export(case: str) -> bytes:
 
 def test_the_fixture_set_is_complete() -> None:
     """Every DSH fixture DSH exports is here, and every case of ours; losing a folder must fail, not skip."""
-    assert len(EXPORTED) == 32
+    assert len(EXPORTED) == 34
+    assert [case for case in EXPORTED if case.startswith("crafted/")] == [
+        "crafted/error-reasons/none", "crafted/legacy/none"]
     assert [case for case in EXPORTED if case.startswith("ours/")] == [
         f"ours/{name}/{encoding}" for name in ("aborted", "demo", "interrupted-crashed", "interrupted-resumed",
                                                "refused", "resumed") for encoding in ("none", "zstd")]
-    assert REFUSED == ["dsh-sessions/damaged/raw-unknown-ignorable", "ours/mcp/none", "ours/mcp/zstd"]
+    assert REFUSED == ["crafted/unknown-content/none", "dsh-sessions/damaged/raw-unknown-ignorable", "ours/mcp/none",
+                       "ours/mcp/zstd"]
 
 
 @pytest.mark.parametrize("case", EXPORTED)
@@ -72,8 +76,9 @@ def test_the_upgrade_is_dsh_export_byte_for_byte(case: str) -> None:
 
 @pytest.mark.parametrize("case", REFUSED)
 def test_a_log_dsh_refuses_is_refused_with_its_reason(case: str) -> None:
-    """Our MCP server logs ``tool/call`` with no ``assistant/message`` advertising the call: DSH 0.2.1 will not
-    carry such a log forward, and says why in the words pinned here."""
+    """DSH 0.2.1 will not carry these forward, and says why in the words pinned here: our MCP server logs
+    ``tool/call`` with no ``assistant/message`` advertising the call; an ignorable event of an unknown type and a
+    content block of an unknown kind are refused too."""
     meta, events = _read(case)
     with pytest.raises(UpgradeError) as refused:
         upgrade_to_v4(meta, events)

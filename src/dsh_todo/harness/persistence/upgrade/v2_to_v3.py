@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from dsh_todo.harness.persistence.upgrade.common import (
+    CONTENT_TYPES,
     SURFACE_TYPES,
     SYSTEM_PROMPT_PLUGIN,
     Event,
@@ -42,6 +43,7 @@ class V2ToV3:
         self.observe_ids(event, data)
         if kind in SURFACE_TYPES and "surfaceOp" not in event:
             raise UpgradeError(f"{kind} requires surfaceOp")
+        _admit(event, data)
         source = event
         if kind == "request/header":
             header = data.get("header")
@@ -192,3 +194,71 @@ def _canonical_v3(event: Event) -> Event:
         if empty:
             target = assign(target, data=assign(data, header=omit(header, *empty)))
     return target
+
+
+_SOURCE_KINDS: Final = frozenset({
+    "user", "plugin", "model", "tool", "agent-instructions", "session-reference", "team-message", "goal",
+    "skill-invocation", "skill-catalog", "coordinator", "subagent-report", "subagent-settled", "webhook",
+    "agent-message",
+})
+"""Message source kinds v2 knows; DSH will not guess how to carry another forward."""
+
+
+def _admit(event: Event, data: Mapping[str, Any]) -> None:
+    """Refuse what DSH's v2-to-v3 step cannot classify: an unknown content kind or message source kind."""
+    kind = event.get("type")
+    label = f"format v2 {kind} at seq {event.get('seq')} data"
+    messages: list[tuple[str, Any]] = []
+    if kind in ("user/message", "tool/code-dispatch"):
+        _content_kinds(data.get("content"), f"{label}.content")
+    elif kind in ("assistant/message", "tool/result", "team/message/queued"):
+        message = data.get("message")
+        _content_kinds(message.get("content") if is_record(message) else None, f"{label}.message.content")
+    elif kind in ("agent/inbox/spliced", "session/title-llm-request"):
+        key = "inserted" if kind == "agent/inbox/spliced" else "messages"
+        values = data.get(key)
+        if not isinstance(values, list):
+            raise UpgradeError(f"{label}.{key}: content must be an array")
+        for index, value in enumerate(values):
+            path = f"{label}.{key}[{index}]"
+            _content_kinds(value.get("content") if is_record(value) else None, f"{path}.content")
+            messages.append((path, value))
+    elif kind == "compaction/summary":
+        _content_kinds(data.get("summary"), f"{label}.summary")
+        if "rawOutput" in data:
+            _content_kinds(data["rawOutput"], f"{label}.rawOutput")
+    if kind in ("assistant/message", "assistant/attempt"):
+        stream = data.get("stream")
+        for index, entry in enumerate(stream if isinstance(stream, list) else []):
+            chunk = entry.get("chunk") if is_record(entry) and entry.get("type") == "chunk" else None
+            if is_record(chunk) and chunk.get("type") == "block-end":
+                _content_kind(chunk.get("block", {}).get("type") if is_record(chunk.get("block")) else None,
+                              f"{label}.stream[{index}].chunk.block")
+            if is_record(chunk) and chunk.get("type") == "block-start":
+                _content_kind(chunk.get("blockType"), f"{label}.stream[{index}].chunk.blockType")
+    if kind == "user/message":
+        messages.append(("", data))
+    elif kind in ("assistant/message", "tool/result"):
+        messages.append(("", data.get("message")))
+    for _path, message in messages:
+        source = message.get("source") if is_record(message) else None
+        if not is_record(source) or source.get("kind") not in _SOURCE_KINDS:
+            raise UpgradeError("cannot safely transform unclassified message source")
+
+
+def _content_kinds(content: Any, label: str) -> None:
+    if not isinstance(content, list):
+        raise UpgradeError(f"{label}: content must be an array")
+    for index, block in enumerate(content):
+        path = f"{label}[{index}]"
+        _content_kind(block.get("type") if is_record(block) else None, path)
+        if is_record(block) and block.get("type") == "tool-result":
+            if not isinstance(block.get("content"), list):
+                raise UpgradeError(f'{path}.content: invalid message content kind "tool-result": content must be '
+                                   "an array")
+            _content_kinds(block["content"], f"{path}.content")
+
+
+def _content_kind(kind: Any, label: str) -> None:
+    if not isinstance(kind, str) or kind not in CONTENT_TYPES:
+        raise UpgradeError(f"{label}: cannot safely transform unclassified message content kind {dumps(kind)}")
