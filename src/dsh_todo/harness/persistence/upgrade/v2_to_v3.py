@@ -208,7 +208,7 @@ def _admit(event: Event, data: Mapping[str, Any]) -> None:
     """Refuse what DSH's v2-to-v3 step cannot classify: an unknown content kind or message source kind."""
     kind = event.get("type")
     label = f"format v2 {kind} at seq {event.get('seq')} data"
-    messages: list[tuple[str, Any]] = []
+    messages: list[Any] = []
     if kind in ("user/message", "tool/code-dispatch"):
         _content_kinds(data.get("content"), f"{label}.content")
     elif kind in ("assistant/message", "tool/result", "team/message/queued"):
@@ -222,7 +222,7 @@ def _admit(event: Event, data: Mapping[str, Any]) -> None:
         for index, value in enumerate(values):
             path = f"{label}.{key}[{index}]"
             _content_kinds(value.get("content") if is_record(value) else None, f"{path}.content")
-            messages.append((path, value))
+            messages.append(value)
     elif kind == "compaction/summary":
         _content_kinds(data.get("summary"), f"{label}.summary")
         if "rawOutput" in data:
@@ -237,10 +237,10 @@ def _admit(event: Event, data: Mapping[str, Any]) -> None:
             if is_record(chunk) and chunk.get("type") == "block-start":
                 _content_kind(chunk.get("blockType"), f"{label}.stream[{index}].chunk.blockType")
     if kind == "user/message":
-        messages.append(("", data))
+        messages.append(data)
     elif kind in ("assistant/message", "tool/result"):
-        messages.append(("", data.get("message")))
-    for _path, message in messages:
+        messages.append(data.get("message"))
+    for message in messages:
         source = message.get("source") if is_record(message) else None
         if not is_record(source) or source.get("kind") not in _SOURCE_KINDS:
             raise UpgradeError("cannot safely transform unclassified message source")
