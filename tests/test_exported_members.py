@@ -35,6 +35,7 @@ SURFACE: dict[str, list[str]] = {
     # Nothing at the folder's face: a reader imports jsonl.reader, a writer jsonl.backend (decision 0014).
     "dsh_todo.harness.persistence.jsonl": [],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
+    "dsh_todo.harness.persistence.upgrade": ["UpgradeError", "upgrade_to_v4"],
     "dsh_todo.harness.telemetry": ["Backend", "Capture", "Channel", "Coordinator", "Rule", "SessionTelemetry",
                                    "Severity", "Sharing", "Sink", "TelemetryRecord", "apply", "inject", "name"],
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
