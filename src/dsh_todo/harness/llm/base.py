@@ -10,20 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from dsh_todo.harness.errors import ModelError as ModelError
+from dsh_todo.harness.llm.chat import chat_messages
+from dsh_todo.harness.llm.history import HistoryEntry
+from dsh_todo.harness.llm.history import ToolCallRequest as ToolCallRequest
 from dsh_todo.harness.llm.wire import function_tool
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.llm.history import HistoryEntry
-
-
-@dataclass(frozen=True)
-class ToolCallRequest:
-    id: str
-    name: str
-    arguments: str
 
 
 @dataclass(frozen=True)
@@ -37,8 +30,6 @@ class ModelRequest:
     def messages(self) -> list[dict[str, Any]]:
         """The history as OpenAI chat messages (no system message): what the chat-completions wire sends after the
         system prompt, and the form a scripted model's recorded requests are most easily read in."""
-        from dsh_todo.harness.llm.chat import chat_messages  # chat needs history, which needs this module
-
         return chat_messages(self.history)
 
     @property

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsh_todo.harness.llm.base import ToolCallRequest
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One call the model made; ``arguments`` the raw string it produced."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True)
