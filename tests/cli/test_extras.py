@@ -48,14 +48,17 @@ def blocked_run(modules: str, *argv: str, cwd: Path) -> subprocess.CompletedProc
      "dsh-todo run: PostgreSQL storage needs the `postgres` extra: pip install 'dsh-todo[postgres]'"),
     ("psycopg", ["import", ".", "--database", "postgresql://127.0.0.1:1/x"],
      "dsh-todo import: PostgreSQL storage needs the `postgres` extra: pip install 'dsh-todo[postgres]'"),
-    ("openai", ["run", "hi", "--model", "m"],
+    ("anthropic", ["run", "hi", "--model", "m"],
+     "dsh-todo run: a model endpoint over Anthropic Messages needs the `anthropic` extra: "
+     "pip install 'dsh-todo[anthropic]'"),
+    ("openai", ["run", "hi", "--model", "m", "--wire", "openai"],
      "dsh-todo run: a model endpoint needs the `openai` extra: pip install 'dsh-todo[openai]'"),
     ("opentelemetry", ["run", "hi", "--script", "s.json", "--telemetry", "full"],
      "dsh-todo run: session telemetry over OpenTelemetry needs the `otel` extra: pip install 'dsh-todo[otel]'"),
     ("opentelemetry", ["mcp", "--telemetry", "feedback-only"],
      "dsh-todo mcp: session telemetry over OpenTelemetry needs the `otel` extra: pip install 'dsh-todo[otel]'"),
-], ids=["mcp", "mcp-http", "acp", "plan-database", "run-database", "import", "run-model", "run-telemetry",
-        "mcp-telemetry"])
+], ids=["mcp", "mcp-http", "acp", "plan-database", "run-database", "import", "run-model", "run-model-openai",
+        "run-telemetry", "mcp-telemetry"])
 def test_a_command_without_its_extra_names_the_install(modules: str, argv: list[str], line: str,
                                                        tmp_path: Path) -> None:
     """Repro: ``dsh-todo mcp`` in an environment without the ``mcp`` extra printed ``dsh-todo: error: No module

@@ -14,7 +14,7 @@ def _run(args: argparse.Namespace) -> int:
     storage, telemetry = storage_of(args), telemetry_of(args)
     from dsh_todo.carriers.acp.agent import main as serve_acp
 
-    return serve_acp(storage=storage, script=args.script, model=args.model,
+    return serve_acp(storage=storage, script=args.script, model=args.model, wire=args.wire,
                      allow_parallel=not args.single_active, telemetry=telemetry)
 
 

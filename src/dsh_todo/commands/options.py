@@ -60,10 +60,16 @@ def add_policy_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """Where the model's replies come from: a script (offline) or an OpenAI-compatible endpoint, never both."""
+    """Where the model's replies come from: a script (offline) or a model endpoint, never both; and the endpoint's
+    wire (:func:`dsh_todo.harness.llm.choose_wire`)."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--script", help="a JSON list of scripted assistant replies (offline)")
-    source.add_argument("--model", help="model name for the OpenAI-compatible endpoint (DEEPSEEK_MODEL)")
+    source.add_argument("--model", help="model name at the endpoint (default $DEEPSEEK_MODEL, else deepseek-flash "
+                                        "over messages, deepseek-v4-flash over openai)")
+    parser.add_argument("--wire", choices=["messages", "openai"],
+                        help="how to talk to the endpoint $DEEPSEEK_BASE_URL: messages (Anthropic Messages, as DSH "
+                             "0.2; default https://api.deepseek.com/anthropic) or openai (chat completions; default "
+                             "https://api.deepseek.com); default $DSH_TODO_WIRE or messages")
 
 
 def storage_of(args: argparse.Namespace) -> Storage:

@@ -15,7 +15,7 @@ from dsh_todo.commands.options import SCRIPT_FORMAT, add_agent_options, storage_
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.errors import CommandError, SessionLogError, SessionNotFoundError
-from dsh_todo.harness.llm import ModelError, make_model
+from dsh_todo.harness.llm import ModelError, describe, make_model
 from dsh_todo.harness.turns import aborted
 from dsh_todo.ids import random_uuid
 from dsh_todo.standard import open_storage
@@ -48,7 +48,7 @@ def _run_turn(args: argparse.Namespace) -> int:
     if args.session == "":
         raise CommandError("--session needs a non-empty id")
     try:
-        model = make_model(args.script, args.model)
+        model = make_model(args.script, args.model, args.wire)
     except ModelError as exc:
         raise CommandError(str(exc)) from None
     ctx = open_storage(storage, allow_parallel=not args.single_active, telemetry=telemetry)
@@ -57,6 +57,8 @@ def _run_turn(args: argparse.Namespace) -> int:
         mounted = ", ".join(ctx.tools.names()) or "none"
         print(f"tools mounted: {mounted} (allowParallelInProgress: {str(not args.single_active).lower()})",
               file=sys.stderr)
+        if not args.script:  # which endpoint and wire the turn talks to (a script needs no saying)
+            print(f"model: {describe(model)}", file=sys.stderr)
         session_id = args.session or random_uuid()
         try:
             try:
@@ -96,6 +98,7 @@ async def _turn(loop: AgentLoop, agent: Agent, prompt: str) -> dict[str, Any]:
 
 COMMAND = Command(
     "run", "one turn of the agent loop with todo_write mounted",
-    "Run one turn of the agent loop with todo_write mounted, against a model endpoint (--model, DEEPSEEK_API_KEY) "
-    "or a script (--script). --session resumes an existing session.\n\n" + SCRIPT_FORMAT,
+    "Run one turn of the agent loop with todo_write mounted, against a model endpoint (--model, DEEPSEEK_API_KEY; "
+    "Anthropic Messages as DSH 0.2 speaks it, or --wire openai for chat completions) or a script (--script). "
+    "--session resumes an existing session.\n\n" + SCRIPT_FORMAT,
     'dsh-todo run --script replies.json --session s1 "plan the release"', _arguments, _run)

@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_todo.harness.agent import Agent
-from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelRequest
-from dsh_todo.harness.llm.wire import function_tool
+from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelRequest, ToolCallRequest
+from dsh_todo.harness.llm.chat import chat_messages
+from dsh_todo.harness.llm.history import AssistantTurn, HistoryEntry, ToolOutcome, UserText
 from dsh_todo.harness.session import Event, Session
 from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
 from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments
 from dsh_todo.ids import random_uuid
 
-__all__ = ["DEFAULT_SYSTEM", "AgentLoop", "EventHook", "TurnOutcome", "derive_messages", "parse_arguments"]
+__all__ = ["DEFAULT_SYSTEM", "AgentLoop", "EventHook", "TurnOutcome", "derive_history", "derive_messages",
+           "parse_arguments"]
 
 DEFAULT_SYSTEM = (
     "You are a capable software agent. For multi-step work, keep a todo list with the todo_write tool and "
@@ -39,29 +41,34 @@ def _text_of(blocks: Any) -> str:
     return "".join(b.get("text", "") for b in blocks if isinstance(b, Mapping) and b.get("type") == "text")
 
 
-def derive_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
-    """The chat history a model sees, from surface events only: ``todo/write`` never becomes a message."""
-    messages: list[dict[str, Any]] = []
+def derive_history(events: Iterable[Event]) -> list[HistoryEntry]:
+    """The conversation a model sees, from surface events only (``todo/write`` never becomes a message), in no
+    wire's spelling: each adapter renders it (:mod:`dsh_todo.harness.llm.history`).
+
+    A ``tool/result`` message is read in either shape a log holds (:func:`~dsh_todo.harness.tool_results.answers`)."""
+    history: list[HistoryEntry] = []
     offered: set[str] = set()  # tool results answer only calls a model made (MCP logs hold calls of no model)
     for event in events:
         kind = event["type"]
         data = event["data"]
         if kind == "user/message":
-            messages.append({"role": "user", "content": _text_of(data.get("content"))})
+            history.append(UserText(_text_of(data.get("content"))))
         elif kind == "assistant/message":
-            message = data.get("message", {})
-            blocks = message.get("content", [])
-            calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": b["arguments"]}}
-                     for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool-call"]
-            entry: dict[str, Any] = {"role": "assistant", "content": _text_of(blocks) or None}
-            if calls:
-                entry["tool_calls"] = calls
-                offered.update(call["id"] for call in calls)
-            messages.append(entry)
+            blocks = data.get("message", {}).get("content", [])
+            calls = tuple(ToolCallRequest(b["id"], b["name"], b["arguments"])
+                          for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool-call")
+            offered.update(call.id for call in calls)
+            history.append(AssistantTurn(_text_of(blocks), calls))
         elif kind == "tool/result":
-            messages.extend({"role": "tool", "tool_call_id": answer.call_id, "content": _text_of(answer.content)}
-                            for answer in answers(data.get("message")) if answer.call_id in offered)
-    return messages
+            history.extend(ToolOutcome(answer.call_id, _text_of(answer.content), answer.is_error)
+                           for answer in answers(data.get("message")) if answer.call_id in offered)
+    return history
+
+
+def derive_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """The history as OpenAI chat messages (:func:`derive_history` rendered by
+    :func:`~dsh_todo.harness.llm.chat.chat_messages`)."""
+    return chat_messages(derive_history(events))
 
 
 @dataclass(frozen=True)
@@ -108,8 +115,7 @@ class AgentLoop:
                     session.append("user/message", {"content": [{"type": "text", "text": prompt}],
                                                      "source": {"kind": "user"}, "role": "user",
                                                      "id": random_uuid()}, surface_op="append")
-                request = ModelRequest(messages=derive_messages(session.events),
-                                       tools=[function_tool(s) for s in self.tools.schemas()], system=self.system)
+                request = ModelRequest(derive_history(session.events), self.tools.schemas(), system=self.system)
                 try:
                     reply = await self.model.complete(request)
                 except ModelError as exc:

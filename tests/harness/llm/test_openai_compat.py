@@ -106,9 +106,10 @@ async def test_http_failure_is_a_clear_model_error() -> None:
                                 http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(fail)))
     model = OpenAICompatibleModel("m", client=client)
     from dsh_todo.harness.llm.base import ModelRequest
+    from dsh_todo.harness.llm.history import UserText
 
     with pytest.raises(ModelError, match="bad key"):
-        await model.complete(ModelRequest(messages=[{"role": "user", "content": "x"}], tools=[]))
+        await model.complete(ModelRequest([UserText("x")], []))
 
 
 def test_missing_key_is_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:

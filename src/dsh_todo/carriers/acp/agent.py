@@ -47,7 +47,7 @@ from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionLogError, SessionNotFoundError
-from dsh_todo.harness.llm import Model, ModelError, make_model
+from dsh_todo.harness.llm import Model, ModelError, describe, make_model
 from dsh_todo.harness.session import Session
 from dsh_todo.harness.tools.registry import AbortSignal
 from dsh_todo.ids import random_uuid
@@ -221,18 +221,18 @@ async def serve_stdio(ctx: Context, model: Model) -> None:
     await run_agent(cast(AcpAgent, TodoAgent(ctx, model)), input_stream=LineTransport(reader, writer))
 
 
-def main(*, storage: Storage, script: str | None = None, model: str | None = None,
+def main(*, storage: Storage, script: str | None = None, model: str | None = None, wire: str | None = None,
          allow_parallel: bool = True, telemetry: Telemetry = "disabled") -> int:
     """``dsh-todo acp``: pick the model, boot the standard composition persisted to ``storage``, serve stdio."""
     try:
-        llm = make_model(script, model)
+        llm = make_model(script, model, wire)
     except ModelError as exc:
         print(f"dsh-todo acp: {exc}", file=sys.stderr)
         return 2
     STOPPING.install()
     try:
         ctx = open_storage(storage, allow_parallel=allow_parallel, telemetry=telemetry)
-        print(f"dsh-todo acp: model {llm.provider}/{llm.model}, tools {', '.join(ctx.tools.names()) or 'none'} "
+        print(f"dsh-todo acp: model {describe(llm)}, tools {', '.join(ctx.tools.names()) or 'none'} "
               f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
               file=sys.stderr, flush=True)
         try:

@@ -1,9 +1,9 @@
-"""Any OpenAI-compatible chat endpoint (DeepSeek by default) through the ``openai`` client.
+"""Any OpenAI-compatible chat endpoint (``--wire openai``; DeepSeek's by default) through the ``openai`` client.
 
 Tools go out as ``{"type":"function","function":{name, description, parameters}}`` with no ``strict`` flag, and
 results as ``role: "tool"`` messages whose content is the model-visible text (the ``Error: `` prefix is how the model
-learns a call failed: the flag itself is not sent), as DSH's DeepSeek adapter does. ``openai`` is imported only when
-a real model is used.
+learns a call failed: the flag itself is not sent), as DSH 0.1.1's DeepSeek adapter did. ``openai`` is imported only
+when a real model is used.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ DEFAULT_MODEL = "deepseek-v4-flash"
 
 
 def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The chat messages exactly as sent: the system prompt first, then the history derived from the log."""
+    """The chat messages exactly as sent: the system prompt first, then the history derived from the log
+    (:func:`~dsh_todo.harness.llm.chat.chat_messages`)."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -30,11 +31,13 @@ class OpenAICompatibleModel:
     """A chat-completions model. ``client`` may be given (tests pass one bound to a fake transport)."""
 
     provider = "openai-compatible"
+    wire = "OpenAI chat completions"
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
                  client: Any = None, max_tokens: int | None = None, timeout: float = 120.0) -> None:
         self.model = model or os.environ.get("DEEPSEEK_MODEL") or DEFAULT_MODEL
         self.max_tokens = max_tokens
+        self.base_url = base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL
         if client is None:
             key = api_key or os.environ.get("DEEPSEEK_API_KEY")
             if not key:
@@ -45,8 +48,9 @@ class OpenAICompatibleModel:
             except ImportError:
                 # The wording of dsh_todo.extras (which the harness does not import).
                 raise ModelError("a model endpoint needs the `openai` extra: pip install 'dsh-todo[openai]'") from None
-            client = AsyncOpenAI(api_key=key, base_url=base_url or os.environ.get("DEEPSEEK_BASE_URL")
-                                 or DEFAULT_BASE_URL, timeout=timeout)
+            client = AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=timeout)
+        else:
+            self.base_url = str(getattr(client, "base_url", self.base_url))
         self._client = client
 
     async def complete(self, request: ModelRequest) -> ModelReply:
