@@ -9,9 +9,10 @@ Writers (:mod:`.writer`) hold the session's lock (:mod:`.lock`); checkpoints are
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh_todo.harness.persistence.contract import (
     Batch,
@@ -35,11 +36,21 @@ from dsh_todo.harness.persistence.jsonl.checkpoint import (
 )
 from dsh_todo.harness.persistence.jsonl.follow import FileFollow
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
-from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, LOG_NAMES, Compression, compression_of, log_path
+from dsh_todo.harness.persistence.jsonl.paths import (
+    LOCK_NAME,
+    LOG_NAMES,
+    Compression,
+    compression_of,
+    log_file_name,
+    log_path,
+)
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 from dsh_todo.harness.persistence.jsonl.reading import scan_tail
 from dsh_todo.harness.persistence.jsonl.writer import JsonlWriter, make_dirs
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.persistence.upgrade import UpgradeError, upgrade_to_v4
+
+log = logging.getLogger(__name__)
 
 
 class JsonlBackend(JsonlReader):
@@ -64,21 +75,28 @@ class JsonlBackend(JsonlReader):
             refuse_unknown_types(session_id, stored.events, path)
             return interrupted_turn_closers(stored.events, stored.meta)
 
-        stored, added, writer = self._reopen(session_id, closers)
+        stored, added, writer = self._reopen(session_id, closers, carry_forward=True)
         torn = stored.torn
         loaded = LoadedLog(str(stored.path), stored.meta, [*stored.events, *added], len(stored.events), added,
                            rewrote=torn is not None or bool(added),
                            truncated_to=torn.truncate_to if torn is not None else None, path=stored.path)
         return loaded, writer
 
-    def _reopen(self, session_id: str,
-                closers: Callable[[Path, StoredLog], list[Event]]) -> tuple[StoredLog, list[Event], JsonlWriter]:
+    def _reopen(self, session_id: str, closers: Callable[[Path, StoredLog], list[Event]], *,
+                carry_forward: bool = False) -> tuple[StoredLog, list[Event], JsonlWriter]:
         """Read the stored log under its writer lock, refused or given its ``closers`` (which may refuse it), and
-        commit the recovery: cut the torn tail, then append what a cut frame yielded and the closers."""
+        commit the recovery: cut the torn tail, then append what a cut frame yielded and the closers. With
+        ``carry_forward``, a format v0 log is first carried forward to v4 (:meth:`_carry_forward`)."""
         path = self._require(session_id)
         lock = WriterLock.acquire(path.parent / LOCK_NAME, session_id)
         try:
             stored = self.read_path(path, session_id)
+            if carry_forward and stored.meta.get("version") == 0:
+                forward = self._carry_forward(path, stored, lock)
+                if forward is not None:
+                    added = closers(forward.path, forward.stored)
+                    forward.writer.append(added)
+                    return forward.stored, added, forward.writer
             added = closers(path, stored)
             torn = stored.torn
             recovered = torn.recovered if torn is not None else []
@@ -94,6 +112,26 @@ class JsonlBackend(JsonlReader):
             lock.release()
             raise
         return stored, added, writer
+
+    def _carry_forward(self, path: Path, stored: StoredLog, lock: WriterLock) -> _Forward | None:
+        """Write the v4 generation of the v0 log at ``path`` beside it, as DSH 0.2 does when it opens a v0 log to
+        write (:func:`~..upgrade.upgrade_to_v4`, the same events renumbered and reshaped), and return a writer
+        continuing it; the v0 file stays as it was, history. ``None`` when DSH would refuse to carry this log
+        forward (then it goes on in v0, which DSH 0.1 reads, and a warning says why)."""
+        try:
+            header, events = upgrade_to_v4(stored.meta, stored.events)
+        except UpgradeError as exc:
+            log.warning("session %s stays in log format v0: it cannot be carried forward to v4 (%s)",
+                        stored.session_id, exc)
+            return None
+        if not events:
+            return None  # a header alone: nothing to carry; the session goes on in v0
+        meta = {key: value for key, value in header.items() if key != "type"}
+        target = path.with_name(log_file_name(compression_of(path), SESSION_FORMAT_VERSION))
+        writer = JsonlWriter(meta=meta, path=target, lock=lock, compression=compression_of(path), pack_chunks=False,
+                             cursor=0, materialized=False)
+        writer.append(events)
+        return _Forward(target, StoredLog(str(target), meta, events, path=target), writer)
 
     def create(self, meta: Mapping[str, Any]) -> JsonlWriter:
         """A writer for a new session (``meta`` holds ``id``, ``createdAt`` and optional header fields). The log
@@ -186,6 +224,14 @@ class JsonlBackend(JsonlReader):
         raising the reader's verdict), then whatever any process appends (:class:`~.follow.FileFollow`, a ``stat``
         every ``follow_interval`` seconds). Close the returned subscription to stop."""
         return FileFollow(self, session_id, after_seq, callback, interval=self.follow_interval).start()
+
+
+class _Forward(NamedTuple):
+    """A v0 log carried forward: the v4 generation's path, its log as stored, and the writer continuing it."""
+
+    path: Path
+    stored: StoredLog
+    writer: JsonlWriter
 
 
 def clear_leftovers(directory: Path) -> None:
