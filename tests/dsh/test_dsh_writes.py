@@ -1,17 +1,19 @@
 """DSH writes, we read: sessions made by real ``dsh`` 0.2.1 turns through ``todo_write``, read by ``dsh-todo``.
 
-One module-scoped set of sessions serves every test here (they only read it), made by six ``dsh headless`` turns
-against one scripted model (:mod:`tests.dsh.model`), in two homes at once:
+One module-scoped set of sessions serves every test here (they only read it), made by seven ``dsh headless`` turns
+against one scripted model (:mod:`tests.dsh.model`), in two homes side by side:
 
-- a zstd home (DSH's default encoding), whose root first gets **one session of ours** (``dsh-todo run``: a mixed
-  root, and the older session ``--latest`` must pass over), then DSH's sessions: ``mixed`` (turn 1: a valid list
-  with two items ``in_progress``, one content padded with spaces and non-ASCII ones; a duplicate content, a bad
-  status and non-JSON arguments, all refused; a list all completed; turn 2: a text answer, which clears the
-  standing plan), ``empty`` (a list, then the empty list), ``broken`` (a list, then arguments that are not JSON:
-  DSH's Messages adapter refuses the stream before any tool sees it, ``MALFORMED_RESPONSE``, and the turn ends
-  ``error``, ``dsh`` exiting 1) and ``single`` (``--patch`` ``tool-todo`` ``allowParallelInProgress: false``: a
-  second ``in_progress`` refused, then a list with one);
-- a raw home (``--patch`` ``compression: none``) with ``raw``, the same two turns as ``mixed``.
+- a zstd home (DSH's default encoding), whose root first gets two older sessions: **one of ours** (``dsh-todo
+  run``) and **DSH 0.1.1's** ``a-one-turn`` fixture (format v0, so the root stays a mixed v0/v4 one whatever
+  format our writer writes); ``--latest`` must pass over both. Then DSH's ``mixed`` (turn 1: a valid list with two
+  items ``in_progress``, one content padded with spaces, non-ASCII ones; a duplicate content and two invalid
+  argument sets, all refused; a list all completed; turn 2: a text answer, which clears the standing plan) and
+  ``single`` (``--patch`` ``tool-todo`` ``allowParallelInProgress: false``: a second ``in_progress`` refused,
+  then a list with one);
+- a raw home (``--patch`` ``compression: none``) with ``raw`` (the same two turns as ``mixed``), ``empty`` (a
+  list, then the empty list) and ``broken`` (a list, then arguments that are not JSON: DSH's Messages adapter
+  refuses the stream before any tool sees it, ``MALFORMED_RESPONSE``, so the turn ends ``error`` and ``dsh``
+  exits 1; over this wire a model cannot hand ``todo_write`` non-JSON or non-object arguments at all).
 
 A copy of each home is taken right after ``mixed``'s and ``raw``'s first turn: DSH writes its projection cache when
 it exits, and the second turn's ``turn/start`` clears the standing plan, so each turn's plan is DSH's cache in the
@@ -21,6 +23,7 @@ copy taken after it. The tests that exercise our reader are strict xfails until 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from typing import Any
 import pytest
 
 from tests.carriers.mcp.agents.common import fake_model
+from tests.conftest import fixtures_dir
 from tests.dsh import ours
 from tests.dsh.model import Call, Say, Step, call, steps
 from tests.dsh.runtime import (
@@ -112,6 +116,9 @@ def made(dsh: Path, scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) 
     ids: dict[str, str] = {"ours": ours.new_session_id()}
     done = ours.run_script(zstd.sessions, cwd, ids["ours"], OURS, "OURS: plan one step")
     assert done.returncode == 0, done.stderr
+    old = fixtures_dir() / "dsh-sessions" / "a-one-turn" / "zstd"
+    ids["v0"] = json.loads((old / "expected.json").read_text(encoding="utf-8"))["sessionId"]
+    shutil.copytree(old / "store", zstd.sessions, dirs_exist_ok=True)
     script = {**two_turns("MIXED"), **two_turns("RAW"), **EMPTY, **BROKEN, **SINGLE}
     copies: dict[str, Home] = {}
 
@@ -129,14 +136,14 @@ def made(dsh: Path, scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) 
             turn(zstd, "mixed", prompts[0], None, url)
             copies["zstd"] = zstd.copy(base / "zstd-after1")
             turn(zstd, "mixed", prompts[1], None, url)
-            turn(zstd, "empty", prompts[4], None, url)
-            turn(zstd, "broken", prompts[5], None, url, status=1)
             turn(zstd, "single", prompts[6], SINGLE_PATCH, url)
 
         def raw_turns() -> None:
             turn(raw, "raw", prompts[2], RAW_PATCH, url)
             copies["raw"] = raw.copy(base / "raw-after1")
             turn(raw, "raw", prompts[3], RAW_PATCH, url)
+            turn(raw, "empty", prompts[4], RAW_PATCH, url)
+            turn(raw, "broken", prompts[5], RAW_PATCH, url, status=1)
 
         # The two homes' turns run side by side (the dicts above take distinct keys from each thread).
         with ThreadPoolExecutor(2) as pool:
@@ -151,8 +158,8 @@ AFTER_EACH_TURN = [
     ("zstd-turn-2", "zstd", "mixed"),
     ("raw-turn-1", "raw_after1", "raw"),
     ("raw-turn-2", "raw", "raw"),
-    ("empty-list", "zstd", "empty"),
-    ("non-json-arguments", "zstd", "broken"),
+    ("empty-list", "raw", "empty"),
+    ("non-json-arguments", "raw", "broken"),
     ("single-policy", "zstd", "single"),
 ]
 CASES = pytest.mark.parametrize(("home_name", "session"), [case[1:] for case in AFTER_EACH_TURN],
@@ -190,8 +197,8 @@ def test_dsh_projection_is_the_standing_plan(made: Made) -> None:
     assert projection(made.raw_after1, made.ids["raw"]) == done
     assert projection(made.zstd, made.ids["mixed"]) is None
     assert projection(made.raw, made.ids["raw"]) is None
-    assert projection(made.zstd, made.ids["empty"]) == []
-    assert projection(made.zstd, made.ids["broken"]) == [{"content": "x", "status": "in_progress"}]
+    assert projection(made.raw, made.ids["empty"]) == []
+    assert projection(made.raw, made.ids["broken"]) == [{"content": "x", "status": "in_progress"}]
     assert projection(made.zstd, made.ids["single"]) == [{"content": "a", "status": "in_progress"},
                                                          {"content": "b", "status": "pending"}]
 
@@ -207,21 +214,26 @@ def test_dsh_writes_one_v4_file_per_session_in_the_configured_encoding(made: Mad
             4, made.ids[name], str(made.cwd), False)
 
 
-def test_dsh_export_is_the_stored_log_and_migrates_ours(dsh: Path, made: Made) -> None:
+def test_dsh_export_is_the_stored_log_and_migrates_v0(dsh: Path, made: Made) -> None:
     """``dsh web``'s export (see :func:`tests.dsh.runtime.exported`): DSH's own zstd session comes back as its
-    stored lines; our session (format v0 until our writer writes v4) comes back as DSH reads it, format v4, with
-    our ``todo/write`` kept as written; an unknown id is a 404."""
-    ids = [made.ids["mixed"], made.ids["ours"], "session-00000000-0000-4000-8000-000000000000"]
-    found = exported(dsh, made.zstd, ids)
+    stored lines; a format-v0 log (DSH 0.1.1's fixture, and ours until our writer writes v4) comes back migrated to
+    v4 in memory (seqs shifted by the ``system/message`` it adds), each ``todo/write``'s data as stored; an unknown
+    id is a 404."""
+    unknown = "session-00000000-0000-4000-8000-000000000000"
+    names = ["mixed", "ours", "v0"]
+    found = exported(dsh, made.zstd, [*(made.ids[name] for name in names), unknown])
     stored = log_lines(log_of(made.zstd.sessions, made.ids["mixed"]))
-    assert found[ids[0]] == b"".join(line + b"\n" for line in stored)
-    assert found[ids[2]] == 404
-    theirs = found[ids[1]]
-    assert isinstance(theirs, bytes)
-    lines = [json.loads(line) for line in theirs.splitlines()]
-    assert lines[0]["version"] == 4 and lines[0]["id"] == made.ids["ours"]
-    assert [line["data"]["todos"] for line in lines if line["type"] == "todo/write"] == [
-        [{"content": "our own step", "status": "in_progress"}]]
+    assert found[made.ids["mixed"]] == b"".join(line + b"\n" for line in stored)
+    assert found[unknown] == 404
+    for name in names[1:]:
+        theirs = found[made.ids[name]]
+        assert isinstance(theirs, bytes), f"DSH refused to export {name}: {theirs}"
+        lines = [json.loads(line) for line in theirs.splitlines()]
+        assert (lines[0]["version"], lines[0]["id"]) == (4, made.ids[name])
+        original = [json.loads(line) for line in log_lines(log_of(made.zstd.sessions, made.ids[name]))]
+        assert original[0]["version"] == 0
+        assert [line["data"] for line in lines if line["type"] == "todo/write"] == [
+            line["data"] for line in original if line["type"] == "todo/write"] != []
 
 
 # -- our reader ------------------------------------------------------------------------------------------------------
@@ -249,23 +261,24 @@ def test_events_are_the_log_lines_after_the_header(made: Made, home_name: str, s
 @NEEDS_V4
 @pytest.mark.parametrize("home_name", ["zstd", "raw", "zstd_after1"])
 def test_sessions_lists_every_session_ok(made: Made, home_name: str) -> None:
-    """Every session of the root, DSH's (format v4) and ours (v0 until our writer writes v4), with verdict ``ok``."""
+    """Every session of the root, DSH 0.2.1's (format v4), 0.1.1's (v0) and ours, with verdict ``ok``."""
     home = made.home(home_name)
-    names = {"zstd": ["ours", "mixed", "empty", "broken", "single"], "raw": ["raw"], "zstd_after1": ["ours", "mixed"]}
+    names = {"zstd": ["ours", "v0", "mixed", "single"], "raw": ["raw", "empty", "broken"],
+             "zstd_after1": ["ours", "v0", "mixed"]}
     assert ours.listing(home.sessions) == {made.ids[name]: "ok" for name in names[home_name]}
 
 
 @NEEDS_V4
 def test_latest_is_the_newest_dsh_session_over_an_older_one_of_ours(made: Made) -> None:
-    """``plan --latest`` in the zstd root (ours written first, then DSH's, ``single`` last) gives ``single``'s
-    plan as DSH has it."""
+    """``plan --latest`` in the zstd root (ours and the v0 fixture first, then DSH's, ``single`` last) gives
+    ``single``'s plan as DSH has it."""
     assert ours.plan(made.zstd.sessions, latest=True) == projection(made.zstd, made.ids["single"])
 
 
 @NEEDS_V4
 def test_web_lists_dsh_sessions(made: Made) -> None:
     rows = {row["sessionId"]: row for row in ours.web_rows(made.zstd.sessions)}
-    assert set(rows) == {made.ids[name] for name in ("ours", "mixed", "empty", "broken", "single")}
+    assert set(rows) == {made.ids[name] for name in ("ours", "v0", "mixed", "single")}
     assert not any("error" in row for row in rows.values())
     single: Any = rows[made.ids["single"]]
     assert single["projections"]["values"]["todos"] == projection(made.zstd, made.ids["single"])
