@@ -49,6 +49,8 @@ from tests.dsh.runtime import (
     run_turn,
 )
 
+pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
+
 NEEDS_V4 = pytest.mark.xfail(strict=True, reason="needs v4 reading (issue 32)")
 
 PADDED = "  watch the background build  "

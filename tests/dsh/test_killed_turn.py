@@ -33,6 +33,8 @@ from tests.dsh import ours
 from tests.dsh.model import Hold, Say, call, steps
 from tests.dsh.runtime import Home, Scratch, Turn, log_lines, log_of, opened, projection, run_turn, start_turn, turn_of
 
+pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
+
 NEEDS_V4 = pytest.mark.xfail(strict=True, reason="needs v4 reading (issue 32)")
 
 WRITTEN = [{"content": "write the test", "status": "completed"}, {"content": "fix the bug", "status": "in_progress"}]

@@ -34,6 +34,8 @@ from tests.dsh import ours
 from tests.dsh.model import Say, steps
 from tests.dsh.runtime import RAW_PATCH, Home, Scratch, Turn, opened, projection, run_turn
 
+pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
+
 NEEDS_V4_WRITING = pytest.mark.xfail(strict=True, reason="needs v4 writing (issue 32)")
 NEEDS_ONE_ENCODING = pytest.mark.xfail(strict=True, reason="needs one encoding per root (issue 32)")
 
