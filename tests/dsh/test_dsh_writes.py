@@ -1,7 +1,7 @@
 """DSH writes, we read: sessions made by real ``dsh`` 0.2.1 turns through ``todo_write``, read by ``dsh-todo``.
 
 One module-scoped set of sessions serves every test here (they only read it), made by seven ``dsh headless`` turns
-against one scripted model (:mod:`tests.dsh.model`), in two homes side by side:
+against one scripted model (:mod:`tests.dsh.model`), in two homes side by side after the first:
 
 - a zstd home (DSH's default encoding), whose root first gets two older sessions: **one of ours** (``dsh-todo
   run``) and **DSH 0.1.1's** ``a-one-turn`` fixture (format v0, so the root stays a mixed v0/v4 one whatever
@@ -134,9 +134,11 @@ def made(dsh: Path, scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) 
         url = model.url
         prompts = list(script)
 
+        # The first turn alone: a fresh $HOME gets DSH's 81 MB unpacked into it, which two at once could race on.
+        turn(zstd, "mixed", prompts[0], None, url)
+        copies["zstd"] = zstd.copy(base / "zstd-after1")
+
         def zstd_turns() -> None:
-            turn(zstd, "mixed", prompts[0], None, url)
-            copies["zstd"] = zstd.copy(base / "zstd-after1")
             turn(zstd, "mixed", prompts[1], None, url)
             turn(zstd, "single", prompts[6], SINGLE_PATCH, url)
 

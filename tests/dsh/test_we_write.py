@@ -145,14 +145,21 @@ def test_after_dsh_turn_both_plans_are_cleared(written: Written) -> None:
 
 # -- one encoding per root -------------------------------------------------------------------------------------------
 
-def test_dsh_refuses_a_root_of_two_encodings(dsh: Path, scratch: Scratch, model: FakeModel, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def raw_root(dsh: Path, scratch: Scratch, model: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """A home whose root holds one raw log of DSH's own (``--patch`` ``compression: none``); tests use copies."""
+    home = Home.make(tmp_path_factory.mktemp("raw-root") / "home", scratch)
+    (home.path.parent / "project").mkdir()
+    turn = run_turn(dsh, home, home.path.parent / "project", "ONE ENCODING: raw", model.url, patch=RAW_PATCH)
+    assert turn.returncode == 0, turn.describe()
+    return home
+
+
+def test_dsh_refuses_a_root_of_two_encodings(dsh: Path, raw_root: Home, model: FakeModel, tmp_path: Path) -> None:
     """DSH's rule, which ours follows: ``dsh`` configured for zstd does not start in a root holding a raw log,
     and says why (the message pinned as DSH 0.2.1-rc.2 prints it)."""
-    home = Home.make(tmp_path / "home", scratch)
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    assert run_turn(dsh, home, cwd, "ONE ENCODING: raw", model.url, patch=RAW_PATCH).returncode == 0
-    refused = run_turn(dsh, home, cwd, "ONE ENCODING: zstd", model.url)
+    home = raw_root.copy(tmp_path / "home")
+    refused = run_turn(dsh, home, raw_root.path.parent / "project", "ONE ENCODING: zstd", model.url)
     assert refused.returncode == 1
     raw_log = next(home.sessions.glob("--*--/*/session.v4.jsonl"))
     assert f'session artifact "{raw_log}" uses .jsonl, but this backend is configured for compression "zstd"; ' \
@@ -173,14 +180,12 @@ def test_our_raw_request_in_a_zstd_root_leaves_dsh_working(dsh: Path, written: W
 
 
 @NEEDS_ONE_ENCODING
-def test_our_default_in_a_raw_root_leaves_dsh_working(dsh: Path, scratch: Scratch, model: FakeModel,
+def test_our_default_in_a_raw_root_leaves_dsh_working(dsh: Path, raw_root: Home, model: FakeModel,
                                                       tmp_path: Path) -> None:
     """``dsh-todo run`` (zstd by default) into a root where DSH keeps raw logs writes raw, so ``dsh`` configured
     for raw logs still starts a session there."""
-    home = Home.make(tmp_path / "home", scratch)
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    assert run_turn(dsh, home, cwd, "ONE ENCODING: raw", model.url, patch=RAW_PATCH).returncode == 0
+    home = raw_root.copy(tmp_path / "home")
+    cwd = raw_root.path.parent / "project"
     done = ours.run_script(home.sessions, cwd, ours.new_session_id(), REPLIES, "ours, default")
     assert done.returncode == 0, done.stderr
     turn = run_turn(dsh, home, cwd, "ONE ENCODING: raw again", model.url, patch=RAW_PATCH)
