@@ -5,8 +5,9 @@ Kept generic on purpose: every test package (harness, tool_todo, persistence, ..
 tests would need too (the standard runtime in memory, the scripted model, a throwaway cluster) is
 :mod:`dsh_todo.testing`; what stays here are the knobs only the harness's own tests turn.
 
-Markers (registered in ``pyproject.toml``): ``browser`` and ``postgres`` are put on a test by what it uses (the
-``browser`` fixture, the ``pg_url`` fixture), so a new test cannot forget them; ``slow`` is written on the test.
+Markers (registered in ``pyproject.toml``): ``browser``, ``postgres`` and ``dsh`` are put on a test by what it uses
+(the ``browser`` fixture, the ``pg_url`` fixture, the ``dsh`` command of ``tests/dsh``), so a new test cannot forget
+them; ``slow`` is written on the test.
 A test that asks for the database only at run time (``request.getfixturevalue``) marks its parameter itself.
 """
 
@@ -147,7 +148,7 @@ def pg_schema(pg_url: str) -> Iterator[str]:
 
 # -- markers ------------------------------------------------------------------------------------------------------
 
-_MARK_BY_FIXTURE = {"browser": "browser", "pg_url": "postgres"}
+_MARK_BY_FIXTURE = {"browser": "browser", "pg_url": "postgres", "dsh": "dsh"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by ``-m``
