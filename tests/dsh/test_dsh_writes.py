@@ -17,7 +17,7 @@ against one scripted model (:mod:`tests.dsh.model`), in two homes side by side a
 
 A copy of each home is taken right after ``mixed``'s and ``raw``'s first turn: DSH writes its projection cache when
 it exits, and the second turn's ``turn/start`` clears the standing plan, so each turn's plan is DSH's cache in the
-copy taken after it. The tests that exercise our reader are strict xfails until it reads format v4 (issue 32).
+copy taken after it..
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from tests.dsh.runtime import (
 
 pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
 
-NEEDS_V4 = pytest.mark.xfail(strict=True, reason="needs v4 reading (issue 32)")
 
 PADDED = "  watch the background build  "
 CAFE = "réparer le café ☕ 修复"
@@ -219,17 +218,18 @@ def test_dsh_writes_one_v4_file_per_session_in_the_configured_encoding(made: Mad
 
 
 def test_dsh_export_is_the_stored_log_and_migrates_v0(dsh: Path, made: Made) -> None:
-    """``dsh web``'s export (see :func:`tests.dsh.runtime.exported`): DSH's own zstd session comes back as its
-    stored lines; a format-v0 log (DSH 0.1.1's fixture, and ours until our writer writes v4) comes back migrated to
-    v4 in memory (seqs shifted by the ``system/message`` it adds), each ``todo/write``'s data as stored; an unknown
-    id is a 404."""
+    """``dsh web``'s export (see :func:`tests.dsh.runtime.exported`): DSH's own zstd session and ours (format v4)
+    come back as their stored lines; a format-v0 log (DSH 0.1.1's fixture) comes back migrated to v4 in memory
+    (seqs shifted by the ``system/message`` it adds), each ``todo/write``'s data as stored; an unknown id is a
+    404."""
     unknown = "session-00000000-0000-4000-8000-000000000000"
     names = ["mixed", "ours", "v0"]
     found = exported(dsh, made.zstd, [*(made.ids[name] for name in names), unknown])
-    stored = log_lines(log_of(made.zstd.sessions, made.ids["mixed"]))
-    assert found[made.ids["mixed"]] == b"".join(line + b"\n" for line in stored)
+    for name in ("mixed", "ours"):
+        stored = log_lines(log_of(made.zstd.sessions, made.ids[name]))
+        assert found[made.ids[name]] == b"".join(line + b"\n" for line in stored), name
     assert found[unknown] == 404
-    for name in names[1:]:
+    for name in names[2:]:
         theirs = found[made.ids[name]]
         assert isinstance(theirs, bytes), f"DSH refused to export {name}: {theirs}"
         lines = [json.loads(line) for line in theirs.splitlines()]
@@ -242,14 +242,12 @@ def test_dsh_export_is_the_stored_log_and_migrates_v0(dsh: Path, made: Made) -> 
 
 # -- our reader ------------------------------------------------------------------------------------------------------
 
-@NEEDS_V4
 @CASES
 def test_plan_is_dsh_projection_after_each_turn(made: Made, home_name: str, session: str) -> None:
     home = made.home(home_name)
     assert ours.plan(home.sessions, made.ids[session]) == projection(home, made.ids[session])
 
 
-@NEEDS_V4
 @CASES
 def test_events_are_the_log_lines_after_the_header(made: Made, home_name: str, session: str) -> None:
     """One event per line after the header (DSH 0.2.1 packs no chunk rows at the top level), in order, with
@@ -262,7 +260,6 @@ def test_events_are_the_log_lines_after_the_header(made: Made, home_name: str, s
         event for event in stored if event["type"] == "todo/write"]
 
 
-@NEEDS_V4
 @pytest.mark.parametrize("home_name", ["zstd", "raw", "zstd_after1"])
 def test_sessions_lists_every_session_ok(made: Made, home_name: str) -> None:
     """Every session of the root, DSH 0.2.1's (format v4), 0.1.1's (v0) and ours, with verdict ``ok``."""
@@ -272,14 +269,12 @@ def test_sessions_lists_every_session_ok(made: Made, home_name: str) -> None:
     assert ours.listing(home.sessions) == {made.ids[name]: "ok" for name in names[home_name]}
 
 
-@NEEDS_V4
 def test_latest_is_the_newest_dsh_session_over_an_older_one_of_ours(made: Made) -> None:
     """``plan --latest`` in the zstd root (ours and the v0 fixture first, then DSH's, ``single`` last) gives
     ``single``'s plan as DSH has it."""
     assert ours.plan(made.zstd.sessions, latest=True) == projection(made.zstd, made.ids["single"])
 
 
-@NEEDS_V4
 def test_web_lists_dsh_sessions(made: Made) -> None:
     rows = {row["sessionId"]: row for row in ours.web_rows(made.zstd.sessions)}
     assert set(rows) == {made.ids[name] for name in ("ours", "v0", "mixed", "single")}

@@ -11,8 +11,7 @@ step 2 open. Three copies of the home are then read:
 - ``resumed``: ``dsh headless --session-id ID "go on"``, a person's way back into the session: the same closers,
   then a new turn.
 
-Our reader must give the closers DSH writes (SPEC §5.5, "Closing the crashed turn") and DSH's plan. Those tests
-are strict xfails until our reader reads format v4 (issue 32).
+Our reader must give the closers DSH writes (SPEC §5.5, "Closing the crashed turn") and DSH's plan.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from tests.dsh.runtime import Home, Scratch, Turn, log_lines, log_of, opened, pr
 
 pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
 
-NEEDS_V4 = pytest.mark.xfail(strict=True, reason="needs v4 reading (issue 32)")
 
 WRITTEN = [{"content": "write the test", "status": "completed"}, {"content": "fix the bug", "status": "in_progress"}]
 WAIT_SECONDS = 60
@@ -125,7 +123,6 @@ def test_dsh_resumes_a_killed_session(killed: Killed) -> None:
     assert projection(killed.resumed, killed.session_id) is None
 
 
-@NEEDS_V4
 def test_events_are_the_stored_events_and_dsh_closers(killed: Killed) -> None:
     """``dsh-todo events`` of the killed log: the stored events, then the closers recovery appends in memory,
     exactly those DSH writes when it reopens the file."""
@@ -133,6 +130,5 @@ def test_events_are_the_stored_events_and_dsh_closers(killed: Killed) -> None:
     assert ours.events(killed.killed.sessions, killed.session_id) == expected
 
 
-@NEEDS_V4
 def test_plan_of_the_killed_log_is_dsh_plan(killed: Killed) -> None:
     assert ours.plan(killed.killed.sessions, killed.session_id) == projection(killed.opened, killed.session_id)

@@ -11,8 +11,8 @@ in the same folder with the same home:
   ``Updated todo list: …`` result as a ``tool_result`` block, our refused call's ``Error: …`` with
   ``is_error: true``), and our reader must then agree with DSH on the plan (null).
 
-DSH 0.2.1-rc.2 can open no format-v0 log for writing (its migration fails to load, see DSH-0.2.md), so these are
-strict xfails until our writer writes format v4 (issue 32).
+DSH 0.2.1-rc.2 can open no format-v0 log for writing (its migration fails to load, see DSH-0.2.md): these pass
+because our writer writes format v4.
 
 One encoding per root: DSH configured for one encoding refuses to start in a root holding a log of the other.
 Our writer takes the root's encoding (issue 32), so a ``dsh-todo run`` asking for the other one into DSH's root
@@ -36,8 +36,6 @@ from tests.dsh.runtime import RAW_PATCH, Home, Scratch, Turn, opened, projection
 
 pytestmark = pytest.mark.slow  # the module's sessions cost several dsh turns of 1.3-1.7 s each
 
-NEEDS_V4_WRITING = pytest.mark.xfail(strict=True, reason="needs v4 writing (issue 32)")
-NEEDS_ONE_ENCODING = pytest.mark.xfail(strict=True, reason="needs one encoding per root (issue 32)")
 
 PLANNED = [{"content": "read the code", "status": "completed"},
            {"content": "write the fix", "status": "in_progress"},
@@ -102,13 +100,11 @@ def _step_request(model: FakeModel, prompt: str) -> dict[str, Any]:
     return found[0]
 
 
-@NEEDS_V4_WRITING
 def test_dsh_resumes_our_session(written: Written) -> None:
     assert written.turn.returncode == 0, written.turn.describe()
     assert written.turn.session_id == written.session_id
 
 
-@NEEDS_V4_WRITING
 def test_dsh_sends_the_model_our_history(written: Written) -> None:
     """Each of our results reaches the model as a ``tool_result`` answering our ``todo_write`` call, with our text
     and the error flag: DSH read our log's ``tool/result`` events, not a placeholder."""
@@ -128,7 +124,6 @@ def test_dsh_sends_the_model_our_history(written: Written) -> None:
                                                           for reply in REPLIES[:2]]
 
 
-@NEEDS_V4_WRITING
 def test_dsh_plan_of_our_session_is_our_last_write(written: Written) -> None:
     assert written.opened_error is None, f"DSH could not open our session: {written.opened_error}"
     last = [event["data"]["todos"] for event in ours.events(written.home.sessions, written.session_id)
@@ -136,7 +131,6 @@ def test_dsh_plan_of_our_session_is_our_last_write(written: Written) -> None:
     assert projection(written.opened, written.session_id) == PLANNED == last[0]
 
 
-@NEEDS_V4_WRITING
 def test_after_dsh_turn_both_plans_are_cleared(written: Written) -> None:
     assert written.turn.returncode == 0, written.turn.describe()
     assert projection(written.home, written.session_id) is None
@@ -166,20 +160,24 @@ def test_dsh_refuses_a_root_of_two_encodings(dsh: Path, raw_root: Home, model: F
            "use a separate root or select the matching compression mode" in refused.stderr
 
 
-@NEEDS_ONE_ENCODING
 def test_our_raw_request_in_a_zstd_root_leaves_dsh_working(dsh: Path, written: Written, model: FakeModel,
                                                          tmp_path: Path) -> None:
-    """``dsh-todo run --compression none`` into DSH's zstd root writes zstd (the root's), so ``dsh`` (zstd, its
-    default) still starts a session there."""
+    """``dsh-todo run --compression none`` into DSH's zstd root is refused in one line naming the root's encoding
+    (exit 2, nothing written), and ``dsh`` (zstd, its default) still starts a session there."""
     home = written.home.copy(tmp_path / "home")
-    done = ours.run_script(home.sessions, written.cwd, ours.new_session_id(), REPLIES, "ours, raw asked",
+    before = sorted(home.sessions.rglob("*"))
+    session_id = ours.new_session_id()
+    done = ours.run_script(home.sessions, written.cwd, session_id, REPLIES, "ours, raw asked",
                            "--compression", "none")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("dsh-todo run:")]
+    assert len(refusal) == 1 and f'keeps its logs in compression "zstd"' in refusal[0] and '"none"' in refusal[0]
+    assert "Traceback" not in done.stderr
+    assert sorted(home.sessions.rglob("*")) == before
     turn = run_turn(dsh, home, written.cwd, "ONE ENCODING: zstd", model.url)
     assert turn.returncode == 0, turn.describe()
 
 
-@NEEDS_ONE_ENCODING
 def test_our_default_in_a_raw_root_leaves_dsh_working(dsh: Path, raw_root: Home, model: FakeModel,
                                                       tmp_path: Path) -> None:
     """``dsh-todo run`` (zstd by default) into a root where DSH keeps raw logs writes raw, so ``dsh`` configured
