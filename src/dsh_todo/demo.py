@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import shutil
 import sys
 import threading
@@ -28,6 +27,7 @@ from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.jsonutil import dumps
+from dsh_todo.quoting import shell_path, shell_word
 from dsh_todo.runtime import Storage, Telemetry
 from dsh_todo.standard import open_storage
 
@@ -93,10 +93,10 @@ def invocation() -> str:
         here = Path.cwd().resolve()
         if here == project.resolve() or project.resolve() in here.parents:
             return "uv run dsh-todo"
-        return f"uv run --project {shlex.quote(str(project))} dsh-todo"
+        return f"uv run --project {shell_path(project)} dsh-todo"
     if shutil.which("dsh-todo"):
         return "dsh-todo"
-    return f"{shlex.quote(sys.executable)} -m dsh_todo.cli"
+    return f"{shell_word(sys.executable)} -m dsh_todo.cli"
 
 
 def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> list[str]:
@@ -104,10 +104,10 @@ def look_again(storage: Storage, session_id: str, command: str = "dsh-todo") -> 
     run here: :func:`invocation`). The standing plan is empty by then (the second turn's start cleared it), so the
     plan shown is the one the first turn ended with."""
     if storage.database is not None:
-        where = f"--database {shlex.quote(storage.database)}"
+        where = f"--database {shell_word(storage.database)}"
     else:
-        where = f"--root {shlex.quote(str(storage.root))}"
-    session = shlex.quote(session_id)
+        where = f"--root {shell_path(str(storage.root))}"
+    session = shell_word(session_id)
     return [
         "the plan turn 1 ended with (the second turn's start cleared the standing plan):",
         f"  {command} plan {where} {session} --turn 1",

@@ -16,6 +16,7 @@ from dsh_todo.extras import require
 from dsh_todo.harness.errors import ConfigError
 from dsh_todo.harness.errors import StorageError as StorageError
 from dsh_todo.harness.otlp import endpoint
+from dsh_todo.quoting import safe
 
 DEFAULT_ROOT = Path(".dsh-todo") / "sessions"
 
@@ -93,12 +94,12 @@ class Storage(NamedTuple):
         return cls(root=where, compression=compression)
 
     def describe(self) -> str:
-        """Where, for people (never a database password)."""
+        """Where, for people, on one line (never a database password; a root's controls escaped)."""
         if self.database is not None:
             from dsh_todo.harness.persistence.postgres.connection import describe
 
-            return f"sessions in {describe(self.database)}"
-        return f"sessions under {os.path.abspath(self.root or DEFAULT_ROOT)}"
+            return f"sessions in {safe(describe(self.database))}"
+        return f"sessions under {safe(os.path.abspath(self.root or DEFAULT_ROOT))}"
 
     def options(self) -> dict[str, Any]:
         """The :func:`~dsh_todo.standard.composition` keywords that persist here."""

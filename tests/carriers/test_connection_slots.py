@@ -8,6 +8,7 @@ Deadlines everywhere; the idle sockets are closed when each test ends.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import socket
@@ -176,3 +177,61 @@ def test_the_readme_states_the_open_session_cap_of_mcp_http_at_1024_files() -> N
     assert 2 * sessions + connections + reserve <= SERVER_FD_LIMIT
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"{sessions} at the usual 1,024" in readme
+
+
+def raw_request(kind: str, port: int) -> bytes:
+    """A complete ``POST`` in bytes: ``session.list`` for the board, ``initialize`` for the MCP server."""
+    if kind == "mcp":
+        path, extra = "/mcp", b"Accept: application/json, text/event-stream\r\n"
+        body = json.dumps(INITIALIZE).encode()
+    else:
+        path, extra = "/api/session.list", b""
+        body = b'{"type":"client-request","rpcId":"r","method":"session.list","payload":{}}'
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n%s"
+            b"Content-Length: %d\r\n\r\n%s" % (path.encode(), port, extra, len(body), body))
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout bounds each read)."""
+    chunks: list[bytes] = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize("kind", ["web", "mcp"])
+def test_a_client_that_half_closes_after_its_request_gets_the_whole_answer(kind: str, tmp_path: Path) -> None:
+    """Repro (issue 34 item 7): a client that sends its whole request and then shuts down its sending side (HTTP
+    allows it: ``shutdown(SHUT_WR)``, ``curl`` over a half-closing proxy) got 0 bytes from ``POST
+    /api/session.list`` and ``POST /mcp``: the end of its input closed the connection before the answer. Now the
+    answer arrives whole, then the server closes the connection (no further request can come)."""
+    if kind == "mcp":
+        pytest.importorskip("mcp")
+    with server(kind, tmp_path) as (process, url, err):
+        port = urlsplit(url).port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S - 1) as sock:
+            sock.sendall(raw_request(kind, port))
+            sock.shutdown(socket.SHUT_WR)
+            answer = read_to_end(sock)  # closed by the server before the request timeout, or the read times out
+        assert process.poll() is None
+        text = err.read_text(errors="replace")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 "), answer[:500]
+    if kind == "mcp":
+        assert b'"serverInfo"' in body, answer[:500]
+    else:
+        assert json.loads(body)["rpcId"] == "r", answer[:500]
+    assert "Traceback" not in text
+
+
+def test_a_client_that_half_closes_before_its_request_is_complete_is_closed(tmp_path: Path) -> None:
+    """A half-close with the request unfinished (a head, part of its body): nothing more can come, so the connection
+    is closed at once, without an answer and without waiting out the request timeout."""
+    with server("web", tmp_path) as (_process, url, _err):
+        port = urlsplit(url).port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S - 1) as sock:
+            sock.sendall(raw_request("web", port)[:-5])
+            sock.shutdown(socket.SHUT_WR)
+            assert read_to_end(sock) == b""

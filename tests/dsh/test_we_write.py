@@ -171,7 +171,7 @@ def test_our_raw_request_in_a_zstd_root_leaves_dsh_working(dsh: Path, written: W
                            "--compression", "none")
     assert done.returncode == 2, done.stderr
     refusal = [line for line in done.stderr.splitlines() if line.startswith("dsh-todo run:")]
-    assert len(refusal) == 1 and f'keeps its logs in compression "zstd"' in refusal[0] and '"none"' in refusal[0]
+    assert len(refusal) == 1 and 'keeps its logs in compression "zstd"' in refusal[0] and '"none"' in refusal[0]
     assert "Traceback" not in done.stderr
     assert sorted(home.sessions.rglob("*")) == before
     turn = run_turn(dsh, home, written.cwd, "ONE ENCODING: zstd", model.url)

@@ -29,6 +29,7 @@ import logging
 import resource
 from typing import TYPE_CHECKING, Any, Final
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -175,8 +176,12 @@ class ConnectionSlots:
         return True
 
     def wait(self, connection: _Connection) -> None:
-        """``connection`` has no request in progress: it has :attr:`timeout` seconds to complete one."""
+        """``connection`` has no request in progress: it has :attr:`timeout` seconds to complete one (none, when the
+        client has shut down its sending side: it is closed now, its answer sent)."""
         if connection not in self.open:
+            return
+        if connection.half_closed:
+            connection.close()
             return
         self.waiting.pop(connection, None)
         self.waiting[connection] = None
@@ -208,6 +213,8 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.BaseTransport | None = None
         self.admitted = False
         self.timer: asyncio.TimerHandle | None = None
+        self.half_closed = False
+        """The client sent a whole request, then shut down its sending side: close once it is answered."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -228,9 +235,16 @@ class _Connection(asyncio.Protocol):
         finally:
             _SERVING.reset(token)
 
-    def eof_received(self) -> None:
-        if self.admitted:
-            self.inner.eof_received()
+    def eof_received(self) -> bool:
+        """The client shut down its sending side. With its request complete it may still read (HTTP allows the
+        half-close): the connection stays open for the answer and closes once it is sent (:meth:`ConnectionSlots.wait`).
+        Otherwise nothing more can come; returning ``False`` lets asyncio close the connection. uvicorn's own protocol
+        returns ``None`` either way, so a half-closed client got nothing."""
+        if not self.admitted:
+            return False
+        self.inner.eof_received()
+        self.half_closed = self.inner.conn.their_state is h11.DONE and self.inner.conn.our_state is not h11.DONE
+        return self.half_closed
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._slots.leave(self)

@@ -7,26 +7,14 @@ rich markup.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh_todo.harness.tool_results import answers
+from dsh_todo.quoting import safe as safe  # the one rule for text in a message (re-exported for the commands)
 
 GLYPHS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-"""Characters a terminal would obey or cannot print: C0/C1 controls (escape sequences, newlines), line separators,
-bidirectional overrides (which can make text read as something else), and lone surrogates (valid JSON escapes the
-tool accepts, as the reference does, but not encodable as UTF-8)."""
-
-
-def safe(text: object) -> str:
-    """Model-written text (or a session id) for a terminal: controls shown as escapes, not obeyed; lone surrogates
-    escaped, so printing never fails."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", str(text))
 
 
 STRIP_SEPARATOR = "\u2002·\u2002"

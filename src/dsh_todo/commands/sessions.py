@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 from typing import Any
 
 from dsh_todo.carriers.terminal import progress_label, safe
@@ -13,6 +12,7 @@ from dsh_todo.commands.options import add_storage_options
 from dsh_todo.commands.reading import backend_of, close
 from dsh_todo.harness.errors import CommandError
 from dsh_todo.logview import list_sessions
+from dsh_todo.quoting import shell_path
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def plan_label(view: Any) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     if args.root_arg is not None:
-        raise CommandError(f"give the root as an option: dsh-todo sessions --root {shlex.quote(args.root_arg)}")
+        raise CommandError(f"give the root as an option: dsh-todo sessions --root {shell_path(args.root_arg)}")
     reading = backend_of(args)
     backend = reading["backend"]
     try:

@@ -7,6 +7,7 @@ import sys
 
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_storage_options, add_telemetry_option, check_port, storage_of, telemetry_of
+from dsh_todo.quoting import safe
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     telemetry = telemetry_of(args)
     port = check_port(args.port)
     if storage.root is not None and not storage.root.exists():  # a typo would look like a root without sessions
-        print(f"dsh-todo web: the session root {storage.root} does not exist yet; its sessions will show once "
+        print(f"dsh-todo web: the session root {safe(storage.root)} does not exist yet; its sessions will show once "
               "something writes there", file=sys.stderr, flush=True)
     return run_web(storage, host=args.host, port=port, token=args.token, telemetry=telemetry)
 

@@ -476,12 +476,16 @@ class Written:
 
     def __init__(self) -> None:
         self.lines: list[dict[str, Any]] = []
+        self.lost = False
 
     def write(self, data: bytes) -> None:
         self.lines += [json.loads(line) for line in data.splitlines()]
 
     async def drain(self) -> None:
         pass
+
+    async def closed(self) -> None:
+        await asyncio.Event().wait()  # never lost
 
 
 async def test_a_line_longer_than_the_limit_is_refused_as_it_arrives_under_its_id() -> None:

@@ -197,3 +197,69 @@ def test_a_full_disk_while_taking_the_lock_leaves_no_lock_behind(tmp_path: Path)
         assert again.value.errno == errno.ENOSPC
         (disk / "filler").unlink()
         store.create({"id": "t", "createdAt": 1}).close()
+
+
+FOREIGN_HOLDER = textwrap.dedent("""
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("locked", flush=True)
+    sys.stdin.read()
+""")
+
+
+@contextmanager
+def bare_holder(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the ``flock`` on ``path`` without writing its pid there: one caught between its
+    lock and its pid's write, or a program other than dsh-todo."""
+    proc = subprocess.Popen([sys.executable, "-c", FOREIGN_HOLDER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        yield proc
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+needs_proc_locks = pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="no /proc/locks on this system")
+
+
+@needs_proc_locks
+def test_a_holder_that_wrote_no_pid_is_named_by_the_kernel(tmp_path: Path) -> None:
+    """Repro (issue 34 item 9): a holder whose pid is not in ``session.lock`` (it has just taken the lock, or it is not
+    dsh-todo) was refused as ``already open for writing by another process``, though the README says a refusal
+    names the holder. ``/proc/locks`` names it."""
+    path = tmp_path / "session.lock"
+    with bare_holder(path) as proc, pytest.raises(SessionLockedError) as caught:
+        WriterLock.acquire(path, "s")
+    assert caught.value.holder_pid == proc.pid
+    assert str(caught.value) == (f'session "s" is already open for writing by process {proc.pid} (lock: {path}); '
+                                 "a session log takes one writer at a time")
+
+
+@needs_proc_locks
+def test_a_stale_pid_in_the_lock_file_is_not_taken_for_the_holder(tmp_path: Path) -> None:
+    """A crashed writer's pid stays in ``session.lock``; the next holder takes the lock before it writes its own.
+    A rival refused in between named the dead process; now it names the live holder."""
+    path = tmp_path / "session.lock"
+    path.write_text("4194999\n")  # above any pid_max: a process that is gone
+    with bare_holder(path) as proc, pytest.raises(SessionLockedError) as caught:
+        WriterLock.probe(path, "s")
+    assert caught.value.holder_pid == proc.pid
+
+
+def test_a_holder_nothing_names_is_refused_saying_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel cannot be asked (no ``/proc/locks``: not Linux) and the lock file holds no pid, the refusal
+    says so instead of a bare "another process"."""
+    from dsh_todo.harness.persistence.jsonl import lock
+
+    monkeypatch.setattr(lock, "PROC_LOCKS", str(tmp_path / "no-proc-locks"))
+    path = tmp_path / "session.lock"
+    with bare_holder(path), pytest.raises(SessionLockedError) as caught:
+        WriterLock.acquire(path, "s")
+    assert caught.value.holder_pid is None
+    assert str(caught.value) == (
+        'session "s" is already open for writing by another process, unnamed: its pid is not in the lock file and '
+        f"this system has no /proc/locks (lock: {path}); a session log takes one writer at a time")

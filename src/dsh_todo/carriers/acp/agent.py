@@ -12,6 +12,13 @@ Cancellation follows the loop's own checkpoints: ``session/cancel`` flips the tu
 yet dispatched answers ``Error: tool call aborted before dispatch``, and the turn ends ``aborted`` (stop reason
 ``cancelled``). A model request already in flight is awaited first; the loop has no way to interrupt it. A prompt
 whose task is cancelled outright (the connection went away) still answers its running call and ends ``aborted``.
+
+The SDK runs every request in a task of its own, at once, so a ``session/prompt`` sent right after a
+``session/load`` (a client reading its requests from a file cannot wait for the answer) would find the session not
+loaded yet. Requests naming a session are therefore taken in the order they arrive: a load holds the session's
+:class:`asyncio.Lock` until it is answered, and a prompt takes it to find and claim the session (not for its
+whole turn: a second prompt meanwhile is refused, as before). The SDK starts the tasks in arrival order, and each
+reaches the lock before its first suspension, so the lock's queue is the arrival order.
 """
 
 from __future__ import annotations
@@ -111,6 +118,7 @@ class TodoAgent:
         self._agents: dict[str, Agent] = {}
         self._feeds: dict[str, UpdateFeed] = {}
         self._running: dict[str, AbortSignal] = {}
+        self._order: dict[str, asyncio.Lock] = {}
 
     # -- connection -----------------------------------------------------------------------------------------
 
@@ -118,10 +126,14 @@ class TodoAgent:
         self._client = conn
 
     async def _send(self, session_id: str, update: Update) -> None:
+        """Send ``update``; to a client that is gone, nothing (it cannot hear it, and the work goes on)."""
         if self._client is None:
             return
         model = SessionNotification.model_validate({"sessionId": session_id, "update": update})
-        await self._client.session_update(session_id=session_id, update=model.update)
+        try:
+            await self._client.session_update(session_id=session_id, update=model.update)
+        except ConnectionError:
+            log.debug("session/update to a closed connection dropped")
 
     # -- protocol methods -----------------------------------------------------------------------------------
 
@@ -144,6 +156,10 @@ class TodoAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            additional_directories: Any = None, **kwargs: Any) -> LoadSessionResponse:
+        async with self._in_order(session_id):
+            return await self._load(session_id)
+
+    async def _load(self, session_id: str) -> LoadSessionResponse:
         if session_id in self._running:
             raise RequestError.invalid_request({"details": f'session "{session_id}" has a prompt running'})
         persistence = self.ctx.get("session_persistence")
@@ -163,13 +179,14 @@ class TodoAgent:
         return LoadSessionResponse()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        agent = self._agents.get(session_id)
-        if agent is None:
-            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session"})
-        if session_id in self._running:
-            raise RequestError.invalid_request({"details": f'session "{session_id}" already has a prompt running'})
-        signal = AbortSignal()
-        self._running[session_id] = signal
+        async with self._in_order(session_id):  # after a load of this session sent before
+            agent = self._agents.get(session_id)
+            if agent is None:
+                raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session"})
+            if session_id in self._running:
+                raise RequestError.invalid_request({"details": f'session "{session_id}" already has a prompt running'})
+            signal = AbortSignal()
+            self._running[session_id] = signal
         feed = self._feeds[session_id]
         queue: asyncio.Queue[Update | None] = asyncio.Queue()
 
@@ -196,6 +213,10 @@ class TodoAgent:
 
     # -- internals ------------------------------------------------------------------------------------------
 
+    def _in_order(self, session_id: str) -> asyncio.Lock:
+        """The lock that keeps the requests naming ``session_id`` in arrival order (see the module's docstring)."""
+        return self._order.setdefault(session_id, asyncio.Lock())
+
     def _adopt(self, session: Session, feed: UpdateFeed) -> None:
         self._agents[session.id] = Agent(session.id, session)
         self._feeds[session.id] = feed
@@ -205,8 +226,8 @@ class TodoAgent:
         while (update := await queue.get()) is not None:
             try:
                 await self._send(session_id, update)
-            except Exception:
-                log.warning("session/update to the client failed", exc_info=True)
+            except Exception as exc:
+                log.warning("session/update to the client failed: %s", exc, exc_info=log.isEnabledFor(logging.DEBUG))
 
 
 async def serve_stdio(ctx: Context, model: Model) -> None:

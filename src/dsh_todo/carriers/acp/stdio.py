@@ -8,8 +8,8 @@ epoll accepts it (flow control, no thread) and a plain blocking fallback when it
 stdin (regular files and ``/dev/null`` never block for long, and end), direct writes for stdout. Either way the end
 of stdin reaches the connection as EOF, so the agent exits when its input ends.
 
-Stdout is :class:`Stdout`, an object of ours with the two methods
-:class:`~dsh_todo.carriers.acp.lines.LineTransport` calls (``write``, ``drain``), not an ``asyncio.StreamWriter``:
+Stdout is :class:`Stdout`, an object of ours with what :class:`~dsh_todo.carriers.acp.lines.LineTransport` calls
+(``write``, ``drain``, and ``lost``/``closed`` while it drains at the end of input), not an ``asyncio.StreamWriter``:
 a ``StreamWriter`` over a transport of our own needs a protocol with asyncio's private ``_drain_helper`` and
 ``_get_close_waiter``, which any Python release may change (decision 0028). :class:`Stdout` is the write pipe's
 protocol itself, told of a full pipe by the public ``pause_writing``/``resume_writing`` callbacks; its buffer limit
@@ -17,8 +17,9 @@ is zero, so ``drain`` returns once everything written is in the operating system
 just before the end of input is not left in a buffer the process drops at exit.
 
 A client that closes our stdout cannot hear the agent any more: it has left, as one that closes stdin has. So the
-loss of stdout (``EPIPE``, the reader hanging up) ends the input too, the connection ends as at EOF (a prompt in
-progress ends ``aborted``, flushed), and the process exits 0 without a traceback; nothing is written after the loss.
+loss of stdout (``EPIPE``, the reader hanging up) ends the input too, and the connection ends at once, with no
+wait for answers nobody can read (a prompt in progress ends ``aborted``, flushed); the process exits 0 without a
+traceback; nothing is written after the loss.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Stdout(asyncio.Protocol):
         self._transport: asyncio.WriteTransport | None = None
         self._writable = asyncio.Event()
         self._writable.set()
+        self._gone = asyncio.Event()
         self.lost = False
         """Stdout went away: what is written from now on is dropped."""
 
@@ -79,6 +81,10 @@ class Stdout(asyncio.Protocol):
         """Wait until everything written is in the operating system's hands, or stdout is gone (never raises)."""
         await self._writable.wait()
 
+    async def closed(self) -> None:
+        """Return once stdout is lost."""
+        await self._gone.wait()
+
     # -- the pipe transport's protocol (public asyncio callbacks) -------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -100,6 +106,7 @@ class Stdout(asyncio.Protocol):
         if not self.lost:
             self.lost = True
             self._writable.set()
+            self._gone.set()
             self._on_lost()
 
 

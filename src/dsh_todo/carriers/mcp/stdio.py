@@ -31,6 +31,7 @@ from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
 from dsh_todo.carriers.stopping import STOP_SIGNALS, STOPPING
 from dsh_todo.harness.errors import ListenError
+from dsh_todo.quoting import safe, shell_path, shell_word
 from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
@@ -144,6 +145,6 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
 def _announce(storage: Storage, session: CallSession) -> None:
     """Say once, on stderr, where a connection's session is and the command that shows it: MCP clients show their
     models the tool's text, not the result's ``_meta``, so this line is how a person finds the session."""
-    where = f"--root {os.path.abspath(storage.root)} " if storage.root is not None else ""
-    print(f"dsh-todo mcp: session {session.session_id} ({storage.describe()}); "
-          f"show its plan: dsh-todo plan {where}{session.session_id}", file=sys.stderr, flush=True)
+    where = f"--root {shell_path(os.path.abspath(storage.root))} " if storage.root is not None else ""
+    print(f"dsh-todo mcp: session {safe(session.session_id)} ({storage.describe()}); "
+          f"show its plan: dsh-todo plan {where}{shell_word(session.session_id)}", file=sys.stderr, flush=True)
