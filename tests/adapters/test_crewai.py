@@ -85,7 +85,7 @@ def drive(python: Path, mode: str, tmp_path: Path, *, raw: dict[str, str] = RAW,
     scenario = {"raw": raw, "steps": steps, "final": FINAL_TEXT}
     done = run_in(python, [str(DRIVER), mode, str(root), json.dumps(scenario)], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    [log] = list(root.rglob("session.jsonl*"))
+    [log] = list(root.rglob("session*.jsonl*"))
     return json.loads(done.stdout), read_session(log)
 
 

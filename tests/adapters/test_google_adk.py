@@ -272,7 +272,7 @@ async def test_the_plan_survives_a_restart_and_dsh_todo_plan_shows_it(tmp_path: 
     root = tmp_path / "sessions"
     with bind_todo(root=root, session="adk-demo", cwd=str(tmp_path)) as todos:
         await invoke(ScriptedLlm(steps=[["c1"], ["c4"]]), todo_write_tool(todos), todos)
-    [log] = list(root.rglob("session.jsonl*"))
+    [log] = list(root.rglob("session*.jsonl*"))
     assert plan_json(log) == CANONICAL
     with bind_todo(root=root, session="adk-demo") as todos:  # a new process would do the same
         assert todos.plan == CANONICAL

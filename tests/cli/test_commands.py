@@ -99,7 +99,7 @@ def test_run_with_a_script_persists_and_resumes(tmp_path: Path, capsys: pytest.C
                  "--single-active"]) == 0
     out = capsys.readouterr().out
     assert "Error: invalid todos: at most one task may be in_progress (got 2)" in out
-    log = next(root.glob("*/s1/session.jsonl.zstd"))
+    log = next(root.glob("*/s1/session.v4.jsonl.zstd"))
     assert main(["plan", "--json", str(log)]) == 0
     assert json.loads(capsys.readouterr().out) is None
     assert main(["run", "again", "--script", str(script), "--root", str(root), "--session", "s1"]) == 0
@@ -135,7 +135,7 @@ def test_watch_prints_one_line_per_plan_change(tmp_path: Path, capsys: pytest.Ca
     session = ctx.sessions.create("w", cwd="/w")
     session.append("turn/start", {"turn": 1})
     ctx.session_persistence.flush()
-    log = next(tmp_path.glob("*/w/session.jsonl.zstd"))
+    log = next(tmp_path.glob("*/w/session.v4.jsonl.zstd"))
 
     def write() -> None:
         import asyncio
@@ -163,5 +163,5 @@ def test_demo_runs_as_a_real_command(tmp_path: Path) -> None:
     assert "Error: invalid todos: duplicate content \"Document the limits\"" in out
     assert "plan: 2 completed · 2 in progress · 1 pending" in out
     assert "plan: none" in out
-    log = next(tmp_path.glob("*/*/session.jsonl.zstd"))
+    log = next(tmp_path.glob("*/*/session.v4.jsonl.zstd"))
     assert f"session log (DSH format): {log}" in out

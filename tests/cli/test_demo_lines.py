@@ -98,7 +98,7 @@ def test_plan_of_a_turn_that_is_not_there(tmp_path: Path, capsys: pytest.Capture
     from dsh_todo.cli import main
 
     demo(tmp_path, tmp_path / "root")
-    (log,) = (tmp_path / "root").glob("*/*/session.jsonl.zstd")
+    (log,) = (tmp_path / "root").glob("*/*/session.v4.jsonl.zstd")
     assert main(["plan", str(log), "--turn", "3"]) == 2
     assert capsys.readouterr().err.splitlines() == ["dsh-todo plan: the session has no turn 3 (its turns: 1, 2)"]
     assert main(["plan", str(log), "--turn", "2", "--json"]) == 0

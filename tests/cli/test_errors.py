@@ -105,7 +105,7 @@ def test_watch_of_a_log_deleted_while_watching(tmp_path: Path, script: Path,
     (the log may come back), with no traceback."""
     root = tmp_path / "root"
     assert main(["run", "--root", str(root), "--script", str(script), "--session", "s1", "hi"]) == 0
-    log = next(root.rglob("session.jsonl*"))
+    log = next(root.rglob("session*.jsonl*"))
     capsys.readouterr()
     timer = threading.Timer(0.3, lambda: [p.unlink() for p in log.parent.iterdir()])
     timer.start()

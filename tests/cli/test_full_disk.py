@@ -50,7 +50,7 @@ def dsh_todo(argv: Sequence[str], cwd: Path, *, limit: int | None = None, stdin:
 
 
 def log_size(root: Path) -> int:
-    [log] = list(root.rglob("session.jsonl"))
+    [log] = list(root.rglob("session.v4.jsonl"))
     return log.stat().st_size
 
 

@@ -55,7 +55,7 @@ def test_plan_latest_reads_the_most_recently_written_session(root: Path, capsys:
     typed; there was no way to say "the session that was just written"."""
     code, out, err = run(capsys, "plan", "--latest", "--root", str(root))
     assert (code, out) == (0, "To-dos: 1 in progress\n  [>] newest\n")
-    log = next(root.glob("*/c/session.jsonl*"))
+    log = next(root.glob("*/c/session*.jsonl*"))
     assert err == f"dsh-todo plan: the latest session is c ({log})\n"
 
 
@@ -90,7 +90,7 @@ def test_watch_latest_follows_the_most_recently_written_session(root: Path,
     code, out, err = run(capsys, "watch", "--latest", "--project", "/srv/b", "--root", str(root), "--seconds",
                          "0.3", "--interval", "0.05")
     assert (code, out) == (0, "plan: 1 in progress | now: in b\n")
-    assert err == f"dsh-todo watch: the latest session is b ({next(root.glob('*/b/session.jsonl*'))})\n"
+    assert err == f"dsh-todo watch: the latest session is b ({next(root.glob('*/b/session*.jsonl*'))})\n"
 
 
 def test_the_root_is_listed_once(root: Path, capsys: pytest.CaptureFixture[str],
@@ -107,7 +107,7 @@ def test_the_root_is_listed_once(root: Path, capsys: pytest.CaptureFixture[str],
         return header(path)
 
     monkeypatch.setattr(reader, "_header", counted)
-    log = next(root.glob("*/c/session.jsonl*"))
+    log = next(root.glob("*/c/session*.jsonl*"))
     assert run(capsys, "plan", str(log))[0] == 0
     by_path = len(reads)
     reads.clear()

@@ -52,7 +52,7 @@ def loaded_by_plan(*argv: str) -> tuple[int, set[str]]:
 def demo_log(root: Path, compression: str, capsys: pytest.CaptureFixture[str]) -> Path:
     assert main(["demo", "--root", str(root), "--compression", compression]) == 0
     capsys.readouterr()
-    return next(root.glob("*/*/session.jsonl*"))
+    return next(root.glob("*/*/session*.jsonl*"))
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])

@@ -105,7 +105,7 @@ def finished(process: subprocess.Popen[bytes]) -> tuple[int, str]:
 def ended(root: Path, reason: dict[str, Any]) -> None:
     """The only session under ``root``, read as every command reads it: stored as closed (no recovery), no writer
     alive, its last event the turn's end with ``reason``."""
-    [log] = list(root.rglob("session.jsonl*"))
+    [log] = list(root.rglob("session*.jsonl*"))
     view = read_session(log.parent)
     assert view.health.ok, view.health.describe()
     assert view.closers == 0 and not view.live

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.cli import main
+from dsh_todo.harness.persistence.jsonl.paths import project_key
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import Storage, StorageError
 
@@ -56,7 +57,7 @@ def test_demo_writes_under_the_default_root_and_prints_how_to_look_again(tmp_pat
     root = tmp_path / "sessions"
     proc = cli("demo", cwd=tmp_path, env=clean_env(DSH_TODO_ROOT=str(root)))
     assert proc.returncode == 0, proc.stderr
-    [log] = list(root.glob("*/*/session.jsonl.zstd"))
+    [log] = list(root.glob("*/*/session.v4.jsonl.zstd"))
     session_id = log.parent.name
     last = proc.stdout.rstrip("\n").splitlines()[-7:]
     assert last[0] == "look at it again:"  # the lines themselves: tests/cli/test_demo_lines.py
@@ -67,7 +68,9 @@ def test_demo_writes_under_the_default_root_and_prints_how_to_look_again(tmp_pat
 
 def test_run_resumes_a_raw_log_under_a_zstd_configured_root(tmp_path: Path) -> None:
     """Repro before the fix: a root of raw ``.jsonl`` logs made ``run`` (zstd by default) fail with "select the
-    matching compression mode", an option no command had."""
+    matching compression mode", an option no command had. Since DSH 0.2, a new session also takes the root's
+    encoding, and a conflicting ``--compression`` is refused in one line naming the root's (DSH refuses to work in
+    a root of two encodings)."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     root = tmp_path / "root"
@@ -76,10 +79,19 @@ def test_run_resumes_a_raw_log_under_a_zstd_configured_root(tmp_path: Path) -> N
     assert first.returncode == 0, first.stderr
     again = cli("run", "again", "--script", str(script), "--root", str(root), "--session", "s", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert [p.name for p in root.glob("*/*/session*")] == ["session.jsonl"]  # the log kept its encoding
+    assert [p.name for p in root.glob("*/*/session*")] == ["session.v4.jsonl"]  # the log kept its encoding
     fresh = cli("run", "new", "--script", str(script), "--root", str(root), "--session", "t", cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr
-    assert sorted(p.name for p in root.glob("*/*/session.jsonl*")) == ["session.jsonl", "session.jsonl.zstd"]
+    # A new session takes the root's encoding, as DSH keeps one encoding per root.
+    assert sorted(p.name for p in root.glob("*/*/session*.jsonl*")) == ["session.v4.jsonl", "session.v4.jsonl"]
+    refused = cli("run", "zstd", "--script", str(script), "--root", str(root), "--session", "u", "--compression",
+                  "zstd", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.endswith(
+        f'dsh-todo run: the session root {root} keeps its logs in compression "none" (session.v4.jsonl in '
+        f'{root / project_key(str(tmp_path)) / "s"}), not "zstd": DeepSeek Harness keeps one encoding per root, so '
+        'use compression "none" there or another root\n')
+    assert not list(root.glob("*/u"))
 
 
 # -- --database on every front door ---------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def call_line(request_id: int, arguments: bytes = TODO) -> bytes:
 
 def last_turn_end(root: Path) -> dict[str, Any]:
     """The only session under ``root``, read back: its last event must be the turn's end."""
-    [log] = list(root.rglob("session.jsonl*"))
+    [log] = list(root.rglob("session*.jsonl*"))
     ctx = open_runtime(root)
     try:
         stored = ctx.session_persistence.read(log.parent.name)
@@ -204,7 +204,7 @@ def test_ctrl_c_in_a_terminal_ends_it_cleanly(tmp_path: Path, attempt: int) -> N
         for line in (initialize, call_line(1).decode()):
             subprocess.run([*tmux, "send-keys", "-t", "0", "-l", line], check=True, timeout=30)
             subprocess.run([*tmux, "send-keys", "-t", "0", "Enter"], check=True, timeout=30)
-        while not list(root.rglob("session.jsonl*")):
+        while not list(root.rglob("session*.jsonl*")):
             assert time.monotonic() < deadline, "the call was not logged"
             time.sleep(0.05)
         time.sleep(0.1)
