@@ -28,8 +28,8 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from dsh_todo.harness.telemetry.collector import SDK_LOGGERS, Watch  # noqa: E402
-from tests.cli.test_telemetry import SCRIPT, environment  # noqa: E402
+from dsh_todo.harness.telemetry.collector import SDK_LOGGERS, Watch
+from tests.cli.test_telemetry import SCRIPT, environment
 
 PROMPT_S = 25
 """The subprocess's deadline: a run that waited on the collector (retries over minutes, a 10-minute bound) fails it."""
@@ -118,7 +118,8 @@ def test_a_collector_answering_500_is_said_once_and_not_waited_for(tmp_path: Pat
 def test_a_collector_that_never_answers_costs_the_bound_the_variable_sets(tmp_path: Path, blackhole: str) -> None:
     """The export in flight at exit waits for an answer that never comes: the drain gives up at the bound set by
     the variable (1 s, where the export itself may take 10 minutes), says so once, and the process ends."""
-    lines = run(tmp_path, blackhole, DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS="1000", OTEL_EXPORTER_OTLP_TIMEOUT="600")
+    lines = run(tmp_path, blackhole, DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS="1000",
+                OTEL_EXPORTER_OTLP_TIMEOUT="600")
     assert lines == ["session-telemetry-otel: provider shutdown exceeded 1000ms; records still queued are lost"]
 
 
@@ -126,7 +127,8 @@ def test_a_bad_bound_is_refused_in_one_line(tmp_path: Path, refusing: str) -> No
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "dsh_todo.cli", "run", "plan it", "--script", str(script),
-                           "--root", str(tmp_path / "root"), "--telemetry", "full"], capture_output=True, text=True, timeout=PROMPT_S, cwd=tmp_path,
+                           "--root", str(tmp_path / "root"), "--telemetry", "full"],
+                          capture_output=True, text=True, timeout=PROMPT_S, cwd=tmp_path,
                           env=environment(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=refusing,
                                           DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS="soon"),
                           stdin=subprocess.DEVNULL)
