@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.errors import CorruptSessionLogError
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.event_types import LOG_FORMAT_VERSION
@@ -62,40 +63,108 @@ def lossless_data(type: str, value: Any, path: str = "data") -> Any:
         raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
 
 
+ReadBack = Callable[[int, int], Sequence[Event]]
+"""``read_back(start, stop)``: the events with seqs ``start`` to ``stop - 1`` of a session, read from its store."""
+
+
+class Held:
+    """What a session holds of its log in memory, shared with its :class:`EventLog` (which must not refer to the
+    session: the two would form a cycle, and a disposed runtime's sessions would wait for a full collection).
+
+    ``window`` is ``(base, events)``, ``events[0]`` being the event of seq ``base`` (0 unless the session is
+    bounded); it is replaced as a whole when the tail is cut, appended to in place otherwise. ``read_back`` reads the
+    events before it from the session's store."""
+
+    __slots__ = ("read_back", "session_id", "window")
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.window: tuple[int, list[Event]] = (0, [])
+        self.read_back: ReadBack | None = None
+
+
 class EventLog(Sequence[Event]):
-    """A read-only view of a session's events: callers can index and iterate but never change the log."""
+    """A read-only view of a session's events: callers can index and iterate but never change the log.
 
-    __slots__ = ("_events",)
+    Its length is always the session's ``seq`` and ``log[n]`` the event of seq ``n``. A session bounded in memory
+    (:meth:`Session.bound`) holds only a recent tail; the events before it are durable in its store and read back
+    from there when asked for (a whole read per request: for the rare look back, not a hot path). Each operation
+    takes the session's window once (one attribute read), so a reader on another thread sees one consistent log even
+    while the tail is cut.
+    """
 
-    def __init__(self, events: list[Event]) -> None:
-        self._events = events
+    __slots__ = ("_held",)
+
+    def __init__(self, held: Held) -> None:
+        self._held = held
+
+    def _older(self, start: int, stop: int) -> Sequence[Event]:
+        read_back = self._held.read_back
+        if read_back is None:  # (cannot happen: only a bounded session lets go of events)
+            raise IndexError(f"events {start} to {stop - 1} are no longer held in memory")
+        events = read_back(start, stop)
+        if len(events) != stop - start:
+            raise CorruptSessionLogError(f'session "{self._held.session_id}": read back {len(events)} events of seqs '
+                                     f"{start} to {stop - 1} from its store")
+        return [event if isinstance(event, FrozenDict) else freeze_trusted(dict(event)) for event in events]
 
     @overload
     def __getitem__(self, index: int) -> Event: ...
     @overload
     def __getitem__(self, index: slice) -> Sequence[Event]: ...
     def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        base, held = self._held.window
         if isinstance(index, slice):
-            return tuple(self._events[index])
-        return self._events[index]
+            if not base:
+                return tuple(held[index])
+            start, stop, step = index.indices(base + len(held))
+            if step != 1:
+                return tuple(self[seq] for seq in range(start, stop, step))
+            if start >= base:
+                return tuple(held[start - base:stop - base])
+            if stop <= start:
+                return ()
+            return (*self._older(start, min(stop, base)), *held[:max(stop - base, 0)])
+        if index < 0:
+            index += base + len(held)
+        if index >= base:
+            return held[index - base]
+        if index < 0:
+            raise IndexError("session event index out of range")
+        return self._older(index, index + 1)[0]
 
     def __len__(self) -> int:
-        return len(self._events)
+        base, held = self._held.window
+        return base + len(held)
 
     def __iter__(self) -> Iterator[Event]:
-        return iter(self._events)
+        base, held = self._held.window
+        if base:
+            return self._iter_from_store(base, held)
+        return iter(held)
+
+    def _iter_from_store(self, base: int, held: list[Event]) -> Iterator[Event]:
+        yield from self._older(0, base)
+        yield from held
+
+    def __reversed__(self) -> Iterator[Event]:
+        """Backwards from the end, reading the store only when a reader gets past the tail held in memory (one
+        read, not one per event)."""
+        base, held = self._held.window
+        yield from reversed(held)
+        if base:
+            yield from reversed(self._older(0, base))
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, EventLog):
-            return self._events == other._events
         if isinstance(other, Sequence):
-            return list(self._events) == list(other)
+            return len(self) == len(other) and list(self) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"EventLog({len(self._events)} events)"
+        base, held = self._held.window
+        return f"EventLog({base + len(held)} events)"
 
 
 class Session:
@@ -107,8 +176,10 @@ class Session:
             raise ValueError("a session id must be a non-empty string")
         self.id = session_id
         self.header: dict[str, Any] = dict(header or {})
-        self._events: list[Event] = []
-        self.events = EventLog(self._events)
+        self._held = Held(session_id)
+        self._keep = 0
+        self._stored = -1
+        self.events = EventLog(self._held)
         self._store = store
         self._clock = clock
         self._publishing = False
@@ -122,7 +193,31 @@ class Session:
 
     @property
     def seq(self) -> int:
-        return len(self._events)
+        base, held = self._held.window
+        return base + len(held)
+
+    @property
+    def held(self) -> int:
+        """How many events this session holds in memory (its whole log, unless :meth:`bound`)."""
+        return len(self._held.window[1])
+
+    def bound(self, keep: int, read_back: ReadBack) -> None:
+        """Hold about ``keep`` to ``2 * keep`` recent events in memory, no more, once the older ones are stored
+        (:meth:`stored`); ``events`` reads those back with ``read_back`` when asked for them.
+
+        Why: one MCP connection is one session, open for as long as its client runs (days, for an editor), and every
+        call logs five events: a session holding its whole log grew about 5 MiB per 1,000 calls. What the live
+        machinery needs is recent (the projections fold each event as it is logged, the turn writer looks back to
+        the current turn's last boundary), so only the rare whole-log reader pays for the read."""
+        if keep < 1:
+            raise ValueError("a session bound must keep at least one event")
+        self._keep, self._held.read_back = keep, read_back
+
+    def stored(self, through_seq: int) -> None:
+        """The events through seq ``through_seq`` are durable in the store :meth:`bound`'s ``read_back`` reads:
+        a bounded session may let go of them. Safe from any thread (one attribute write)."""
+        if through_seq > self._stored:
+            self._stored = through_seq
 
     @property
     def store(self) -> SessionStore | None:
@@ -183,8 +278,8 @@ class Session:
             write()
             if self.closed:
                 raise SessionAppendError(f'session "{self.id}" is closed')
-        events = self._events
-        event = FrozenDict(type=type, seq=len(events), time=self._clock(), data=frozen)
+        base, events = self._held.window
+        event = FrozenDict(type=type, seq=base + len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
             dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList([int(s) for s in source_event_seqs])))
         if surface_op is not None:
@@ -208,17 +303,27 @@ class Session:
                                     exc_info=True)
         finally:
             self._publishing = False
+        if self._keep and len(events) > 2 * self._keep:
+            self._cut(base, events)
         return event
+
+    def _cut(self, base: int, events: list[Event]) -> None:
+        """Let go of the stored events before the last ``keep``, when that frees at least ``keep`` of them (so the
+        copy of the tail it costs is paid once per ``keep`` appends, not on each while the store lags behind)."""
+        cut = min(self._stored + 1, base + len(events) - self._keep) - base
+        if cut >= self._keep:
+            self._held.window = (base + cut, events[cut:])
 
     def restore(self, events: Iterable[Mapping[str, Any]]) -> None:
         """Seed an empty session with events read from storage (no observers, no listeners: they are history)."""
-        if self._events:
+        if self.seq:
             raise SessionAppendError(f'session "{self.id}" already has events; restore needs an empty log')
+        held = self._held.window[1]
         for expected, event in enumerate(events):
             if event.get("seq") != expected:
                 raise SessionAppendError(f"restored event {expected} has seq {event.get('seq')!r}")
-            self._events.append(event if isinstance(event, FrozenDict) else freeze_trusted(dict(event)))
-        self.first_live_seq = len(self._events)
+            held.append(event if isinstance(event, FrozenDict) else freeze_trusted(dict(event)))
+        self.first_live_seq = len(held)
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r} seq={self.seq}>"

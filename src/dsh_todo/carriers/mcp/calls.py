@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import weakref
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from dsh_todo.carriers.jsonrpc import raw_json
 from dsh_todo.harness.agent import Agent
@@ -33,6 +34,9 @@ from dsh_todo.harness.tools.registry import ToolResult, error_result
 from dsh_todo.harness.turns import Turns
 from dsh_todo.ids import random_call_id, random_uuid
 
+if TYPE_CHECKING:
+    from dsh_todo.harness.persistence.contract import Batch, SessionPersistence
+
 log = logging.getLogger("dsh_todo.mcp")
 
 ABSENT: Any = object()
@@ -40,6 +44,35 @@ ABSENT: Any = object()
 
 SESSION_META_KEY: Final = "dsh-todo/sessionId"
 """``_meta`` key on every call result: the DSH session id its events were written to (``dsh-todo plan`` reads it)."""
+
+
+KEEP_IN_MEMORY: Final = 500
+"""Events a persisted MCP session holds in memory at least, twice as many at most (100 to 200 calls): the rest is
+durable in its log and read back from there by the rare reader that wants the whole log (decision 0037)."""
+
+
+class InMemoryBound:
+    """Bounds the persisted MCP sessions of one server run in memory (:meth:`Session.bound`): one durability
+    listener for all of them, which tells each session how far its log is stored."""
+
+    def __init__(self, persistence: SessionPersistence, keep: int = KEEP_IN_MEMORY) -> None:
+        self.persistence = persistence
+        self.keep = keep
+        self._sessions: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
+        self._stop = persistence.on_written(self._written)
+
+    def add(self, session: Session) -> None:
+        persistence, session_id = self.persistence, session.id
+        session.bound(self.keep, lambda start, stop: persistence.read(session_id).events[start:stop])
+        self._sessions[session_id] = session
+
+    def _written(self, session_id: str, batch: Batch) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.stored(batch.last_seq)
+
+    def close(self) -> None:
+        self._stop()
 
 
 def call_result(result: ToolResult, session_id: str, *, structured: bool = False) -> dict[str, Any]:
@@ -79,9 +112,10 @@ class CallSession:
     """
 
     def __init__(self, ctx: Context, *, cwd: str | None = None, session_id: str | None = None,
-                 on_open: Callable[[CallSession], None] | None = None) -> None:
+                 on_open: Callable[[CallSession], None] | None = None, bound: InMemoryBound | None = None) -> None:
         self.ctx = ctx
         self.on_open = on_open
+        self.bound = bound
         self.cwd = cwd if cwd is not None else os.getcwd()
         self.session_id = session_id or random_uuid()
         self._turns: Turns | None = None
@@ -96,6 +130,8 @@ class CallSession:
     def _open(self) -> Turns:
         if self._turns is None:
             session = self.ctx.sessions.create(self.session_id, cwd=self.cwd)
+            if self.bound is not None:
+                self.bound.add(session)
             self._turns = Turns.of(self.ctx, Agent(self.session_id, session))
             if self.on_open is not None:
                 self.on_open(self)
@@ -123,6 +159,9 @@ class CallSession:
         self._closed = True
         if self._turns is not None:
             self._turns.close()
+            session = self._turns.session
+            log.debug('MCP session "%s" closed: %d events logged, %d held in memory', session.id, session.seq,
+                      session.held)
 
 
 class Connections:
@@ -135,11 +174,14 @@ class Connections:
         self.ctx = ctx
         self.cwd = cwd if cwd is not None else os.getcwd()
         self.on_session = on_session
+        persistence = ctx.get("session_persistence")
+        self.bound = InMemoryBound(persistence) if persistence is not None else None
+        """A persisted session holds a bounded tail of its log in memory; one in memory only keeps it all."""
         self.default = self._new()
         self.by_id: dict[str, CallSession] = {}
 
     def _new(self) -> CallSession:
-        return CallSession(self.ctx, cwd=self.cwd, on_open=self.on_session)
+        return CallSession(self.ctx, cwd=self.cwd, on_open=self.on_session, bound=self.bound)
 
     def for_key(self, key: str | None) -> tuple[CallSession, bool]:
         """The session for one HTTP MCP session id (``None``: the connection's own), and whether this made it."""
@@ -162,5 +204,9 @@ class Connections:
         return [self.default, *self.by_id.values()]
 
     def close(self) -> None:
-        for session in self.all():
-            session.close()
+        try:
+            for session in self.all():
+                session.close()
+        finally:
+            if self.bound is not None:
+                self.bound.close()

@@ -20,8 +20,10 @@ Config (DSH's names for DSH's settings; the SDK's own names inside its two block
   collector, and neither do we (the SDK would otherwise post to localhost);
 - ``processor``: keyword arguments of the SDK's ``BatchLogRecordProcessor`` (``schedule_delay_millis``,
   ``max_export_batch_size``, ``max_queue_size``, ``export_timeout_millis``);
-- ``shutdownTimeoutMillis`` (3000): how long disposal waits for the SDK to drain. The SDK's shutdown waits for its
-  export thread, which waits on the collector; past this bound disposal goes on and what is still queued is lost;
+- ``shutdownTimeoutMillis`` (``$DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS``, else 3000): how long disposal waits
+  for the SDK to drain. The SDK's shutdown waits for its export thread, which waits on the collector; past this bound
+  disposal goes on and what is still queued is lost. A collector already known not to answer is not waited for at
+  all (:mod:`.collector`);
 - ``spans`` (ours: DSH exports logs only): in ``FULL``, the GenAI spans of :mod:`.spans` go beside the logs through
   a ``TracerProvider`` → ``BatchSpanProcessor`` → the OTLP/HTTP span exporter, whenever a traces endpoint is named
   (``spans.exporter.endpoint``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) and
@@ -75,6 +77,24 @@ DISABLED_FEEDBACK_WARNING: Final = ("session telemetry is DISABLED; nothing will
                                     "remains local")
 NON_CANONICAL_FEEDBACK_WARNING: Final = ("session telemetry ignored a feedback event absent from the canonical "
                                          "session log")
+SHUTDOWN_TIMEOUT_VARIABLE: Final = "DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS"
+"""``shutdownTimeoutMillis`` for a config that does not set it (the front doors' ``--telemetry``): how long an exit
+waits for the SDK to drain. None of the SDK's ``OTEL_*`` variables means that: ``OTEL_EXPORTER_OTLP_TIMEOUT`` bounds
+one export request (the SDK honours it, and it does shorten a drain stuck on a collector that never answers),
+``OTEL_BLRP_EXPORT_TIMEOUT`` / ``OTEL_BSP_EXPORT_TIMEOUT`` one batch's export (the Python SDK reads and ignores
+them), each for one signal."""
+
+
+def _shutdown_timeout_from_environment() -> tuple[object, str]:
+    text = os.environ.get(SHUTDOWN_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_SHUTDOWN_TIMEOUT_MILLIS, "shutdownTimeoutMillis"
+    try:
+        return float(text), SHUTDOWN_TIMEOUT_VARIABLE
+    except ValueError:
+        return text, SHUTDOWN_TIMEOUT_VARIABLE
+
+
 def _http_url(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{name}: {what} must be a non-empty URL string")
@@ -157,10 +177,12 @@ class Config:
                 raise ConfigError(f"{name}: exporter.endpoint is required (the full OTLP logs endpoint), or set "
                                   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
             _http_url(os.environ[found[1]], found[1])
-        timeout = raw.get("shutdownTimeoutMillis", DEFAULT_SHUTDOWN_TIMEOUT_MILLIS)
+        timeout, what = raw.get("shutdownTimeoutMillis"), "shutdownTimeoutMillis"
+        if timeout is None:
+            timeout, what = _shutdown_timeout_from_environment()
         if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
                 or not 0 < timeout <= MAX_SHUTDOWN_TIMEOUT_MILLIS):
-            raise ConfigError(f"{name}: shutdownTimeoutMillis must be a positive finite number no greater than "
+            raise ConfigError(f"{name}: {what} must be a positive finite number no greater than "
                               f"{MAX_SHUTDOWN_TIMEOUT_MILLIS}, got {timeout!r}")
         return cls(mode, exporter, _block(raw, "processor"), timeout, Spans.parse(raw.get("spans")))
 

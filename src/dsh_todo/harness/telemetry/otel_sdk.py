@@ -14,19 +14,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from dsh_todo import __version__
+from dsh_todo.harness.otlp import endpoint
+from dsh_todo.harness.telemetry.collector import Watch, Watched, sdk_log
 from dsh_todo.harness.telemetry.record import TelemetryRecord
 from dsh_todo.harness.telemetry.spans import GenAiSpans
 from dsh_todo.harness.telemetry.user_id import anonymous_user_id
@@ -59,11 +61,14 @@ class OtelBackend:
     only queues it."""
 
     def __init__(self, config: Config) -> None:
-
-
         self.mode = config.mode
         self.shutdown_timeout = config.shutdownTimeoutMillis / 1000
-        exporter = OTLPLogExporter(**_exporter_options(config.exporter))
+        self.watch = Watch()
+        """Whether the collector answers: said once, and what the SDK says of each retry kept to ``--debug``."""
+        logs_url = endpoint("logs", config.exporter.get("endpoint"))
+        exporter = cast(LogRecordExporter, Watched(
+            OTLPLogExporter(**_exporter_options(config.exporter)), logs_url[0] if logs_url else "(the SDK's default)",
+            self.watch, LogRecordExportResult.SUCCESS, LogRecordExportResult.FAILURE))
         resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__,
                                     "user.id": anonymous_user_id()})
         self.provider: LoggerProvider = LoggerProvider(
@@ -75,13 +80,13 @@ class OtelBackend:
         self._loggers = {"ledger": ledger, "ops": ops}
         self.tracer_provider: TracerProvider | None = None
         self.spans: GenAiSpans | None = None
-        if config.spans is not None and config.spans_endpoint() is not None:
-
-
+        spans_url = config.spans_endpoint()
+        if config.spans is not None and spans_url is not None:
             self.tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-            self.tracer_provider.add_span_processor(
-                BatchSpanProcessor(OTLPSpanExporter(**_exporter_options(config.spans.exporter)),
-                                   **config.spans.processor))
+            span_exporter = cast(SpanExporter, Watched(
+                OTLPSpanExporter(**_exporter_options(config.spans.exporter)), spans_url, self.watch,
+                SpanExportResult.SUCCESS, SpanExportResult.FAILURE))
+            self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, **config.spans.processor))
             self.spans = GenAiSpans(self.tracer_provider.get_tracer(LEDGER_SCOPE, __version__))
         self._pending: deque[TelemetryRecord] = deque()
         self._wake = threading.Event()
@@ -102,6 +107,7 @@ class OtelBackend:
         self._pending.append(record)
 
     def _feed(self) -> None:
+        self.watch.adopt()  # the SDK's "queue full, dropping" lines are logged here, one per record
         pending = self._pending
         while not self._closing:
             self._wake.wait(FEED_INTERVAL_S)
@@ -139,6 +145,8 @@ class OtelBackend:
 
         def drain() -> None:
             try:
+                self.watch.adopt()
+                self.watch.close()
                 self._closing = True
                 self._wake.set()
                 self._feeder.join()
@@ -153,8 +161,9 @@ class OtelBackend:
         threading.Thread(target=drain, name="dsh-todo telemetry shutdown", daemon=True).start()
         if finished.wait(self.shutdown_timeout):
             return True
-        log.warning("session-telemetry-otel: provider shutdown exceeded %sms; records still queued are lost",
-                    _millis(self.shutdown_timeout))
+        say = sdk_log.debug if self.watch.down else log.warning  # a collector said to be down needs no second line
+        say("session-telemetry-otel: provider shutdown exceeded %sms; records still queued are lost",
+            _millis(self.shutdown_timeout))
         return False
 
 
