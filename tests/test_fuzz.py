@@ -143,7 +143,7 @@ def test_the_loop_turns_any_raw_arguments_into_a_closed_turn(memory: Context, ra
     turn = list(session.events[start:])
     assert_turns_closed(turn)
     [result] = [event for event in turn if event["type"] == "tool/result"]
-    rejected = result["data"]["message"]["content"][0]["isError"]
+    rejected = result["data"]["message"]["isError"]
     assert todo_writes(memory, session_id) == before + (0 if rejected else 1)
 
 

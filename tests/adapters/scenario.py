@@ -82,7 +82,7 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
         assert types[seq + 1 + len(body)] == "step/end"
         result = events[seq + len(body)]
         assert result["sourceEventSeqs"] == [seq]
-        block = result["data"]["message"]["content"][0]
+        block = result["data"]["message"]
         assert block["toolCallId"] == call_id
         assert block["content"] == [{"type": "text", "text": expected_texts[call_id]}]
         assert block["isError"] is (call_id != "c1")

@@ -224,7 +224,7 @@ async def test_a_cancelled_query_closes_its_turn_aborted_and_keeps_the_plan(todo
     assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
     assert events[-4]["data"]["callId"] == "c5"
     assert events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
-    assert events[-3]["data"]["message"]["content"][0]["content"] == [{"type": "text", "text":
+    assert events[-3]["data"]["message"]["content"] == [{"type": "text", "text":
                                                                        "Error: tool call aborted"}]
     assert events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert kinds.count("turn/start") == kinds.count("turn/end") == 1

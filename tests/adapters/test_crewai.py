@@ -97,7 +97,7 @@ def tool_answers(request: dict[str, Any]) -> dict[str, str]:
 
 def calls_in(events: list[Any]) -> list[tuple[str, str, bool]]:
     """Each logged call: its argument text, the text it was answered and whether that is an error."""
-    results = {e["sourceEventSeqs"][0]: e["data"]["message"]["content"][0] for e in events
+    results = {e["sourceEventSeqs"][0]: e["data"]["message"] for e in events
                if e["type"] == "tool/result"}
     found = []
     for event in events:

@@ -122,7 +122,7 @@ def assert_aborted_after_the_plan(todos: TodoBinding) -> None:
     assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
     assert todos.session.events[-4]["data"]["callId"] == "c5"
     assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
-    [block] = todos.session.events[-3]["data"]["message"]["content"]
+    block = todos.session.events[-3]["data"]["message"]
     assert block["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
     assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert open_turn(todos.session) is None

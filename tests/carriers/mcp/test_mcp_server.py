@@ -92,7 +92,7 @@ def check_step(new_events: Sequence[Any], step: int, arguments: Any, result: Too
     assert tool_call["data"]["arguments"] == raw_argument_text(arguments)
     assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
     assert tool_result["surfaceOp"] == "append"
-    block = tool_result["data"]["message"]["content"][0]
+    block = tool_result["data"]["message"]
     assert block["toolCallId"] == tool_call["data"]["callId"]
     assert plain(block["content"]) == result.content
     assert block["isError"] is result.is_error
@@ -388,7 +388,7 @@ async def test_a_cancelled_call_is_answered_and_leaves_the_turn_and_the_plan_alo
     result = session.events[8]
     assert result["sourceEventSeqs"] == [7]
     assert result["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
-    assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
+    assert result["data"]["message"]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
     assert (await calls.call("todo_write", {"todos": []})).text == (
         "Updated todo list: 0 pending, 0 in progress, 0 completed.")
     assert session.events[-1]["data"] == {"turn": 1, "step": 3}
@@ -445,7 +445,7 @@ async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFac
     assert got.is_error
     assert [block.model_dump(exclude_none=True) for block in got.content] == [
         {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
-    assert session.events[3]["data"]["message"]["content"][0]["content"] == [
+    assert session.events[3]["data"]["message"]["content"] == [
         {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
     assert session.events[-1]["type"] == "turn/end"
 
