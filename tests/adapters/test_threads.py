@@ -40,7 +40,8 @@ def drive(tmp_path: Path, *argv: str) -> dict[str, dict[str, str]]:
         done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO,
                               stdin=subprocess.DEVNULL, preexec_fn=_limit_memory, env={**os.environ})
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the driver did not finish within {RUN_TIMEOUT_S} s (a hang); stderr: {(exc.stderr or b"")[-4000:]!r}")
+        stderr = (exc.stderr or b"")[-4000:]
+        pytest.fail(f"the driver did not finish within {RUN_TIMEOUT_S} s (a hang); stderr: {stderr!r}")
     assert done.returncode == 0, done.stderr[-4000:]
     told: dict[str, dict[str, str]] = json.loads(done.stdout.splitlines()[-1])
     return told
@@ -131,3 +132,19 @@ def test_a_cancelled_sync_langchain_agent_on_its_executor_thread_never_writes_af
         session = f"run{run}"
         assert sorted(told[session]) == [f"r{run}c{call}" for call in range(3)], session
         assert_holds(tmp_path, session, told[session])
+
+
+@pytest.mark.parametrize("framework", ["pydantic-ai", "openai-agents"])
+def test_sync_runs_on_several_threads_share_one_binding(tmp_path: Path, framework: str) -> None:
+    """The same lock in the other adapters' thread mode: each of three threads runs a framework's synchronous run
+    (``Agent.run_sync``, ``Runner.run_sync``), so each runs its calls in an event loop of its own, on one binding.
+    With the binding's ``asyncio.Lock`` a call waiting for another loop's call was never woken (a hang) or refused
+    (``RuntimeError: … bound to a different event loop``)."""
+    module = {"pydantic-ai": "pydantic_ai", "openai-agents": "agents"}[framework]
+    if os.environ.get("CI") != "true" and not __import__("importlib").util.find_spec(module):
+        pytest.skip(f"{framework} is not installed")
+    told = drive(tmp_path, f"{framework}-threads", "3")["threads"]
+    assert sorted(told) == [f"t{run}c{call}" for run in range(3) for call in range(2)]
+    assert all(text.startswith("Updated todo list: ") for text in told.values())
+    events = assert_holds(tmp_path, "threads", told)
+    assert kinds(events).count("todo/write") == 6

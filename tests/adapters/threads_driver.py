@@ -9,6 +9,9 @@ as one JSON object ``{session id: {call id: text}}``. Every session is persisted
   ``N`` parallel ``todo_write`` calls, inside ``todos.turn()``; session ``live``.
 * ``adk-live-cancel ROOT N``: the same, and the task consuming the live run is cancelled while the first call is in
   flight in its pool thread (that call is held there for a while); session ``live``.
+* ``pydantic-ai-threads ROOT T`` / ``openai-agents-threads ROOT T``: ``T`` threads at once, each a framework's
+  synchronous run (``Agent.run_sync``, ``Runner.run_sync``: an event loop per thread) on one binding, two calls each,
+  the first call held a while; session ``threads``.
 * ``langchain-cancel ROOT RUNS SEED``: ``RUNS`` times, a synchronous agent awaited from async code
   (``await RunnableLambda(agent).ainvoke(...)``, LangChain's executor thread) inside ``todos.turn()`` makes three
   calls with 10-item lists and is cancelled at a random moment; the agent's thread is let finish before the binding
@@ -46,17 +49,19 @@ def record_answers(todos: Any, told: Told) -> threading.Event:
     """Record what every call of ``todos`` returned to its caller (by call id, from whatever thread); the event is set
     once a call is running."""
     running = threading.Event()
-    call_value = todos.call_value
     lock = threading.Lock()
 
-    async def recorded(arguments: Any, *, call_id: str | None = None) -> ToolResult:
-        running.set()
-        result: ToolResult = await call_value(arguments, call_id=call_id)
-        with lock:
-            told[str(call_id)] = result.text
-        return result
+    def recording(method: Any) -> Any:
+        async def recorded(arguments: Any, *, call_id: str | None = None) -> ToolResult:
+            running.set()
+            result: ToolResult = await method(arguments, call_id=call_id)
+            with lock:
+                told[str(call_id)] = result.text
+            return result
+        return recorded
 
-    todos.call_value = recorded
+    todos.call = recording(todos.call)
+    todos.call_value = recording(todos.call_value)
     return running
 
 
@@ -222,10 +227,82 @@ def langchain_cancel(root: str, runs: int, seed: int) -> dict[str, Told]:
     return answers
 
 
+# Sync runs on several threads, one binding: each thread runs its own event loop -------------------------------
+
+def sync_runs_on_threads(framework: str, root: str, threads: int) -> dict[str, Told]:
+    """``threads`` threads at once, each a framework's sync run (``run_sync``: an event loop of its own) of two
+    steps with one 10-item call each, on one binding (the bare tool: the calls share the standing turn); the first
+    call is held a while so the others wait for it."""
+    told: Told = {}
+    start = threading.Barrier(threads, timeout=THREAD_TIMEOUT_S)
+    errors: list[BaseException] = []
+
+    def steps(run: int) -> list[tuple[str, str]]:
+        return [(f"t{run}c{call}", json.dumps({"todos": ten_items(run, call)})) for call in range(2)]
+
+    if framework == "pydantic-ai":
+        from pydantic_ai import Agent as PydanticAgent
+        from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+        from dsh_todo.adapters.pydantic_ai import bind_todo as bind, todo_write_toolset
+
+        def run_one(todos: Any, run: int) -> None:
+            script = steps(run)
+
+            def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+                if len(script) == 2:
+                    start.wait()
+                if script:
+                    call_id, raw = script.pop(0)
+                    return ModelResponse(parts=[ToolCallPart("todo_write", raw, tool_call_id=call_id)])
+                return ModelResponse(parts=[TextPart("done")])
+
+            PydanticAgent(FunctionModel(model), toolsets=[todo_write_toolset(todos)]).run_sync("Plan the fix")
+    elif framework == "openai-agents":
+        from agents import Agent as OpenAIAgent
+        from agents import RunConfig, Runner
+        from agents.testing import ScriptedModel, assistant_message, function_call
+
+        from dsh_todo.adapters.openai_agents import bind_todo as bind, todo_write_tool
+
+        def run_one(todos: Any, run: int) -> None:
+            script: list[Any] = [[function_call("todo_write", raw, call_id=cid)] for cid, raw in steps(run)]
+            agent = OpenAIAgent(name="planner", model=ScriptedModel([*script, [assistant_message("done")]]),
+                                tools=[todo_write_tool(todos)])
+            start.wait()
+            Runner.run_sync(agent, "Plan the fix", run_config=RunConfig(tracing_disabled=True))
+    else:
+        raise SystemExit(f"unknown framework: {framework}")
+
+    with bind(root=root, session="threads", cwd=root) as todos:
+        record_answers(todos, told)
+        hold_first_call(todos, 0.3)
+
+        def guarded(run: int) -> None:
+            try:
+                run_one(todos, run)
+            except BaseException as exc:
+                errors.append(exc)
+
+        workers = [threading.Thread(target=guarded, args=(run,), daemon=True) for run in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(THREAD_TIMEOUT_S)
+        if any(worker.is_alive() for worker in workers):
+            raise RuntimeError("a run did not finish (a hang)")
+        if errors:
+            raise errors[0]
+    return {"threads": told}
+
+
 def main(argv: list[str]) -> int:
     mode, root, *rest = argv
     if mode in ("adk-live", "adk-live-cancel"):
         told = adk_live(root, int(rest[0]), cancel=mode == "adk-live-cancel")
+    elif mode in ("pydantic-ai-threads", "openai-agents-threads"):
+        told = sync_runs_on_threads(mode.removesuffix("-threads"), root, int(rest[0]))
     elif mode == "langchain-cancel":
         told = langchain_cancel(root, int(rest[0]), int(rest[1]))
     else:
