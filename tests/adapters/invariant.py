@@ -64,7 +64,8 @@ def assert_calls_inside_their_turns(events: Sequence[Mapping[str, Any]], told: M
     assert turn is None, "the log ends with a turn open"
     assert set(answered) == logged
     for call_id, text in told.items():
-        assert text == answered.get(call_id, ABORTED), f"call {call_id}: told {text!r}, the log says {answered.get(call_id)!r}"
+        logged_text = answered.get(call_id)
+        assert text == answered.get(call_id, ABORTED), f"call {call_id}: told {text!r}, the log says {logged_text!r}"
     assert logged <= set(told), f"calls {sorted(logged - set(told))} were logged but their callers never told"
 
 

@@ -14,14 +14,15 @@ as one JSON object ``{session id: {call id: text}}``. Every session is persisted
   the first call held a while; session ``threads``.
 * ``langchain-cancel ROOT RUNS SEED``: ``RUNS`` times, a synchronous agent awaited from async code
   (``await RunnableLambda(agent).ainvoke(...)``, LangChain's executor thread) inside ``todos.turn()`` makes three
-  calls with 10-item lists and is cancelled at a random moment; the agent's thread is let finish before the binding
-  closes. Sessions ``run0`` … .
+  calls with 10-item lists and is cancelled at a random moment once it runs; the agent's thread is let finish
+  before the binding closes. Sessions ``run0`` … .
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import json
 import random
 import sys
@@ -191,11 +192,12 @@ def langchain_cancel(root: str, runs: int, seed: int) -> dict[str, Told]:
 
     async def one(run: int) -> None:
         told: Told = {}
-        done = threading.Event()
+        started, done = threading.Event(), threading.Event()
         with bind_todo(root=root, session=f"run{run}", cwd=root) as todos:
             tool = todo_write_tool(todos)
 
             def agent(_input: Any) -> str:
+                started.set()
                 try:
                     for call in range(3):
                         call_id = f"r{run}c{call}"
@@ -211,11 +213,15 @@ def langchain_cancel(root: str, runs: int, seed: int) -> dict[str, Told]:
                     await RunnableLambda(agent).ainvoke("Plan the fix")
 
             task = asyncio.ensure_future(turn())
-            await asyncio.sleep(rng.uniform(0, 0.02))
+            # Once the agent runs on its thread (a task cancelled before LangChain hands it over never runs it).
+            if not await asyncio.to_thread(started.wait, THREAD_TIMEOUT_S):
+                raise RuntimeError(f"run {run}: the agent never started")
+            await asyncio.sleep(rng.uniform(0, 0.01))
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             if not await asyncio.to_thread(done.wait, THREAD_TIMEOUT_S):
+                faulthandler.dump_traceback(all_threads=True)
                 raise RuntimeError(f"run {run}: the agent's thread did not finish")
         answers[f"run{run}"] = told
 
@@ -245,7 +251,7 @@ def sync_runs_on_threads(framework: str, root: str, threads: int) -> dict[str, T
         from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-        from dsh_todo.adapters.pydantic_ai import bind_todo as bind, todo_write_toolset
+        from dsh_todo.adapters.pydantic_ai import todo_write_toolset
 
         def run_one(todos: Any, run: int) -> None:
             script = steps(run)
@@ -264,7 +270,7 @@ def sync_runs_on_threads(framework: str, root: str, threads: int) -> dict[str, T
         from agents import RunConfig, Runner
         from agents.testing import ScriptedModel, assistant_message, function_call
 
-        from dsh_todo.adapters.openai_agents import bind_todo as bind, todo_write_tool
+        from dsh_todo.adapters.openai_agents import todo_write_tool
 
         def run_one(todos: Any, run: int) -> None:
             script: list[Any] = [[function_call("todo_write", raw, call_id=cid)] for cid, raw in steps(run)]
@@ -275,7 +281,9 @@ def sync_runs_on_threads(framework: str, root: str, threads: int) -> dict[str, T
     else:
         raise SystemExit(f"unknown framework: {framework}")
 
-    with bind(root=root, session="threads", cwd=root) as todos:
+    from dsh_todo.adapters.common import bind_todo
+
+    with bind_todo(root=root, session="threads", cwd=root) as todos:
         record_answers(todos, told)
         hold_first_call(todos, 0.3)
 
@@ -291,6 +299,7 @@ def sync_runs_on_threads(framework: str, root: str, threads: int) -> dict[str, T
         for worker in workers:
             worker.join(THREAD_TIMEOUT_S)
         if any(worker.is_alive() for worker in workers):
+            faulthandler.dump_traceback(all_threads=True)
             raise RuntimeError("a run did not finish (a hang)")
         if errors:
             raise errors[0]
