@@ -227,8 +227,9 @@ class Turns:
 
         A call still running in the turn (a framework that stopped awaiting its tool task when its run was cancelled)
         is answered ``Error: tool call aborted`` here, so its result stays inside the turn; should its tool finish
-        after all, the log keeps that answer and the caller is told it too. A call in flight on another thread is
-        waited for instead (bounded, :data:`SETTLE_TIMEOUT_S`), and ends inside the turn with its own answer.
+        after all, the log keeps that answer and the caller is told it too (SPEC §13.5: a ``todo/write`` its body
+        logged stays in the log). A call in flight on another thread is waited for instead (bounded,
+        :data:`SETTLE_TIMEOUT_S`), and ends inside the turn with its own answer.
         """
         with self._guard:
             if self._close(reason):
@@ -354,8 +355,9 @@ class Turns:
         finally:
             with self._guard:
                 try:
-                    self._end_own_step(own)
-                    self.flush()
+                    if seq is not None:  # (an opening call closed its step and flushed itself)
+                        self._end_own_step(own)
+                        self.flush()
                 finally:
                     self._leave_call()
 
@@ -515,8 +517,10 @@ class Turns:
 
     def close(self) -> None:
         """The front door is done with the session: its standing turn ends ``completed`` (a run's turn still open
-        ends ``aborted``/``disposed``), then the log is flushed and released and the live session closed."""
+        ends ``aborted``/``disposed``), then the log is flushed and released and the live session closed. Calls
+        still running on other threads are waited for first (as at a turn's end)."""
         with self._guard:
+            self._quiesce()
             if self.owned is not None:
                 self.end(completed() if self.standing else aborted("disposed"))
             if self.persistence is not None:
