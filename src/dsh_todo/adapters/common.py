@@ -25,21 +25,30 @@ the agent loop writes one, ``step/start`` → ``tool/call`` (the raw argument te
 * A call that finds a turn already open (``turn()``, or a host that opened one itself) joins it as the next step.
 
 Calls on one binding are serialised: the tool is ``exclusive`` in DSH (an ordering barrier), and frameworks run
-tool calls concurrently, so their events would otherwise interleave. Async callers share an ``asyncio.Lock`` (one
-event loop); sync callers (LangChain's ``invoke``) share a thread lock and run the call on a private loop. With
-persistence mounted, every call is flushed before its text is returned, so what the model was told is durable.
+tool calls concurrently, so their events would otherwise interleave. Frameworks also run them in more than one
+place: on the run's event loop, on a thread of their own with an event loop of its own (Google ADK's tool thread
+pool, one ``asyncio.run`` per call), or synchronously on a worker thread (LangChain's ``invoke`` on its executor;
+the call then runs on a private loop). So the calls share a :class:`~dsh_todo.adapters.lock.CallLock`, which any
+coroutine on any loop in any thread can wait on without blocking its loop, first come first served.
+
+A run's turn may end while its calls are still on their threads (the run's task was cancelled; a thread cannot be).
+A call already running then ends inside the turn with its real answer (the turn's end waits for it, see
+:class:`~dsh_todo.harness.turns.Turns`); a call made during the run that was still waiting for its predecessors is
+answered ``Error: tool call aborted`` and logged nowhere, as DSH never starts a call of an aborted turn. A call made
+after the turn ended takes a turn as any call outside a run does. With persistence mounted, every call is flushed
+before its text is returned, so what the model was told is durable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsh_todo.adapters.lock import CallLock
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionNotFoundError
@@ -91,8 +100,7 @@ class TodoBinding:
         self.turns = Turns.of(ctx, self.agent)
         """The writer of this binding's turns, steps and calls (shared by every scope and call on the binding)."""
         self._owns_context = owns_context
-        self._lock = asyncio.Lock()
-        self._thread_lock = threading.Lock()
+        self._lock = CallLock()
         self._closed = False
 
     # What the model sees ------------------------------------------------------------------------------------
@@ -139,20 +147,19 @@ class TodoBinding:
 
     def call_sync(self, raw_arguments: str, *, call_id: str | None = None) -> ToolResult:
         """:meth:`call` for sync code."""
-        with self._thread_lock:
-            return _run_coroutine(self.call(raw_arguments, call_id=call_id))
+        return _run_coroutine(self.call(raw_arguments, call_id=call_id))
 
     def call_value_sync(self, arguments: Any, *, call_id: str | None = None) -> ToolResult:
         """:meth:`call_value` for sync code."""
-        with self._thread_lock:
-            return _run_coroutine(self.call_value(arguments, call_id=call_id))
+        return _run_coroutine(self.call_value(arguments, call_id=call_id))
 
     async def _call(self, raw: str, arguments: Any, call_id: str | None) -> ToolResult:
         if self._closed:
             raise RuntimeError(f'the todo binding of session "{self.session.id}" is closed')
         call = ToolCallRequest(call_id or random_call_id(), TOOL_NAME, raw)
+        within = self.turns.run_turn()  # the run this call belongs to, before it waits for the calls before it
         async with self._lock:
-            return await self.turns.call_alone(call, arguments=arguments)
+            return await self.turns.call_alone(call, arguments=arguments, within=within)
 
     # Lifetime ------------------------------------------------------------------------------------------------
 

@@ -25,9 +25,10 @@ tool's ``cache_function`` refuses every result, so each call reaches the log (in
 A kickoff is one DSH turn with ``with kickoff_turn(todos): crew.kickoff(...)`` (or ``async with`` around
 ``await crew.akickoff(...)``): closed ``completed``, ``error`` when the kickoff raised, ``aborted`` when it was
 interrupted or its task cancelled. Why not ``todos.turn()``: CrewAI runs tools in worker threads, which neither a
-cancelled task nor an interrupt stops, so a call running then would finish after the turn's end and write its
-``todo/write`` outside any turn. :class:`KickoffTurn` waits for the binding's calls still running before it closes a
-turn that did not complete (they are short: the todo rules, under the binding's lock), so they land inside it.
+cancelled task nor an interrupt stops. Any turn's end waits for the call running on another thread (see
+:mod:`dsh_todo.adapters.common`), but a call CrewAI had started that still waits for the binding's lock would be
+answered aborted; :class:`KickoffTurn` waits for every call CrewAI started before it closes a turn that did not
+complete (they are short: the todo rules, under the binding's lock), so they all land inside it.
 Calls outside any turn take turns as described in :mod:`dsh_todo.adapters.common`.
 
 crewai is not in this project's development environment (every crewai release needs ``openai<3``, the dev group

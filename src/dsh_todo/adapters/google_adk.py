@@ -19,6 +19,13 @@ cancelled, its consumer closing it early, or ADK's own ``abort_signal`` set (ADK
 an abort event, so a plain ``async with todos.turn():`` around it would say ``completed``). Why not an ADK plugin:
 ``after_run_callback`` and ``on_run_error_callback`` are both skipped when the task is cancelled, so a turn opened
 by a plugin could be left open. Calls outside any turn take turns as described in :mod:`dsh_todo.adapters.common`.
+
+Live mode (``runner.run_live``, inside ``async with todos.turn():``) calls the tool on the run's loop, unless
+``RunConfig(tool_thread_pool_config=ToolThreadPoolConfig())`` is set: ADK then runs each call of a tool like ours on
+a pool thread, in an event loop of its own (``asyncio.run`` per call), and the model's parallel calls at once. The
+binding's call lock works across threads and loops, so they are written one at a time; when the run is cancelled,
+its turn's end waits for the call running on its thread (it ends inside the turn with its real answer) and the
+run's calls still waiting behind it are answered ``Error: tool call aborted`` without being logged.
 """
 
 from __future__ import annotations

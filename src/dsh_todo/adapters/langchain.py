@@ -17,6 +17,11 @@ Given a call id it answers with a ``ToolMessage``: ``content`` is the registry's
 a rejected call, ``artifact`` the canonical ``{todos, counts}`` of an accepted one. Without a call id it answers the
 text alone. The standing plan is ``tool.binding.plan``.
 
+``invoke`` runs the call on the calling thread, often not the event loop's: a synchronous agent awaited from async
+code (``await RunnableLambda(agent).ainvoke(...)``) runs on LangChain's executor thread, where a cancellation does
+not reach it. When the run's turn ends meanwhile, the end waits for the call running on that thread, so it lands
+inside the turn with the answer the model reads; the thread's later calls take the binding's standing turn.
+
 Known limit: LangChain parses the model's arguments before any tool sees them and turns ``null``, ``[]``, ``0`` and
 ``""`` into ``{}``, so for those few inputs the model reads ``missing required property "todos"`` instead of the
 reference's ``"arguments" must be an object``. Text that is not JSON stays raw (an ``InvalidToolCall``) and gets

@@ -22,6 +22,13 @@ Aborts: a call cancelled while its tool runs (``CancelledError``, ``KeyboardInte
 ``tool/result`` (``Error: tool call aborted``, ``AbortError``/``ABORTED``); a turn whose block is cancelled ends
 ``aborted``. A cancelled standing-turn call ends its step only: the connection or binding goes on.
 
+Threads: a framework may run a call on a thread, and an event loop, of its own (Google ADK's tool thread pool,
+LangChain's executor) while the run's turn is closed on the loop thread. Every write of the writer takes one thread
+lock, and a turn's end first waits, up to :data:`SETTLE_TIMEOUT_S`, for the calls in flight on other threads, so a
+call that already began ends inside its turn with its real answer; a call arriving meanwhile waits for the end and
+then takes a turn as any later call does. A call in flight on the closing thread itself (a task its run left behind)
+cannot be waited for and is answered aborted, as above. See docs/decisions/0035.
+
 Durability: with persistence (anything with ``flush(session_id)`` and ``release(session_id)``), every call is
 flushed before its result is handed back, and every closed turn is flushed; :meth:`Turns.close` releases the log.
 """
@@ -29,6 +36,7 @@ flushed before its result is handed back, and every closed turn is flushed; :met
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
@@ -51,6 +59,10 @@ __all__ = ["PARSE", "Durable", "OpenTurn", "TurnScope", "Turns", "aborted", "com
 Reason = dict[str, Any]
 
 BOUNDARIES: Final = frozenset({"turn/start", "turn/end", "step/start", "step/end"})
+
+SETTLE_TIMEOUT_S: Final = 30.0
+"""How long a turn's end waits for the calls in flight on other threads (they are short: the todo rules); past it,
+they are answered aborted and the turn ends (a call that then still finishes may write after it: the one limit)."""
 
 _ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborted").info())
 
@@ -155,6 +167,12 @@ class Turns:
         self._seen = -1
         self._pending: dict[int, tuple[int, int, str]] = {}
         """Calls logged but not yet answered: ``tool/call`` seq → (turn, step, call id)."""
+        self._guard = threading.Condition(threading.RLock())
+        """Held by every write of this writer (reentrant: a call's tool appends inside it on its own thread)."""
+        self._in_flight: dict[int, int] = {}
+        """Calls running right now, by the thread that runs them (``threading.get_ident``)."""
+        self._quiescing = 0
+        """Turn ends waiting for the calls in flight on other threads; a call arriving meanwhile waits for them."""
 
     @classmethod
     def of(cls, ctx: Context, agent: Agent) -> Turns:
@@ -193,27 +211,34 @@ class Turns:
 
         That ``turn/end`` is not flushed on its own: nobody is told the standing turn ended, and it becomes durable
         with the new turn's first acknowledged write (a crash before then leaves it for recovery to close)."""
-        if self.owned is not None:
-            if not self.standing:
-                raise RuntimeError(f"turn {self.owned} is still open")
-            self._close(completed())
-        turn = next_turn_number(self.session)
-        self._mark("turn/start", frozen_object(turn=turn), OpenTurn(turn, 0, False))
-        self.owned = turn
-        return turn
+        with self._guard:
+            self._quiesce()
+            if self.owned is not None:
+                if not self.standing:
+                    raise RuntimeError(f"turn {self.owned} is still open")
+                self._close(completed())
+            turn = next_turn_number(self.session)
+            self._mark("turn/start", frozen_object(turn=turn), OpenTurn(turn, 0, False))
+            self.owned = turn
+            return turn
 
     def end(self, reason: Reason) -> None:
         """Close the turn this writer opened (its open step first) with ``reason``, and flush: one fsync.
 
         A call still running in the turn (a framework that stopped awaiting its tool task when its run was cancelled)
         is answered ``Error: tool call aborted`` here, so its result stays inside the turn; should its tool finish
-        after all, the log keeps that answer (SPEC §13.5's race: the log and the caller may then disagree).
+        after all, the log keeps that answer and the caller is told it too (SPEC §13.5: a ``todo/write`` its body
+        logged stays in the log). A call in flight on another thread is waited for instead (bounded,
+        :data:`SETTLE_TIMEOUT_S`), and ends inside the turn with its own answer.
         """
-        if self._close(reason):
-            self.flush()
+        with self._guard:
+            if self._close(reason):
+                self.flush()
 
     def _close(self, reason: Reason) -> bool:
         """:meth:`end` without the flush; whether it wrote anything."""
+        if self.owned is not None:
+            self._quiesce()
         turn, self.owned, self.standing = self.owned, None, False
         where = self.position()
         if turn is None or where is None or where.turn != turn:
@@ -229,14 +254,16 @@ class Turns:
 
     def begin_step(self) -> int:
         """Open the next step of the open turn."""
-        return self._begin_step(self._inside()).step
+        with self._guard:
+            return self._begin_step(self._inside()).step
 
     def end_step(self) -> None:
         """Close the open step."""
-        where = self._inside()
-        if not where.step_open:
-            raise RuntimeError(f"turn {where.turn} has no open step")
-        self._end_step(where)
+        with self._guard:
+            where = self._inside()
+            if not where.step_open:
+                raise RuntimeError(f"turn {where.turn} has no open step")
+            self._end_step(where)
 
     def _begin_step(self, where: OpenTurn) -> OpenTurn:
         """Open the step after ``where``'s (the position, just read); returns the position after it."""
@@ -257,13 +284,35 @@ class Turns:
         ``arguments`` is the already-parsed value when the front door received it parsed (an MCP client's JSON
         object, a framework's dict); by default the raw text is parsed by the reference's rule.
         """
+        with self._guard:
+            self._enter_call()
+            try:
+                where = self._inside()
+                seq = self._log_call(where, call)
+            except BaseException:
+                self._leave_call()
+                raise
         try:
-            return await self._run(self._inside(), call, arguments, signal)
+            return await self._run(where, seq, call, arguments, signal)
         finally:
-            self.flush()
+            with self._guard:
+                try:
+                    self.flush()
+                finally:
+                    self._leave_call()
+
+    def run_turn(self) -> int | None:
+        """The open turn a call made now would join when it is a run's (a scope's or a host's), not this writer's
+        standing turn; ``None`` otherwise. What :meth:`call_alone`'s ``within`` is given by a front door that may
+        wait before its call reaches the writer."""
+        with self._guard:
+            where = self.position()
+            if where is None or (self.standing and where.turn == self.owned):
+                return None
+            return where.turn
 
     async def call_alone(self, call: ToolCallRequest, *, arguments: Any = PARSE,
-                         signal: AbortSignal | None = None) -> ToolResult:
+                         signal: AbortSignal | None = None, within: int | None = None) -> ToolResult:
         """One call from a front door that has no turns of its own; durable (step closed) before it returns.
 
         It joins the turn open at the end of the log, or opens this writer's standing turn, kept open for the calls
@@ -273,22 +322,44 @@ class Turns:
         Opening a turn after a closed one would clear what that turn left standing (SPEC §5.4) even if the call were
         then rejected, so such a call opens it only once its tool logs something (:meth:`_opening`); refused before
         that, it is answered and nothing is appended.
+
+        ``within``: the run's turn the call was made in (:meth:`run_turn`, read when the call was made). When that
+        turn has ended before the call got here (the run was cancelled while the call waited for the ones before
+        it), the call is answered ``Error: tool call aborted`` and nothing is logged: in DSH a turn's calls that had
+        not started when it was aborted never run.
         """
-        where = self.position()
-        if where is None:
-            if next_turn_number(self.session) > 1:  # a closed turn may have left a plan standing
-                return await self._opening(call, arguments, signal)
-            self.begin()
-            self.standing = True
-            where = self._inside()
-        own = None
-        if not where.step_open:
-            where = own = self._begin_step(where)
+        with self._guard:
+            self._enter_call()
+            try:
+                where = self.position()
+                if within is not None and (where is None or where.turn != within):
+                    self._leave_call()
+                    return _ABORTED
+                opening = where is None and next_turn_number(self.session) > 1  # a closed turn may have left a plan
+                own = seq = None
+                if not opening:
+                    if where is None:
+                        self.begin()
+                        self.standing = True
+                        where = self._inside()
+                    if not where.step_open:
+                        where = own = self._begin_step(where)
+                    seq = self._log_call(where, call)
+            except BaseException:
+                self._leave_call()
+                raise
         try:
-            return await self._run(where, call, arguments, signal)
+            if where is None or seq is None:
+                return await self._opening(call, arguments, signal)
+            return await self._run(where, seq, call, arguments, signal)
         finally:
-            self._end_own_step(own)
-            self.flush()
+            with self._guard:
+                try:
+                    if seq is not None:  # (an opening call closed its step and flushed itself)
+                        self._end_own_step(own)
+                        self.flush()
+                finally:
+                    self._leave_call()
 
     async def _opening(self, call: ToolCallRequest, arguments: Any, signal: AbortSignal | None) -> ToolResult:
         """``call`` when it needs a new standing turn after a closed one: the turn, its step and the ``tool/call``
@@ -299,15 +370,16 @@ class Turns:
         observer (an invariant companion) sees the very events any call logs. A call that only an observer refuses
         (a veto of its first append) has opened the turn by then, since the ``turn/start`` must come first. The
         preface fires on the session's next append: while the tool awaits, another writer's append would open the
-        turn too (the todo tool appends without awaiting).
+        turn too (the todo tool appends without awaiting; this writer's own turn boundaries wait for the call).
         """
         opened: list[tuple[OpenTurn, int]] = []
 
         def open_call() -> None:
-            self.begin()
-            self.standing = True
-            where = self._begin_step(self._inside())
-            opened.append((where, self._log_call(where, call)))
+            with self._guard:
+                self.begin()
+                self.standing = True
+                where = self._begin_step(self._inside())
+                opened.append((where, self._log_call(where, call)))
 
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
         session = self.session
@@ -322,16 +394,18 @@ class Turns:
             result = _ABORTED
             raise
         finally:
-            session.preface(None)
-            if not opened and result is not None and not result.is_error:
-                open_call()  # accepted without logging anything: the call is logged as any accepted call
-            if opened:
-                (where, seq), = opened
-                try:
-                    self._settle(where, seq, call, result if result is not None else _ABORTED)
-                finally:
-                    self._end_own_step(where)
-                    self.flush()
+            with self._guard:
+                session.preface(None)
+                if not opened and result is not None and not result.is_error:
+                    open_call()  # accepted without logging anything: the call is logged as any accepted call
+                if opened:
+                    (where, seq), = opened
+                    try:
+                        if not self._settle(where, seq, call, result if result is not None else _ABORTED):
+                            result = _ABORTED
+                    finally:
+                        self._end_own_step(where)
+                        self.flush()
         return result
 
     def _end_own_step(self, own: OpenTurn | None) -> None:
@@ -339,13 +413,14 @@ class Turns:
         if own is not None and self.position() == own:
             self._end_step(own)
 
-    async def _run(self, where: OpenTurn, call: ToolCallRequest, arguments: Any,
+    async def _run(self, where: OpenTurn, seq: int, call: ToolCallRequest, arguments: Any,
                    signal: AbortSignal | None) -> ToolResult:
-        """``call`` in the open step of ``where`` (the writer's position, just read)."""
-        if not where.step_open:
-            raise RuntimeError(f"turn {where.turn} has no open step for a tool call")
-        seq = self._log_call(where, call)
+        """The tool of ``call``, logged at ``seq`` in the open step of ``where``; its answer, once it is logged.
+
+        When the turn's end answered the call first (a call its run left behind), the caller is told that answer,
+        ``Error: tool call aborted``, so what the model reads is what the log says."""
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
+        result = _ABORTED
         try:
             result = await self.tools.execute(call.name, parsed, self.agent, signal=signal, call_id=call.id)
         except Exception as exc:  # the registry answers tool failures itself; this is the harness failing
@@ -355,8 +430,41 @@ class Turns:
             result = _ABORTED
             raise
         finally:
-            self._settle(where, seq, call, result)
-        return result
+            answered = self._settle(where, seq, call, result)
+        return result if answered else _ABORTED
+
+    def _enter_call(self) -> None:
+        """Count a call starting on this thread (guard held). While a turn's end waits for the calls in flight on
+        other threads, a new call waits for that end first, unless its thread has calls in flight already (the
+        end is waiting for them)."""
+        me = threading.get_ident()
+        if not self._in_flight.get(me):
+            self._guard.wait_for(lambda: not self._quiescing, SETTLE_TIMEOUT_S)
+        self._in_flight[me] = self._in_flight.get(me, 0) + 1
+
+    def _leave_call(self) -> None:
+        """Count a call of this thread finished (guard held), and wake a turn's end waiting for it."""
+        me = threading.get_ident()
+        left = self._in_flight[me] - 1
+        if left:
+            self._in_flight[me] = left
+        else:
+            del self._in_flight[me]
+        self._guard.notify_all()
+
+    def _quiesce(self) -> None:
+        """Wait (guard held, released meanwhile) up to :data:`SETTLE_TIMEOUT_S` until no call is in flight on
+        another thread. The calls in flight on this thread are tasks the closing block left behind: they cannot
+        be waited for here, and the turn's end answers them."""
+        me = threading.get_ident()
+        if all(thread == me for thread in self._in_flight):
+            return
+        self._quiescing += 1
+        try:
+            self._guard.wait_for(lambda: all(thread == me for thread in self._in_flight), SETTLE_TIMEOUT_S)
+        finally:
+            self._quiescing -= 1
+            self._guard.notify_all()
 
     def _log_call(self, where: OpenTurn, call: ToolCallRequest) -> int:
         """Append ``call``'s ``tool/call`` in the open step of ``where``; its seq, pending until :meth:`_settle`."""
@@ -366,10 +474,14 @@ class Turns:
         self._pending[seq] = (where.turn, where.step, call.id)
         return seq
 
-    def _settle(self, where: OpenTurn, seq: int, call: ToolCallRequest, result: ToolResult) -> None:
-        """Answer the ``tool/call`` at ``seq`` with ``result``, unless the turn's end answered it already."""
-        if self._pending.pop(seq, None) is not None:
+    def _settle(self, where: OpenTurn, seq: int, call: ToolCallRequest, result: ToolResult) -> bool:
+        """Answer the ``tool/call`` at ``seq`` with ``result``, unless the turn's end answered it already; whether
+        this did."""
+        with self._guard:
+            if self._pending.pop(seq, None) is None:
+                return False
             self._answer(where.turn, where.step, call.id, result, seq)
+            return True
 
     def _answer(self, turn: int, step: int, call_id: str, result: ToolResult, call_seq: int) -> Event:
         """Append the ``tool/result`` surface event answering the ``tool/call`` at ``call_seq``."""
@@ -395,26 +507,31 @@ class Turns:
         store = self.session.store
         if store is None:
             return
-        where = self.position()
-        turn, step = (where.turn, where.step) if where is not None else (self.owned or 0, 0)
-        store.agent_error(self.agent.id, self.session, turn, step, error)
+        with self._guard:
+            where = self.position()
+            turn, step = (where.turn, where.step) if where is not None else (self.owned or 0, 0)
+            store.agent_error(self.agent.id, self.session, turn, step, error)
 
     # Durability and lifetime ---------------------------------------------------------------------------------
 
     def flush(self) -> None:
         """Make everything logged so far durable (a no-op without persistence)."""
         if self.persistence is not None:
-            self.persistence.flush(self.session.id)
+            with self._guard:
+                self.persistence.flush(self.session.id)
 
     def close(self) -> None:
         """The front door is done with the session: its standing turn ends ``completed`` (a run's turn still open
-        ends ``aborted``/``disposed``), then the log is flushed and released and the live session closed."""
-        if self.owned is not None:
-            self.end(completed() if self.standing else aborted("disposed"))
-        if self.persistence is not None:
-            self.persistence.release(self.session.id)
-        if self.sessions is not None:
-            self.sessions.close(self.session.id)
+        ends ``aborted``/``disposed``), then the log is flushed and released and the live session closed. Calls
+        still running on other threads are waited for first (as at a turn's end)."""
+        with self._guard:
+            self._quiesce()
+            if self.owned is not None:
+                self.end(completed() if self.standing else aborted("disposed"))
+            if self.persistence is not None:
+                self.persistence.release(self.session.id)
+            if self.sessions is not None:
+                self.sessions.close(self.session.id)
 
 
 class TurnScope:
@@ -441,14 +558,15 @@ class TurnScope:
         if self.turn is not None:
             raise RuntimeError("this turn scope is already open")
         turns = self.turns
-        where = turns.position()
-        standing = where is not None and turns.standing and where.turn == turns.owned
-        if self.join and where is not None and not standing:
-            self.turn = where.turn
-        else:
-            self.turn = turns.begin()
-            self.opened = True
-        return self.turn
+        with turns._guard:
+            where = turns.position()
+            standing = where is not None and turns.standing and where.turn == turns.owned
+            if self.join and where is not None and not standing:
+                self.turn = where.turn
+            else:
+                self.turn = turns.begin()
+                self.opened = True
+            return self.turn
 
     def close(self, exc: BaseException | None = None) -> None:
         if self.turn is None:
