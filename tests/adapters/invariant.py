@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dsh_todo.harness.tool_results import answers
+
 ABORTED = "Error: tool call aborted"
 
 
 def answer_text(result: Mapping[str, Any]) -> str:
-    [block] = result["data"]["message"]["content"]
-    return "".join(part["text"] for part in block["content"])
+    [answer] = answers(result["data"]["message"])
+    return "".join(part["text"] for part in answer.content)
 
 
 def assert_calls_inside_their_turns(events: Sequence[Mapping[str, Any]], told: Mapping[str, str]) -> None:

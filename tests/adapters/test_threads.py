@@ -48,7 +48,7 @@ def drive(tmp_path: Path, *argv: str) -> dict[str, dict[str, str]]:
 
 
 def log_of(root: Path, session: str) -> tuple[Path, list[Any]]:
-    [path] = [path for path in root.rglob("session.jsonl*") if path.parent.name == session]
+    [path] = [path for path in root.rglob("session*.jsonl*") if path.parent.name == session]
     return path, list(read_session(path).events)
 
 

@@ -213,7 +213,7 @@ def test_a_checkpoint_never_vouches_for_a_damaged_prefix(tmp_path: Path, capsys:
                                       agent=Agent("a", session)))
         session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
     ctx.dispose()
-    log = next(tmp_path.glob("*/cp/session.jsonl"))
+    log = next(tmp_path.glob("*/cp/session.v4.jsonl"))
     assert (log.parent / CHECKPOINT_NAME).is_file()
     lines = log.read_bytes().split(b"\n")
     # The first turn's todo/write, long before the checkpoint's offset; same size, so the offset stays a line start.

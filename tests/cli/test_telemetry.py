@@ -40,11 +40,11 @@ SCRIPT = [
 """A rejected call (two tasks in progress under --single-active), its correction, the answer."""
 
 EXPORTED = [
-    ("turn/start", 0, "INFO"), ("step/start", 1, "INFO"), ("user/message", 2, "INFO"),
-    ("assistant/message", 3, "INFO"), ("tool/call", 4, "INFO"), ("tool/result", 5, "ERROR"), ("step/end", 6, "INFO"),
-    ("step/start", 7, "INFO"), ("assistant/message", 8, "INFO"), ("tool/call", 9, "INFO"), ("todo/write", 10, "INFO"),
-    ("tool/result", 11, "INFO"), ("step/end", 12, "INFO"), ("step/start", 13, "INFO"),
-    ("assistant/message", 14, "INFO"), ("step/end", 15, "INFO"), ("turn/end", 16, "INFO")]
+    ("turn/start", 0, "INFO"), ("step/start", 1, "INFO"), ("system/message", 2, "INFO"), ("user/message", 3, "INFO"),
+    ("assistant/message", 4, "INFO"), ("tool/call", 5, "INFO"), ("tool/result", 6, "ERROR"), ("step/end", 7, "INFO"),
+    ("step/start", 8, "INFO"), ("assistant/message", 9, "INFO"), ("tool/call", 10, "INFO"), ("todo/write", 11, "INFO"),
+    ("tool/result", 12, "INFO"), ("step/end", 13, "INFO"), ("step/start", 14, "INFO"),
+    ("assistant/message", 15, "INFO"), ("step/end", 16, "INFO"), ("turn/end", 17, "INFO")]
 
 
 @pytest.fixture

@@ -87,7 +87,11 @@ def dsh_verdict(name: str, root: Path) -> Verdict:
     expected = json.loads((FIXTURES / name / "expected.json").read_text(encoding="utf-8"))
     load = expected["load"]
     if not load["ok"]:
-        return "refused", load["error"]["message"].replace("<root>", str(root))
+        # DSH 0.1.1 read v0 alone and called v1 newer; a harness reading v4 calls it older (DSH 0.2's text).
+        newer = ("but this harness reads only v0: the log was written by a newer harness — upgrade the harness to "
+                 "open it")
+        return "refused", load["error"]["message"].replace("<root>", str(root)).replace(
+            newer, "older than the supported v4, and this build ships no upgrade path for it")
     return ("recovered", "") if load.get("rewroteFile") else ("ok", "")
 
 

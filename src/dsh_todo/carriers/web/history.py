@@ -40,8 +40,12 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.fold import Fold
 from dsh_todo.harness.persistence import LogBackend
 from dsh_todo.harness.projections import ProjectionRegistry
-from dsh_todo.harness.session import SURFACE_EVENT_TYPES, Event, Session
+from dsh_todo.harness.session import Event, Session
 from dsh_todo.logview import Health, list_sessions, read_events
+
+CONVERSATION_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+"""The messages a page counts and shows: the conversation. A ``system/message`` (format v4 logs the system prompt)
+is surface-eligible for a model but not a message of the conversation a person pages through."""
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -172,14 +176,14 @@ def page_bounds(events: Sequence[Event], before: int | None, max_messages: int) 
     start = 0
     count = 0
     for index in range(end - 1, -1, -1):
-        if events[index]["type"] in SURFACE_EVENT_TYPES:
+        if events[index]["type"] in CONVERSATION_TYPES:
             count += 1
             if count >= max_messages:
                 start = index
                 break
     # A page begins just after the previous page's last message: the turn and step markers that open this page's
     # first message (and anything else between two messages) travel with it.
-    while start > 0 and events[start - 1]["type"] not in SURFACE_EVENT_TYPES:
+    while start > 0 and events[start - 1]["type"] not in CONVERSATION_TYPES:
         start -= 1
     reach = start
     for index in range(start, end):
@@ -241,7 +245,7 @@ class PageWindow:
             if before is not None and seq >= before:
                 break
             self.kept.append(event)
-            if kind in SURFACE_EVENT_TYPES:
+            if kind in CONVERSATION_TYPES:
                 self.messages.append((self.last_message, _least_source(event) if kind == "tool/result" else None))
                 self.last_message = seq
         reach = self.reach
