@@ -44,6 +44,7 @@ def some_events() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_round_trip(tmp_path: Path, compression: Any) -> None:
+    """A new log is format v4 (DSH 0.2's): ``session.v4.jsonl[.zstd]``, an ``isSeeded`` header, no packed rows."""
     store = JsonlBackend(tmp_path / "root", compression)
     events = some_events()
     writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x"})
@@ -51,6 +52,37 @@ def test_round_trip(tmp_path: Path, compression: Any) -> None:
     writer.append(events[3:])
     writer.close()
     stored = store.read("s1")
+    assert stored.path.name == ("session.v4.jsonl.zstd" if compression == "zstd" else "session.v4.jsonl")
+    assert dumps(stored.events) == dumps(events)
+    assert stored.meta == {"version": 4, "id": "s1", "createdAt": 5, "cwd": "/home/x", "isSeeded": False,
+                           "delegationDepth": 0}
+    assert stored.torn is None
+    loaded = store.load("s1")
+    assert loaded.rewrote is False and dumps(loaded.events) == dumps(events)
+    if compression == "zstd":
+        assert len(scan_frames(stored.path.read_bytes()).frames) == 3  # header + one frame per batch
+    else:
+        # header, then one line per event: v4 never packs chunk rows
+        assert stored.path.read_bytes().count(b"\n") == 1 + len(events)
+        assert stored.path.read_bytes().split(b"\n")[0] == (
+            b'{"type":"session","version":4,"id":"s1","createdAt":5,"cwd":"/home/x","isSeeded":false,'
+            b'"delegationDepth":0}')
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_round_trip_of_a_v0_session(tmp_path: Path, compression: Any) -> None:
+    """A session whose header asks for format v0 is written in v0 (DSH 0.1's): ``session.jsonl[.zstd]``, and delta
+    runs packed into chunk rows. Repro before: the log was named ``session.v4.jsonl`` whatever its header said (so
+    its next read refused it: "session generation filename identifies v4, but its header identifies v0"), and no
+    run was packed."""
+    store = JsonlBackend(tmp_path / "root", compression)
+    events = some_events()
+    writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x", "version": 0})
+    writer.append(events[:3])
+    writer.append(events[3:])
+    writer.close()
+    stored = store.read("s1")
+    assert stored.path.name == ("session.jsonl.zstd" if compression == "zstd" else "session.jsonl")
     assert dumps(stored.events) == dumps(events)
     assert stored.meta == {"version": 0, "id": "s1", "createdAt": 5, "cwd": "/home/x", "delegationDepth": 0}
     assert stored.torn is None
@@ -62,6 +94,14 @@ def test_round_trip(tmp_path: Path, compression: Any) -> None:
         # header; batch 1: turn/start and a 2-delta run (too short to pack); batch 2: the rest of the run packs
         # into one row, then todo/write, the ignorable event and turn/end. Runs pack per batch, as in DSH.
         assert stored.path.read_bytes().count(b"\n") == 1 + 3 + 4
+        assert stored.path.read_bytes().split(b"\n")[0] == (
+            b'{"type":"session","version":0,"id":"s1","createdAt":5,"cwd":"/home/x","delegationDepth":0}')
+
+
+def test_a_format_version_no_harness_reads_is_refused_at_create(tmp_path: Path) -> None:
+    """Repro before: ``create`` wrote whatever ``version`` the metadata held, a header no reader accepts back."""
+    with pytest.raises(ValueError, match=r"^session metadata version must be 0 or 4$"):
+        JsonlBackend(tmp_path / "root").create({"id": "s", "createdAt": 1, "version": 3})
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
