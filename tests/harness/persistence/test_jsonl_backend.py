@@ -371,7 +371,8 @@ def test_a_log_in_the_wrong_directory_is_refused(tmp_path: Path) -> None:
     moved = tmp_path / "root" / "--b--"
     (tmp_path / "root" / "--a--").rename(moved)
     with pytest.raises(CorruptSessionLogError, match='is not where its header puts it: the header names session "s" '
-                                                     r'\(cwd "/a"\), whose log belongs at .*/--a--/s/session\.v4\.jsonl;'):
+                                                     r'\(cwd "/a"\), whose log belongs at '
+                                                     r'.*/--a--/s/session\.v4\.jsonl;'):
         store.read("s")
 
 

@@ -73,7 +73,7 @@ def _decoder(rows: bool) -> tuple[Any, tuple[type[Exception], ...]]:
     # Format v4 expands and checks ``sourceEventSeqs`` holding a range (a nested list), and refuses one that is no
     # list: proven are only lines whose key (escaped or not, each time it occurs) holds a list without lists, which
     # the exact pass keeps as it is (:func:`~..seq_ranges.expand`).
-    plain = list[int | float | str | bool | None | dict[str, msgspec.Raw]]
+    plain = list[int | float | str | bool | dict[str, msgspec.Raw] | None]
     seqs = [] if rows else [("sourceEventSeqs", plain | msgspec.UnsetType, msgspec.UNSET)]
     # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
     events = [msgspec.defstruct(f"Event{index}", [("seq", int),
