@@ -502,15 +502,14 @@ def test_utf8_is_checked_in_slices_exactly(slice_size: int, monkeypatch: pytest.
     assert answers == {True, False}
 
 
-@pytest.mark.xfail(strict=True, reason="known defect, open: a zstd log's verdict depends on the piece size the pass "
-                                      "reads its plaintext in (see the docstring)")
 def test_a_committed_bad_line_in_a_zstd_log_gets_one_verdict_at_every_piece_size(
         session_lines: tuple[bytes, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by the random mix once the v4 mutations joined its draw (v0 then kept its old draw): one unparsable line
-    in turn 4 of a zstd log (frames of seven lines), turn 4 ending after it. Read in pieces of 1000 bytes or more,
-    both passes say "unparsable committed event at line N"; in pieces of 64 bytes, both say "complete frame contains
-    a torn JSONL record" (a frame ends while the line's verdict still waits for a later ``turn/end``). The bulk proof
-    is not at fault: the exact pass alone disagrees with itself. In both formats, and before format v4 existed."""
+    in turn 4 of a zstd log (frames of seven lines), turn 4 ending after it. Repro before: read in pieces of 1000
+    bytes or more, both passes said "unparsable committed event at line N"; in pieces of 64 bytes, both said
+    "complete frame contains a torn JSONL record". After damage the scanner skims for a ``turn/end`` line, and a
+    piece finishing a line whose ``turn/end`` came in an earlier piece was counted unparsed (only the 8 bytes either
+    side of the seam were looked at), so no later ``turn/end`` proved the damage committed."""
     header, original = session_lines
     lines = list(original)
     bad = next(index for index, line in enumerate(lines) if line.startswith(b'{"type":"step/start"')

@@ -266,3 +266,15 @@ def test_a_v4_log_with_a_torn_tail_and_an_open_call_recovers_to_v4_lines(tmp_pat
     assert appended == (plain if compression == "none" else compress_frame(plain))
     again = store.load("s")
     assert again.closers == [] and not again.rewrote and path.read_bytes() == after
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 9, 64])
+def test_a_turn_end_fed_in_pieces_after_a_bad_line_still_proves_it_committed(size: int) -> None:
+    """Repro before: after a bad line the scanner skims for a ``turn/end``; when its bytes came in one piece and the
+    line's newline in a later one, the line was counted unparsed, and the bad line stayed a tail (a zstd log then
+    said "complete frame contains a torn JSONL record" instead)."""
+    body = batch_plaintext(turn(0, 1)) + b"garbage\n" + batch_plaintext(turn(4, 2))
+    scanner = LogScanner(header_plaintext(META))
+    with pytest.raises(CorruptSessionLogError, match=r"^corrupt session log: unparsable committed event at line 5$"):
+        for start in range(0, len(body), size):
+            scanner.feed(body[start:start + size])
