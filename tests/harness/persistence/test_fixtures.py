@@ -11,7 +11,13 @@ import pytest
 from dsh_todo.harness.persistence import CorruptSessionLogError, SessionFormatUnsupportedError, SessionLogError
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.jsonutil import dumps
-from tests.harness.persistence.fixture_logs import Fixture, last_todo_write, load_fixture, standing_plan
+from tests.harness.persistence.fixture_logs import (
+    Fixture,
+    last_todo_write,
+    load_fixture,
+    now_error,
+    standing_plan,
+)
 
 ERROR_NAMES = {CorruptSessionLogError: "Error", SessionFormatUnsupportedError: "SessionFormatUnsupportedError"}
 
@@ -21,23 +27,6 @@ def _error_record(exc: SessionLogError, root: Path) -> dict[str, Any]:
     if exc.__cause__ is not None:
         record["cause"] = str(exc.__cause__)
     return record
-
-
-DSH_01_TO_02: dict[str, str] = {
-    "uses log format v1, but this harness reads only v0: the log was written by a newer harness — upgrade the "
-    "harness to open it": "uses log format v1, older than the supported v4, and this build ships no upgrade path "
-                          "for it",
-}
-"""Where this harness, reading as DSH 0.2 does (format v4), words a refusal otherwise than DSH 0.1.1 did when it made
-the fixtures: a v1 log is now older than the supported version, not newer."""
-
-
-def _now(record: dict[str, Any]) -> dict[str, Any]:
-    """A fixture's recorded error as this harness gives it (:data:`DSH_01_TO_02`), every other word unchanged."""
-    message = record["message"]
-    for then, now in DSH_01_TO_02.items():
-        message = message.replace(then, now)
-    return {**record, "message": message}
 
 
 def _store(fixture: Fixture, root: Path) -> JsonlBackend:
@@ -53,7 +42,7 @@ def test_load_matches_dsh(fixture_copy: tuple[Fixture, Path]) -> None:
     if not expected["load"]["ok"]:
         with pytest.raises(SessionLogError) as caught:
             store.load(fixture.session_id)
-        assert _error_record(caught.value, root) == _now(expected["load"]["error"])
+        assert _error_record(caught.value, root) == now_error(expected["load"]["error"])
         assert log_file.read_bytes() == before, "a refused log must be left untouched"
         assert sorted(p.name for p in log_file.parent.iterdir()) == [log_file.name], "no lock file left behind"
         return
@@ -114,7 +103,7 @@ def test_raw_read_and_non_mutating_read(damaged_copy: tuple[Fixture, Path]) -> N
     if "error" in prefix:
         with pytest.raises(SessionLogError) as caught:
             store.read_stored(fixture.session_id)
-        assert _error_record(caught.value, root) == _now(prefix["error"])
+        assert _error_record(caught.value, root) == now_error(prefix["error"])
     else:
         stored = store.read_stored(fixture.session_id)
         assert len(stored.events) == prefix["eventCount"]
@@ -134,7 +123,7 @@ def test_raw_read_and_non_mutating_read(damaged_copy: tuple[Fixture, Path]) -> N
     if "error" in read_from0:
         with pytest.raises(SessionLogError) as caught:
             store.read(fixture.session_id)
-        assert _error_record(caught.value, root) == _now(read_from0["error"])
+        assert _error_record(caught.value, root) == now_error(read_from0["error"])
     else:
         assert len(store.read(fixture.session_id).events) == read_from0["eventCount"]
     assert log_file.read_bytes() == before
