@@ -272,7 +272,7 @@ async def run(root: Path, compression: str, calls: int, samples: int) -> None:
             for call in kinds.values():  # warm up: the log files exist from here on
                 await call()
             logs = {DURABLE: Path(str(ctx.session_persistence.locate("durable"))),
-                    STDIO: next((root / "stdio").rglob("session.jsonl*"))}
+                    STDIO: next((root / "stdio").rglob("session*.jsonl*"))}
             sizes = {name: log.stat().st_size for name, log in logs.items()}
             for call in kinds.values():
                 for _ in range(WARM_UP):

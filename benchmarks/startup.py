@@ -47,7 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         subprocess.run([sys.executable, "-m", "dsh_todo.cli", "demo", "--root", root], check=True,
                        capture_output=True)
-        log = next(Path(root).glob("*/*/session.jsonl*"))
+        log = next(Path(root).glob("*/*/session*.jsonl*"))
         small = Path(root) / "small.json"
         small.write_text('{"a": [1, 2, 3]}\n')
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

@@ -25,7 +25,7 @@ def copy_fixture(name: str, root: Path) -> Path:
     source = FIXTURES / name / "store"
     for project in source.iterdir():
         shutil.copytree(project, root / project.name, dirs_exist_ok=True)
-    relative = next(source.glob("*/*/session.jsonl*")).relative_to(source)
+    relative = next(source.glob("*/*/session*.jsonl*")).relative_to(source)
     return root / relative
 
 
@@ -127,7 +127,7 @@ def spread_sessions(root: Path, count: int, *, folders: int) -> list[str]:
     for index in range(count):
         session_id = f"s{index:06d}"
         cwd = f"/home/dev/projects/p{index % folders:06d}"
-        log = log_path(root, cwd, session_id, "none")
+        log = log_path(root, cwd, session_id, "none", 0)  # a DSH 0.1 log (format v0) keeps its v0 name
         log.parent.mkdir(parents=True)
         stamped = {**header, "id": session_id, "createdAt": header["createdAt"] + index, "cwd": cwd}
         log.write_bytes(json.dumps(stamped, separators=(",", ":")).encode() + b"\n" + rest)

@@ -1,10 +1,11 @@
 """Long session logs, for the tests that a reader's memory follows its page, not the log.
 
-Each turn is what an agent writes for one ``todo_write`` call: a user message, a step with streamed chunks (packed
-into a chunk row by the writer), the assistant's message, the call, the plan, the result and the turn's end. The
-first turn is written through the runtime; the others are its lines with their seqs, turn numbers and sources
-moved on (writing a million events through the runtime would take minutes), so the log is one the writer could
-have written.
+Each turn is what an agent writes for one ``todo_write`` call: a user message, a step with streamed chunks, the
+assistant's message, the call, the plan, the result and the turn's end. The first turn is written through the
+runtime; the others are its lines with their seqs, turn numbers and sources moved on (writing a million events
+through the runtime would take minutes), so the log is one the writer could have written: in format v4 by default
+(one line per event, a tool-role result), or in v0 when asked (the chunks packed into a chunk row, the result a user
+message wrapping a ``tool-result`` block).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ SESSION_ID = "long-log"
 EVENTS_PER_TURN = 15
 
 
-def long_log(root: Path, turns: int) -> Path:
-    """Write a raw session log of ``turns`` turns under ``root``; returns its path."""
-    log = _one_turn(root)
+def long_log(root: Path, turns: int, *, version: int = 4) -> Path:
+    """Write a raw session log of ``turns`` turns under ``root`` in format ``version`` (4 or 0); returns its path."""
+    log = _one_turn(root, version)
     _header, *lines = log.read_bytes().splitlines()
     template = [json.loads(line) for line in lines]
     assert sum(len(row["data"]["texts"]) if "seq0" in row else 1 for row in template) == EVENTS_PER_TURN
@@ -44,10 +45,20 @@ def _moved(row: dict[str, Any], turn: int, shift: int) -> dict[str, Any]:
     return moved
 
 
-def _one_turn(root: Path) -> Path:
+def _result(call_id: str, turn: int, version: int) -> dict[str, Any]:
+    """The ``tool/result`` message of a call, shaped as format ``version`` shapes it."""
+    text = [{"type": "text", "text": "Updated todo list"}]
+    if version == 0:
+        return {"source": {"kind": "tool", "callId": call_id}, "role": "user", "id": f"r-{turn}",
+                "content": [{"type": "tool-result", "toolCallId": call_id, "content": text, "isError": False}]}
+    return {"role": "tool", "source": {"kind": "tool", "callId": call_id}, "toolCallId": call_id, "content": text,
+            "isError": False, "id": f"r-{turn}"}
+
+
+def _one_turn(root: Path, version: int) -> Path:
     ctx = open_runtime(root, compression="none")
     try:
-        session = ctx.sessions.create(SESSION_ID, cwd="/long")
+        session = ctx.sessions.create(SESSION_ID, cwd="/long", **({"version": 0} if version == 0 else {}))
         append = session.append
         for turn in (1,):
             call_id = f"call-{turn}"
@@ -69,10 +80,7 @@ def _one_turn(root: Path) -> Path:
             call = append("tool/call", {"turn": turn, "step": 1, "callId": call_id, "name": "todo_write",
                                         "arguments": {"todos": todos}})
             append("todo/write", {"todos": todos})
-            append("tool/result", {"turn": turn, "step": 1, "message": {
-                "source": {"kind": "tool", "callId": call_id}, "role": "user", "id": f"r-{turn}",
-                "content": [{"type": "tool-result", "toolCallId": call_id,
-                             "content": [{"type": "text", "text": "Updated todo list"}], "isError": False}]}},
+            append("tool/result", {"turn": turn, "step": 1, "message": _result(call_id, turn, version)},
                    surface_op="append", source_event_seqs=[call["seq"]])
             append("step/end", {"turn": turn, "step": 1})
             append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})

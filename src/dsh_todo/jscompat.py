@@ -50,8 +50,29 @@ def js_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return ",".join("" if item is None else js_text(item) for item in value)
+        return _array_text(value)
     return "[object Object]"
+
+
+def _array_text(value: list[Any]) -> str:
+    """``String(array)``: its items' texts joined by commas, ``null`` as nothing, nested arrays alike; walked with a
+    stack, not recursion, as a log line may nest as deep as the reader allows (512) and a type or seq printed in a
+    refusal must not end in ``RecursionError``."""
+    out: list[str] = []
+    stack: list[tuple[list[Any], int]] = [(value, 0)]
+    while stack:
+        items, index = stack.pop()
+        if index == len(items):
+            continue
+        if index:
+            out.append(",")
+        stack.append((items, index + 1))
+        item = items[index]
+        if isinstance(item, list):
+            stack.append((item, 0))
+        elif item is not None:
+            out.append(js_text(item))
+    return "".join(out)
 
 
 def _number(value: float) -> str:

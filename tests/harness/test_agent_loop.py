@@ -43,7 +43,11 @@ async def test_integration_single_call(make_ctx: BootFactory) -> None:
     types = [e["type"] for e in events]
     assert any(e["type"] == "tool/call" and e["data"]["name"] == "todo_write" for e in events)
     first_result = next(e for e in events if e["type"] == "tool/result")
-    assert first_result["data"]["message"]["content"][0]["isError"] is False
+    message = first_result["data"]["message"]  # format v4: a tool-role message, keys as DSH 0.2 writes them
+    assert list(message) == ["role", "source", "toolCallId", "content", "isError", "id"]
+    assert (message["role"], message["source"], message["toolCallId"], message["isError"]) == (
+        "tool", {"kind": "tool", "callId": "call-1"}, "call-1", False)
+    assert message["content"] == [{"type": "text", "text": "Updated todo list: 1 pending, 1 in progress, 0 completed."}]
     assert todo_writes(agent.session) == [[{"content": "read the code", "status": "in_progress"},
                                            {"content": "write the fix", "status": "pending"}]]
     call_seq = types.index("tool/call")
@@ -126,8 +130,8 @@ async def test_abort_before_dispatch_appends_no_todo_write(make_ctx: BootFactory
     outcome = await AgentLoop(ctx.tools, model).run_turn(agent, "go", signal=signal)
     assert todo_writes(session) == []
     result = next(e for e in session.events if e["type"] == "tool/result")["data"]
-    assert result["message"]["content"][0]["content"] == [
-        {"type": "text", "text": "Error: tool call aborted before dispatch"}]
+    assert result["message"]["content"] == [{"type": "text", "text": "Error: tool call aborted before dispatch"}]
+    assert result["message"]["isError"] is True
     assert result["error"] == {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
     assert outcome.reason == {"kind": "aborted", "reason": {"kind": "user"}}
     assert session.events[-1]["type"] == "turn/end"
@@ -172,18 +176,68 @@ def _normalise(event: Any, call_id: str) -> dict[str, Any]:
     return data
 
 
+def _v4_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A vector's events (DSH 0.1.1's, format v0) as a v4 log holds them: each ``tool/result`` message becomes the
+    tool-role message DSH 0.2 writes (``role, source, toolCallId, content, isError, id``); the rest is unchanged."""
+    converted = []
+    for event in events:
+        if event["type"] == "tool/result":
+            old = event["data"]["message"]
+            [block] = old["content"]
+            message = {"role": "tool", "source": old["source"], "toolCallId": block["toolCallId"],
+                       "content": block["content"], "isError": block["isError"], "id": old["id"]}
+            event = {**event, "data": {**event["data"], "message": message}}
+        converted.append(event)
+    return converted
+
+
+@pytest.mark.parametrize("version", [4, 0], ids=["v4", "v0"])
 @pytest.mark.parametrize("vector", _loop_vectors(), ids=lambda v: v["id"])
-async def test_loop_conformance_vector(make_ctx: BootFactory, vector: dict[str, Any]) -> None:
+async def test_loop_conformance_vector(make_ctx: BootFactory, vector: dict[str, Any], version: int) -> None:
+    """The vector's events exactly (key order too), in a v0 session as DSH 0.1.1 recorded them, in a v4 session
+    with DSH 0.2's tool-role result."""
     ctx = make_ctx(allow_parallel=vector["config"]["allowParallelInProgress"])
-    session = ctx.sessions.create("v")
+    session = ctx.sessions.create("v", **({"version": 0} if version == 0 else {}))
     model = ScriptedModel([ModelReply("", [call("call_vec", vector["rawArguments"])], "tool_calls"),
                            ModelReply("done")])
     await AgentLoop(ctx.tools, model).run_turn(Agent("a", session), "go")
     got = [_normalise(e, "call_vec") for e in session.events if e["type"] in ("tool/call", "todo/write", "tool/result")]
-    assert got == vector["events"]
-    result = got[-1]["data"]["message"]["content"][0]
+    expected = vector["events"] if version == 0 else _v4_events(vector["events"])
+    assert dumps(got) == dumps(expected)
+    message = got[-1]["data"]["message"]
+    result = message["content"][0] if version == 0 else message
     assert result["isError"] is vector["isError"]
     assert result["content"] == [{"type": "text", "text": vector["text"]}]
+
+
+async def test_a_v4_session_logs_the_system_prompt_when_it_changes_and_an_empty_stream(
+        make_ctx: BootFactory) -> None:
+    """Format v4 keeps the system prompt in the history (a ``system/message`` surface event at step 1, written
+    again only when the prompt changed) and each reply's stream (``[]``: this loop records none); a v0 session has
+    neither, as DSH 0.1 wrote none."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s")
+    agent = Agent("a", session)
+    await AgentLoop(ctx.tools, ScriptedModel([ModelReply("one")]), system="be brief").run_turn(agent, "first")
+    await AgentLoop(ctx.tools, ScriptedModel([ModelReply("two")]), system="be brief").run_turn(agent, "second")
+    await AgentLoop(ctx.tools, ScriptedModel([ModelReply("three")]), system="be kind").run_turn(agent, "third")
+    systems = [event for event in session.events if event["type"] == "system/message"]
+    assert [(event["data"]["turn"], event["data"]["step"]) for event in systems] == [(1, 1), (3, 1)]
+    first = systems[0]
+    assert first["surfaceOp"] == "append"
+    assert list(first["data"]["message"]) == ["role", "content", "source", "id"]
+    assert {key: first["data"]["message"][key] for key in ("role", "content", "source")} == {
+        "role": "system", "content": [{"type": "text", "text": "be brief"}], "source": {"kind": "system-prompt"}}
+    assert [event["type"] for event in session.events[:4]] == [
+        "turn/start", "step/start", "system/message", "user/message"]
+    replies = [event for event in session.events if event["type"] == "assistant/message"]
+    assert [event["data"]["stream"] for event in replies] == [[], [], []]
+
+    old = ctx.sessions.create("old", version=0)
+    await AgentLoop(ctx.tools, ScriptedModel([ModelReply("one")]), system="be brief").run_turn(Agent("b", old), "go")
+    assert [event["type"] for event in old.events] == [
+        "turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"]
+    assert "stream" not in old.events[3]["data"]
 
 
 def test_history_skips_results_of_calls_no_model_made() -> None:
@@ -195,6 +249,10 @@ def test_history_skips_results_of_calls_no_model_made() -> None:
     user = {"type": "user/message", "seq": 2, "time": 0, "data": {"content": [{"type": "text", "text": "hi"}],
                                                                   "role": "user"}, "surfaceOp": "append"}
     assert derive_messages([result, user]) == [{"role": "user", "content": "hi"}]
+    v4 = {**result, "data": {**result["data"], "message": {
+        "role": "tool", "source": {"kind": "tool", "callId": "mcp-1"}, "toolCallId": "mcp-1",
+        "content": [{"type": "text", "text": "ok"}], "isError": False, "id": "x"}}}
+    assert derive_messages([v4, user]) == [{"role": "user", "content": "hi"}]
 
 
 # -- rejected and aborted calls keep the standing plan (issue 12) -------------------------------------------------
@@ -209,8 +267,7 @@ async def test_rejected_calls_leave_the_standing_plan_alone(make_ctx: BootFactor
     agent, _ = await run(ctx, [ModelReply("", [call("c1", ACCEPTED)], "tool_calls"),
                                ModelReply("", [call(f"r{i}", raw) for i, raw in enumerate(REFUSED)], "tool_calls"),
                                ModelReply("done")])
-    results = [e["data"]["message"]["content"][0]["isError"] for e in agent.session.events
-               if e["type"] == "tool/result"]
+    results = [e["data"]["message"]["isError"] for e in agent.session.events if e["type"] == "tool/result"]
     assert results == [False, True, True, True]
     assert ctx.session_projections.snapshot(agent.session)["values"]["todos"] == PLAN
 
@@ -251,8 +308,7 @@ async def test_a_cancelled_turn_answers_its_call_and_closes_aborted(make_ctx: Bo
     assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
     assert session.events[-3]["sourceEventSeqs"] == [session.events[-4]["seq"]]
     assert session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
-    assert session.events[-3]["data"]["message"]["content"][0]["content"] == [
-        {"type": "text", "text": "Error: tool call aborted"}]
+    assert session.events[-3]["data"]["message"]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
     assert session.events[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
     assert ctx.session_projections.snapshot(session)["values"]["todos"] == PLAN
 

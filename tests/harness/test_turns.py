@@ -63,19 +63,22 @@ async def test_a_tool_result_that_is_not_lossless_is_refused_in_the_appends_word
     assert session.seq == 0
 
 
-async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_ctx: BootFactory) -> None:
+@pytest.mark.parametrize("version", [4, 0], ids=["v4", "v0"])
+async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_ctx: BootFactory,
+                                                                          version: int) -> None:
     """The turn writer builds ``tool/call`` and ``tool/result`` frozen as it makes them, trusting the call's fields
     to be the strings their type says; a caller that hands it something else (lists as the id and the arguments)
-    gets checked, frozen copies, never its own mutable objects in the log."""
+    gets checked, frozen copies, never its own mutable objects in the log (in either format's result message)."""
     ctx = make_ctx()
-    session = ctx.sessions.create("s")
+    session = ctx.sessions.create("s", **({"version": 0} if version == 0 else {}))
     call_id: Any = ["an", "id"]
     arguments: Any = ["not", "a", "string"]
     await Turns.of(ctx, Agent("a", session)).call_alone(ToolCallRequest(call_id, "todo_write", arguments),
                                                         arguments={"todos": []})
     call = next(event for event in session.events if event["type"] == "tool/call")["data"]
     message = next(event for event in session.events if event["type"] == "tool/result")["data"]["message"]
-    logged = [call["arguments"], call["callId"], message["source"]["callId"], message["content"][0]["toolCallId"]]
+    answered = message["content"][0]["toolCallId"] if version == 0 else message["toolCallId"]
+    logged = [call["arguments"], call["callId"], message["source"]["callId"], answered]
     assert logged == [arguments, call_id, call_id, call_id]
     assert all(value is not arguments and value is not call_id for value in logged)
     arguments.append("changed")

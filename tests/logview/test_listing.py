@@ -21,15 +21,16 @@ from tests.harness.persistence.test_checkpoints import turn
 
 
 def build(root: Path, count: int, folders: int) -> None:
-    """``count`` copied logs and three written by the runtime (each with its checkpoint), over ``folders`` working
-    directories plus three."""
+    """``count`` copied logs (DSH 0.1's, format v0) and three written by the runtime (format v4, each with its
+    checkpoint, in the root's encoding: raw), over ``folders`` working directories plus three."""
     spread_sessions(root, count, folders=folders)
-    ctx = open_runtime(root, compression="zstd", batch_delay_ms=60_000)
+    ctx = open_runtime(root, batch_delay_ms=60_000)
     for index in range(3):
         session = ctx.sessions.create(f"w{index}", cwd=f"/home/dev/written/{index}")
         turn(ctx, session, 1, ("step", "in_progress"))
     ctx.session_persistence.flush()
     ctx.dispose()
+    assert sorted({path.name for path in root.glob("*/*/session*.jsonl*")}) == ["session.jsonl", "session.v4.jsonl"]
 
 
 def counted_listing(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], int, int]:

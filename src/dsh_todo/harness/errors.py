@@ -30,6 +30,7 @@
     │   ├── SessionNotFoundError (LookupError) no log for that session id
     │   ├── SessionIdError (ValueError)   the id cannot name a stored session
     │   ├── SessionExistsError            a new session would collide with a stored log
+    │   ├── RootEncodingError (ValueError) a new log asked for in the other encoding than its root's logs
     │   ├── SessionLockedError            another writer holds the session's lock (.holder_pid)
     │   └── SessionWriteError             a batch could not be made durable; the next flush retries it
     ├── EncodingError (ValueError)        bytes under the log format broke; the store reports it as corruption

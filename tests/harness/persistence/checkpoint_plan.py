@@ -22,7 +22,10 @@ from dsh_todo.harness.persistence.jsonl.reader import writer_alive as store_writ
 from dsh_todo.logview import read_plan as reader_plan
 from dsh_todo.tool_todo.projection import TODOS_UNIT, parse_todos
 
-LOG_NAMES: Final[dict[str, Compression]] = {"session.jsonl.zstd": "zstd", "session.jsonl": "none"}
+LOG_NAMES: Final[dict[str, Compression]] = {"session.v4.jsonl.zstd": "zstd", "session.v4.jsonl": "none",
+                                            "session.jsonl.zstd": "zstd", "session.jsonl": "none"}
+"""The log file names, newest format first (a directory DSH migrated holds both generations)."""
+
 
 class LogPathError(ValueError):
     """The path names no session log."""
@@ -43,17 +46,17 @@ class SessionView:
 
 
 def find_log(path: str | Path) -> Path:
-    """A session directory or its ``session.jsonl[.zstd]`` → the log file."""
+    """A session directory or its log file (``session[.v4].jsonl[.zstd]``) → the log file."""
     target = Path(path)
     if target.is_dir():
         for name in LOG_NAMES:
             if (target / name).is_file():
                 return target / name
-        raise LogPathError(f"{target} holds no session.jsonl or session.jsonl.zstd")
+        raise LogPathError(f"{target} holds no session log")
     if not target.exists():
         raise LogPathError(f"{target} does not exist")
     if target.name not in LOG_NAMES:
-        raise LogPathError(f"{target} is not a session log (expected session.jsonl or session.jsonl.zstd)")
+        raise LogPathError(f"{target} is not a session log (expected one of {', '.join(LOG_NAMES)})")
     return target
 
 
@@ -73,7 +76,7 @@ def read_session(path: str | Path) -> SessionView:
     refuse_unknown_types(stored.session_id, stored.events, stored.location)
     events: list[dict[str, Any]] = list(stored.events)
     live = writer_alive(log)
-    closers: Sequence[dict[str, Any]] = [] if live else interrupted_turn_closers(events)
+    closers: Sequence[dict[str, Any]] = [] if live else interrupted_turn_closers(events, stored.meta)
     return SessionView(log, dict(stored.meta), events + list(closers), live, len(closers))
 
 

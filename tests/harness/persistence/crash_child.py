@@ -149,12 +149,13 @@ def run_crashes(root: Path, compression: str, kills: int, seed: int, *, max_dela
         # child's load; otherwise commit recovery here, as a loader would.
         if run % 2:
             stored = store.read(SESSION_ID)
-            events = stored.events + interrupted_turn_closers(stored.events)
+            meta = stored.meta
+            events = stored.events + interrupted_turn_closers(stored.events, meta)
             closers = events[len(stored.events):]
             report.torn_tails += stored.torn is not None
         else:
             loaded = store.load(SESSION_ID)
-            events, closers = loaded.events, loaded.closers
+            meta, events, closers = loaded.meta, loaded.events, loaded.closers
             report.torn_tails += loaded.truncated_to is not None
         for _, last, first, expected in acks:
             if int(last) >= len(events) or digest(events[int(first):int(last) + 1]) != expected:
@@ -165,7 +166,7 @@ def run_crashes(root: Path, compression: str, kills: int, seed: int, *, max_dela
             end = closers[-1]
             if end["type"] != "turn/end" or end["data"]["reason"] != {"kind": "interrupted"}:
                 report.failures.append(f"run {run}: the open turn was not closed as interrupted: {end}")
-        if interrupted_turn_closers(events):
+        if interrupted_turn_closers(events, meta):
             report.failures.append(f"run {run}: a turn is still open after recovery")
         starts = [event["data"]["turn"] for event in events if event["type"] == "turn/start"]
         if starts != list(range(1, len(starts) + 1)):

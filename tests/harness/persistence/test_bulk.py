@@ -51,9 +51,9 @@ def same_both_ways(log: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     proven = 0
     prove = bulk.prove
 
-    def counted(*args: Any) -> bulk.Proven | None:
+    def counted(*args: Any, **kwargs: Any) -> bulk.Proven | None:
         nonlocal proven
-        result = prove(*args)
+        result = prove(*args, **kwargs)
         proven += result is not None
         return result
 
@@ -79,7 +79,7 @@ def _exact_pass(self: reading._Pass, scanner: scan.LogScanner, path: Path, keep:
 
 
 def _fixture_logs() -> list[Path]:
-    return sorted(FIXTURES.glob("**/store/*/*/session.jsonl*"))
+    return sorted(FIXTURES.glob("**/store/*/*/session*.jsonl*"))
 
 
 @pytest.mark.parametrize("source", _fixture_logs(), ids=lambda path: str(path.relative_to(FIXTURES)).split("/store")[0])
@@ -99,15 +99,17 @@ def test_every_crafted_log_reads_the_same(name: str, tmp_path: Path, monkeypatch
             same_both_ways(log, monkeypatch)
 
 
-def _session_lines(root: Path) -> tuple[bytes, list[bytes]]:
-    """A raw log with every kind of line, its last turn left open: (the header line, the event lines)."""
+def _session_lines(root: Path, version: int) -> tuple[bytes, list[bytes]]:
+    """A raw log with every kind of line of format ``version``, its last turn left open: (the header line, the event
+    lines). In v0 delta runs are packed rows; in v4 each assistant message names its step's chunks, a run its
+    ``sourceEventSeqs`` stores as a range."""
     ctx = open_runtime(root, compression="none", batch_delay_ms=60_000)
-    session = ctx.sessions.create("s", cwd="/w")
+    session = ctx.sessions.create("s", cwd="/w", **({"version": 0} if version == 0 else {}))
     agent = Agent("a", session)
     for number in range(1, 9):
         session.append("turn/start", {"turn": number})
         for step in (1, 2):
-            session.append("step/start", {"turn": number, "step": step})
+            started = session.append("step/start", {"turn": number, "step": step})["seq"]
             for kind in ("reasoning-delta", "text-delta"):
                 for index in range(3 + step):
                     session.append("assistant/chunk", {"turn": number, "step": step, "chunk": {
@@ -122,7 +124,8 @@ def _session_lines(root: Path) -> tuple[bytes, list[bytes]]:
             session.append("assistant/message", {"turn": number, "step": step, "message": {
                 "id": f"m{number}{step}", "role": "assistant",
                 "content": [{"type": "tool-call", "id": f"c{number}{step}", "name": "todo_write",
-                             "arguments": {"todos": todos}}]}}, surface_op="append")
+                             "arguments": {"todos": todos}}]}}, surface_op="append",
+                            source_event_seqs=range(started + 1, session.seq) if version == 4 else None)
             asyncio.run(ctx.tools.execute("todo_write", {"todos": todos}, agent=agent))
             if number < 8 or step == 1:
                 session.append("step/end", {"turn": number, "step": step})
@@ -130,7 +133,8 @@ def _session_lines(root: Path) -> tuple[bytes, list[bytes]]:
             session.append("turn/end", {"turn": number, "reason": {"kind": "completed"}})
         ctx.session_persistence.flush()
     ctx.session_persistence.flush()
-    log = next(root.glob("*/s/session.jsonl"))
+    log = next(root.glob("*/s/session*.jsonl"))
+    assert log.name == ("session.jsonl" if version == 0 else "session.v4.jsonl")
     data = log.read_bytes()
     ctx.dispose()
     lines = data.split(b"\n")
@@ -138,21 +142,24 @@ def _session_lines(root: Path) -> tuple[bytes, list[bytes]]:
     return lines[0] + b"\n", lines[1:]
 
 
-@pytest.fixture(scope="module")
-def session_lines(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, list[bytes]]:
-    return _session_lines(tmp_path_factory.mktemp("made"))
+@pytest.fixture(scope="module", params=[0, 4], ids=["v0", "v4"])
+def session_lines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  ) -> tuple[bytes, list[bytes]]:
+    """The lines of a log in each format this harness reads: DSH 0.1's v0 and DSH 0.2's v4."""
+    return _session_lines(tmp_path_factory.mktemp("made"), request.param)
 
 
 def _write(target: Path, header: bytes, lines: list[bytes], zstd: bool, torn: int = 0) -> Path:
     """The lines as a log at ``target`` (a session directory), raw or as zstd frames of a few lines each."""
     target.mkdir(parents=True, exist_ok=True)
-    for old in target.glob("session.jsonl*"):
+    for old in target.glob("session*.jsonl*"):
         old.unlink()
+    name = "session.jsonl" if b'"version":0,' in header else "session.v4.jsonl"
     body = b"".join(line + b"\n" for line in lines)
     if torn:
         body = body[:-torn]
     if not zstd:
-        log = target / "session.jsonl"
+        log = target / name
         log.write_bytes(header + body)
         return log
     frames = [compress_frame(header)]
@@ -167,7 +174,7 @@ def _write(target: Path, header: bytes, lines: list[bytes], zstd: bool, torn: in
         end = len(body) if end < 0 else end + 1
         frames.append(compress_frame(body[cut:end]))
         cut = end
-    log = target / "session.jsonl.zstd"
+    log = target / f"{name}.zstd"
     log.write_bytes(b"".join(frames))
     return log
 
@@ -175,7 +182,11 @@ def _write(target: Path, header: bytes, lines: list[bytes], zstd: bool, torn: in
 def test_a_clean_log_is_proven_and_reads_the_same(session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     header, lines = session_lines
-    assert any(line.startswith(b'{"type":"tool-call-chunks"') for line in lines)
+    if b'"version":0,' in header:
+        assert any(line.startswith(b'{"type":"tool-call-chunks"') for line in lines)
+    else:
+        assert not any(b"-chunks" in line for line in lines)
+        assert sum(b',"sourceEventSeqs":[[' in line for line in lines) == 16
     for zstd in (False, True):
         log = _write(tmp_path / "--w--" / "s", header, lines, zstd)
         assert same_both_ways(log, monkeypatch) > 0
@@ -279,6 +290,46 @@ MUTATIONS: dict[str, Mutation] = {
     "cut": lambda rng, lines: _edit(rng, lines, lambda line: line[:rng.randrange(len(line))]),
 }
 
+RANGE_MUTATIONS: dict[str, Mutation] = {
+    # format v4's sourceEventSeqs ranges (a v0 log has none: these then change nothing or a random line)
+    "range reversed": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d,%d]" % (b, a)),
+    "range to its own seq": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d,%d]" % (a, b + 1)),
+    "range of one": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d,%d]" % (a, a)),
+    "range of three": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d,%d,%d]" % (a, a + 1, b)),
+    "range bound float": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d.0,%d]" % (a, b)),
+    "range bound negative": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[-1,%d]" % b),
+    "range and a member": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"%d,[%d,%d]" % (a, a, b)),
+    "range member before": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"%d,[%d,%d]" % (a - 1, a, b)),
+    "range twice": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[%d,%d],[%d,%d]" % (a, b, a, b)),
+    "range nested": lambda rng, lines: _in_range(rng, lines, lambda a, b: b"[[%d,%d]]" % (a, b)),
+    "range spaced": lambda rng, lines: _in_range(rng, lines, lambda a, b: b" [ %d , %d ] " % (a, b)),
+    "range after a space": lambda rng, lines: _replace(rng, lines, b'"sourceEventSeqs":[[', b'"sourceEventSeqs": [['),
+    "range key escaped": lambda rng, lines: _replace(rng, lines, b'"sourceEventSeqs":', b'"source\\u0045ventSeqs":'),
+    "range key twice": lambda rng, lines: _replace(rng, lines, b'"sourceEventSeqs":', b'"sourceEventSeqs":[1],'
+                                                   b'"sourceEventSeqs":'),
+    "seqs not a list": lambda rng, lines: _replace(rng, lines, b'"sourceEventSeqs":[', b'"sourceEventSeqs":{"x":['),
+    "seqs a number": lambda rng, lines: _replace(rng, lines, b',"sourceEventSeqs":[', b',"sourceEventSeqs":7,"y":['),
+    "seqs on a plan event": lambda rng, lines: _replace(rng, lines, b'"data":', b'"sourceEventSeqs":[[0,2]],"data":',
+                                                        b'{"type":"todo/write"'),
+    "seqs bad on a plan event": lambda rng, lines: _replace(rng, lines, b'"data":', b'"sourceEventSeqs":[[2,0]],'
+                                                            b'"data":', b'{"type":"todo/write"'),
+    "seqs bad on a turn start": lambda rng, lines: _replace(rng, lines, b'"data":', b'"sourceEventSeqs":"x","data":',
+                                                            b'{"type":"turn/start"'),
+}
+
+
+def _in_range(rng: random.Random, lines: list[bytes], change: Callable[[int, int], bytes]) -> None:
+    """Rewrite one stored ``[start,end]`` range of a ``sourceEventSeqs`` (a line without one is left alone)."""
+    index = _pick(rng, lines, b'{"type":"assistant/message"')
+    line = lines[index]
+    at = line.find(b'"sourceEventSeqs":[[')
+    if at < 0:
+        return
+    start = at + len(b'"sourceEventSeqs":[')
+    end = line.index(b"]", start) + 1
+    first, last = map(int, line[start + 1:end - 1].split(b","))
+    lines[index] = line[:start] + change(first, last) + line[end:]
+
 
 def _edit(rng: random.Random, lines: list[bytes], change: Callable[[bytes], bytes]) -> None:
     index = rng.randrange(len(lines))
@@ -339,14 +390,14 @@ def _last(lines: list[bytes], prefix: bytes, data: bytes) -> None:
     lines[index] = lines[index].replace(b'"data":{', data + b"{", 1) + b"}"
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
+@pytest.mark.parametrize("name", sorted(MUTATIONS | RANGE_MUTATIONS))
 def test_every_mutation_reads_the_same(name: str, session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     header, original = session_lines
     rng = random.Random(name)
     for round_ in range(6):
         lines = list(original)
-        MUTATIONS[name](rng, lines)
+        (MUTATIONS | RANGE_MUTATIONS)[name](rng, lines)
         log = _write(tmp_path / "--w--" / "s", header, lines, zstd=round_ % 2 == 1, torn=rng.choice((0, 0, 3)))
         same_both_ways(log, monkeypatch)
 
@@ -354,14 +405,16 @@ def test_every_mutation_reads_the_same(name: str, session_lines: tuple[bytes, li
 @pytest.mark.parametrize("seed", range(4))
 def test_random_mutations_read_the_same(seed: int, session_lines: tuple[bytes, list[bytes]], tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Several mutations at once, anywhere: the bulk proof and the exact pass agree."""
+    """Several mutations at once, anywhere: the bulk proof and the exact pass agree (in a v4 log, range mutations
+    too; a v0 log has no ranges, and draws from the mutations it always did)."""
     header, original = session_lines
     rng = random.Random(seed)
-    names = sorted(MUTATIONS)
+    mutations = MUTATIONS if b'"version":0,' in header else MUTATIONS | RANGE_MUTATIONS
+    names = sorted(mutations)
     for round_ in range(8):
         lines = list(original)
         for _ in range(rng.randint(1, 3)):
-            MUTATIONS[rng.choice(names)](rng, lines)
+            mutations[rng.choice(names)](rng, lines)
         log = _write(tmp_path / "--w--" / "s", header, lines, zstd=round_ % 2 == 1)
         same_both_ways(log, monkeypatch)
 
@@ -447,3 +500,27 @@ def test_utf8_is_checked_in_slices_exactly(slice_size: int, monkeypatch: pytest.
         assert bulk._utf8(memoryview(text)) is whole, text
         answers.add(whole)
     assert answers == {True, False}
+
+
+def test_a_committed_bad_line_in_a_zstd_log_gets_one_verdict_at_every_piece_size(
+        session_lines: tuple[bytes, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the random mix once the v4 mutations joined its draw (v0 then kept its old draw): one unparsable line
+    in turn 4 of a zstd log (frames of seven lines), turn 4 ending after it. Repro before: read in pieces of 1000
+    bytes or more, both passes said "unparsable committed event at line N"; in pieces of 64 bytes, both said
+    "complete frame contains a torn JSONL record". After damage the scanner skims for a ``turn/end`` line, and a
+    piece finishing a line whose ``turn/end`` came in an earlier piece was counted unparsed (only the 8 bytes either
+    side of the seam were looked at), so no later ``turn/end`` proved the damage committed."""
+    header, original = session_lines
+    lines = list(original)
+    bad = next(index for index, line in enumerate(lines) if line.startswith(b'{"type":"step/start"')
+               and line.endswith(b'"data":{"turn":4,"step":2}}'))
+    lines[bad] = lines[bad][:-1] + b",}"
+    log = _write(tmp_path / "--w--" / "s", header, lines, zstd=True)
+    verdicts = set()
+    for size in PIECES:
+        with monkeypatch.context() as exact:
+            exact.setattr(reading, "CHUNK_SIZE", size)
+            exact.setattr(reading._Pass, "__init__", _exact_pass)
+            verdicts.add(_outcome(log)[0])
+    line = bad + 1  # the header is line 0 in the reader's count
+    assert verdicts == {("CorruptSessionLogError", f"corrupt session log: unparsable committed event at line {line}")}

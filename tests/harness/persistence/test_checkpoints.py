@@ -60,7 +60,7 @@ def turn(ctx: Context, session: Session, number: int, *items: tuple[str, str], e
 
 
 def the_log(root: Path, session_id: str = "s") -> Path:
-    return next(root.glob(f"*/{session_id}/session.jsonl*"))
+    return next(root.glob(f"*/{session_id}/session*.jsonl*"))
 
 
 def stored_checkpoint(log: Path) -> dict[str, Any]:
@@ -429,7 +429,7 @@ def test_fixture_checkpoints_at_record_boundaries(fixture_name: str, tmp_path: P
     if not fixture.expected["load"]["ok"]:
         pytest.skip("a log that loads is needed")  # our writer never checkpoints past a refused event (tested above)
     root = copy_store(fixture, tmp_path / "store")
-    log = next(root.glob("*/*/session.jsonl*"))
+    log = next(root.glob("*/*/session*.jsonl*"))
     full = read_session(log)
     events = full.events[:len(full.events) - full.closers]
     meta = full.meta
@@ -462,7 +462,7 @@ def test_fixture_loaded_and_checkpointed_by_the_runtime(intact_name: str, tmp_pa
         ctx.sessions.close(session.id)
     finally:
         ctx.dispose()
-    log = next(root.glob("*/*/session.jsonl*"))
+    log = next(root.glob("*/*/session*.jsonl*"))
     assert (log.parent / CHECKPOINT_NAME).exists() == bool(session.seq)
     assert read_plan(log).plan == fixture.expected["todos"]
 

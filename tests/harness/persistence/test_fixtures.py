@@ -11,7 +11,13 @@ import pytest
 from dsh_todo.harness.persistence import CorruptSessionLogError, SessionFormatUnsupportedError, SessionLogError
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.jsonutil import dumps
-from tests.harness.persistence.fixture_logs import Fixture, last_todo_write, load_fixture, standing_plan
+from tests.harness.persistence.fixture_logs import (
+    Fixture,
+    last_todo_write,
+    load_fixture,
+    now_error,
+    standing_plan,
+)
 
 ERROR_NAMES = {CorruptSessionLogError: "Error", SessionFormatUnsupportedError: "SessionFormatUnsupportedError"}
 
@@ -36,7 +42,7 @@ def test_load_matches_dsh(fixture_copy: tuple[Fixture, Path]) -> None:
     if not expected["load"]["ok"]:
         with pytest.raises(SessionLogError) as caught:
             store.load(fixture.session_id)
-        assert _error_record(caught.value, root) == expected["load"]["error"]
+        assert _error_record(caught.value, root) == now_error(expected["load"]["error"])
         assert log_file.read_bytes() == before, "a refused log must be left untouched"
         assert sorted(p.name for p in log_file.parent.iterdir()) == [log_file.name], "no lock file left behind"
         return
@@ -97,7 +103,7 @@ def test_raw_read_and_non_mutating_read(damaged_copy: tuple[Fixture, Path]) -> N
     if "error" in prefix:
         with pytest.raises(SessionLogError) as caught:
             store.read_stored(fixture.session_id)
-        assert _error_record(caught.value, root) == prefix["error"]
+        assert _error_record(caught.value, root) == now_error(prefix["error"])
     else:
         stored = store.read_stored(fixture.session_id)
         assert len(stored.events) == prefix["eventCount"]
@@ -117,7 +123,7 @@ def test_raw_read_and_non_mutating_read(damaged_copy: tuple[Fixture, Path]) -> N
     if "error" in read_from0:
         with pytest.raises(SessionLogError) as caught:
             store.read(fixture.session_id)
-        assert _error_record(caught.value, root) == read_from0["error"]
+        assert _error_record(caught.value, root) == now_error(read_from0["error"])
     else:
         assert len(store.read(fixture.session_id).events) == read_from0["eventCount"]
     assert log_file.read_bytes() == before
@@ -135,3 +141,25 @@ def test_intact_fixture_reads_in_place(intact_name: str) -> None:
     assert standing_plan(stored.events) == fixture.expected["writer"]["todosAtEnd"]
     [listed] = store.stored_sessions()
     assert (listed.id, listed.cwd, listed.path) == (fixture.session_id, fixture.expected["cwd"], fixture.log_file)
+
+
+@pytest.mark.parametrize(("version", "name", "words"), [
+    (5, "session.jsonl", "uses log format v5, but this harness reads only v4: the log was written by a newer harness "
+                         "— upgrade the harness to open it"),
+    (5, "session.v4.jsonl", "uses log format v5, but this harness reads only v4: the log was written by a newer "
+                            "harness — upgrade the harness to open it"),
+    (3, "session.v4.jsonl", "uses log format v3, older than the supported v4, and this build ships no upgrade path "
+                            "for it"),
+])
+def test_a_log_of_a_version_no_harness_reads_is_refused_by_its_version(version: int, name: str, words: str,
+                                                                       tmp_path: Path) -> None:
+    """The version refusal wins over the file name's generation: a log from a newer harness is "upgrade"."""
+    fixture = load_fixture("b-three-turns/none")
+    root = tmp_path / "store"
+    log = root / Path(fixture.expected["file"]).relative_to("store")
+    log.parent.mkdir(parents=True)
+    header, rest = fixture.log_file.read_bytes().split(b"\n", 1)
+    (log.parent / name).write_bytes(header.replace(b'"version":0,', b'"version":%d,' % version, 1) + b"\n" + rest)
+    with pytest.raises(SessionFormatUnsupportedError) as caught:
+        JsonlBackend(root, "none").load(fixture.session_id)
+    assert str(caught.value) == f'session "{fixture.session_id}" {words} (raw log: {log.parent / name})'

@@ -16,6 +16,7 @@ from dsh_todo.harness.persistence import (
     SessionLockedError,
     SessionNotFoundError,
 )
+from dsh_todo.harness.persistence.errors import RootEncodingError
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
 from dsh_todo.jsonutil import dumps
@@ -44,6 +45,7 @@ def some_events() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_round_trip(tmp_path: Path, compression: Any) -> None:
+    """A new log is format v4 (DSH 0.2's): ``session.v4.jsonl[.zstd]``, an ``isSeeded`` header, no packed rows."""
     store = JsonlBackend(tmp_path / "root", compression)
     events = some_events()
     writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x"})
@@ -51,6 +53,37 @@ def test_round_trip(tmp_path: Path, compression: Any) -> None:
     writer.append(events[3:])
     writer.close()
     stored = store.read("s1")
+    assert stored.path.name == ("session.v4.jsonl.zstd" if compression == "zstd" else "session.v4.jsonl")
+    assert dumps(stored.events) == dumps(events)
+    assert stored.meta == {"version": 4, "id": "s1", "createdAt": 5, "cwd": "/home/x", "isSeeded": False,
+                           "delegationDepth": 0}
+    assert stored.torn is None
+    loaded = store.load("s1")
+    assert loaded.rewrote is False and dumps(loaded.events) == dumps(events)
+    if compression == "zstd":
+        assert len(scan_frames(stored.path.read_bytes()).frames) == 3  # header + one frame per batch
+    else:
+        # header, then one line per event: v4 never packs chunk rows
+        assert stored.path.read_bytes().count(b"\n") == 1 + len(events)
+        assert stored.path.read_bytes().split(b"\n")[0] == (
+            b'{"type":"session","version":4,"id":"s1","createdAt":5,"cwd":"/home/x","isSeeded":false,'
+            b'"delegationDepth":0}')
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_round_trip_of_a_v0_session(tmp_path: Path, compression: Any) -> None:
+    """A session whose header asks for format v0 is written in v0 (DSH 0.1's): ``session.jsonl[.zstd]``, and delta
+    runs packed into chunk rows. Repro before: the log was named ``session.v4.jsonl`` whatever its header said (so
+    its next read refused it: "session generation filename identifies v4, but its header identifies v0"), and no
+    run was packed."""
+    store = JsonlBackend(tmp_path / "root", compression)
+    events = some_events()
+    writer = store.create({"id": "s1", "createdAt": 5, "cwd": "/home/x", "version": 0})
+    writer.append(events[:3])
+    writer.append(events[3:])
+    writer.close()
+    stored = store.read("s1")
+    assert stored.path.name == ("session.jsonl.zstd" if compression == "zstd" else "session.jsonl")
     assert dumps(stored.events) == dumps(events)
     assert stored.meta == {"version": 0, "id": "s1", "createdAt": 5, "cwd": "/home/x", "delegationDepth": 0}
     assert stored.torn is None
@@ -62,6 +95,14 @@ def test_round_trip(tmp_path: Path, compression: Any) -> None:
         # header; batch 1: turn/start and a 2-delta run (too short to pack); batch 2: the rest of the run packs
         # into one row, then todo/write, the ignorable event and turn/end. Runs pack per batch, as in DSH.
         assert stored.path.read_bytes().count(b"\n") == 1 + 3 + 4
+        assert stored.path.read_bytes().split(b"\n")[0] == (
+            b'{"type":"session","version":0,"id":"s1","createdAt":5,"cwd":"/home/x","delegationDepth":0}')
+
+
+def test_a_format_version_no_harness_reads_is_refused_at_create(tmp_path: Path) -> None:
+    """Repro before: ``create`` wrote whatever ``version`` the metadata held, a header no reader accepts back."""
+    with pytest.raises(ValueError, match=r"^session metadata version must be 0 or 4$"):
+        JsonlBackend(tmp_path / "root").create({"id": "s", "createdAt": 1, "version": 3})
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
@@ -209,37 +250,109 @@ def test_list_reads_headers_of_both_layout_kinds(tmp_path: Path) -> None:
 
 
 def test_raw_and_zstd_logs_mix_under_one_root(tmp_path: Path) -> None:
-    """Each log is read in its own encoding; the root's compression is only that of new logs. Repro before: a zstd
-    root holding one raw log refused every read with "select the matching compression mode", although neither
-    ``run`` nor ``web`` had such an option."""
+    """Each log is read in its own encoding, whatever the backend's compression. Repro before: a zstd root holding
+    one raw log refused every read with "select the matching compression mode", although neither ``run`` nor
+    ``web`` had such an option."""
     raw = JsonlBackend(tmp_path / "root", "none")
     writer = raw.create({"id": "raw", "createdAt": 1})
     writer.append(some_events()[:1])
     writer.close()
-    store = JsonlBackend(tmp_path / "root", "zstd")
-    writer = store.create({"id": "packed", "createdAt": 1})
+    writer = JsonlBackend(tmp_path / "other", "zstd").create({"id": "packed", "createdAt": 1, "cwd": "/p"})
     writer.append(some_events()[:2])
     writer.close()
+    (tmp_path / "other" / "--p--").rename(tmp_path / "root" / "--p--")  # a log of the other encoding, copied in
+    store = JsonlBackend(tmp_path / "root", "zstd")
     assert sorted(entry.id for entry in store.stored_sessions()) == ["packed", "raw"]
     assert len(store.read("raw").events) == 1 and len(raw.read("packed").events) == 2
     loaded, resumed = store.resume("raw")  # an existing log keeps its encoding when written again
     resumed.close()
-    assert sorted(path.name for path in (tmp_path / "root").glob("*/*/session.jsonl*")) == [
-        "session.jsonl", "session.jsonl.zstd"]
+    assert sorted(path.name for path in (tmp_path / "root").glob("*/*/session*.jsonl*")) == [
+        "session.v4.jsonl", "session.v4.jsonl.zstd"]
     assert len(raw.read("raw").events) == len(loaded.events)
 
 
-def test_a_session_directory_holding_both_encodings_is_refused(tmp_path: Path) -> None:
+def test_a_new_log_takes_the_encoding_of_the_roots_logs(tmp_path: Path) -> None:
+    """DSH keeps one encoding per root: a new log is written in the encoding the root's logs have, unless another
+    was asked for, which is refused in one line naming a log of the root; an empty root's new logs are zstd."""
+    JsonlBackend(tmp_path / "root", "none").create({"id": "first", "createdAt": 1}).append(some_events()[:1])
+    JsonlBackend(tmp_path / "root").create({"id": "second", "createdAt": 1}).append(some_events()[:1])
+    JsonlBackend(tmp_path / "root", "none").create({"id": "third", "createdAt": 1}).append(some_events()[:1])
+    assert sorted(str(path.relative_to(tmp_path / "root")) for path in (tmp_path / "root").glob("*/*/*.jsonl*")) == [
+        "_no-cwd/first/session.v4.jsonl", "_no-cwd/second/session.v4.jsonl", "_no-cwd/third/session.v4.jsonl"]
+    with pytest.raises(RootEncodingError) as refused:
+        JsonlBackend(tmp_path / "root", "zstd").create({"id": "fourth", "createdAt": 1})
+    root = tmp_path / "root"
+    example = next(root.glob("_no-cwd/*/session.v4.jsonl"))
+    assert str(refused.value) == (
+        f'the session root {root} keeps its logs in compression "none" (session.v4.jsonl in {example.parent}), not '
+        '"zstd": DeepSeek Harness keeps one encoding per root, so use compression "none" there or another root')
+    assert not (root / "_no-cwd" / "fourth").exists()
+    JsonlBackend(tmp_path / "empty").create({"id": "s", "createdAt": 1}).append(some_events()[:1])
+    assert [path.name for path in (tmp_path / "empty").glob("*/*/*.jsonl*")] == ["session.v4.jsonl.zstd"]
+
+
+@pytest.mark.parametrize(("raw", "zstd"), [("session.v4.jsonl", "session.v4.jsonl.zstd"),
+                                           ("session.jsonl", "session.jsonl.zstd"),
+                                           ("session.v4.jsonl", "session.jsonl.zstd"),
+                                           ("session.jsonl", "session.v4.jsonl.zstd")])
+def test_a_session_directory_holding_both_encodings_is_refused(raw: str, zstd: str, tmp_path: Path) -> None:
+    """Whatever the generations of the two files: the message names both."""
     writer = JsonlBackend(tmp_path / "root", "none").create({"id": "s", "createdAt": 1})
     writer.append(some_events()[:1])
     writer.close()
-    log = next((tmp_path / "root").glob("*/*/session.jsonl"))
-    (log.parent / "session.jsonl.zstd").write_bytes(b"")
+    log = next((tmp_path / "root").glob("*/*/session.v4.jsonl"))
+    log.rename(log.with_name(raw))
+    (log.parent / zstd).write_bytes(b"")
     store = JsonlBackend(tmp_path / "root", "zstd")
-    with pytest.raises(CorruptSessionLogError, match=r"holds both session\.jsonl and session\.jsonl\.zstd"):
+    with pytest.raises(CorruptSessionLogError) as refused:
         store.read("s")
+    assert str(refused.value) == (f"session directory {log.parent} holds both {raw} and {zstd}; a session is stored "
+                                  "in one encoding: keep the one you want and move the other away")
     [entry] = store.stored_sessions()  # listed with its problem: one such session never hides the others
     assert entry.id == "s" and isinstance(entry.problem, CorruptSessionLogError)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_directory_holding_both_generations_reads_the_v4_log(compression: Any, tmp_path: Path) -> None:
+    """A directory DSH migrated keeps the v0 log beside the v4 one (one encoding): the v4 log is the session's, and
+    it is the one written on."""
+    events = some_events()
+    v0 = JsonlBackend(tmp_path / "root", compression).create({"id": "s", "createdAt": 1, "version": 0})
+    v0.append(events[:2])
+    v0.close()
+    old = next((tmp_path / "root").glob("*/s/session.jsonl*"))
+    before = old.read_bytes()
+    old.rename(tmp_path / "kept")
+    v4 = JsonlBackend(tmp_path / "root", compression).create({"id": "s", "createdAt": 1})
+    v4.append(events)
+    v4.close()
+    (tmp_path / "kept").rename(old)
+    store = JsonlBackend(tmp_path / "root", compression)
+    stored = store.read("s")
+    assert stored.path == old.with_name("session.v4.jsonl" + (".zstd" if compression == "zstd" else ""))
+    assert stored.meta["version"] == 4 and dumps(stored.events) == dumps(events)
+    loaded, writer = store.resume("s")
+    assert loaded.closers == []
+    writer.append([{"type": "turn/start", "seq": len(events), "time": 200, "data": {"turn": 2}}])
+    writer.close()
+    assert len(store.read("s").events) == len(events) + 1 and old.read_bytes() == before
+
+
+@pytest.mark.parametrize(("name", "version"), [("session.v4.jsonl", 0), ("session.jsonl", 4)])
+def test_a_log_whose_name_and_header_name_different_versions_is_refused(name: str, version: int,
+                                                                        tmp_path: Path) -> None:
+    """DSH's rule: the file name is the log's generation, and its header must say the same."""
+    writer = JsonlBackend(tmp_path / "root", "none").create({"id": "s", "createdAt": 1, "version": version})
+    writer.append(some_events()[:1])
+    writer.close()
+    [log] = (tmp_path / "root").glob("*/s/session*.jsonl")
+    log.rename(log.with_name(name))
+    named = 4 if version == 0 else 0
+    for read in (JsonlBackend(tmp_path / "root").read, JsonlBackend(tmp_path / "root").load):
+        with pytest.raises(CorruptSessionLogError) as refused:
+            read("s")
+        assert str(refused.value) == (f"corrupt session log: session generation filename identifies v{named}, but "
+                                      f"its header identifies v{version}")
 
 
 def test_flat_layout_is_refused(tmp_path: Path) -> None:
@@ -258,7 +371,8 @@ def test_a_log_in_the_wrong_directory_is_refused(tmp_path: Path) -> None:
     moved = tmp_path / "root" / "--b--"
     (tmp_path / "root" / "--a--").rename(moved)
     with pytest.raises(CorruptSessionLogError, match='is not where its header puts it: the header names session "s" '
-                                                     r'\(cwd "/a"\), whose log belongs at .*/--a--/s/session\.jsonl'):
+                                                     r'\(cwd "/a"\), whose log belongs at '
+                                                     r'.*/--a--/s/session\.v4\.jsonl;'):
         store.read("s")
 
 
@@ -339,11 +453,12 @@ def test_leftover_temporary_files_are_removed_when_the_session_is_next_opened(tm
     writer.close()
     directory = next((tmp_path / "root").glob("*/s"))
     (directory / "projections.json.0123456789ab.tmp").write_text("{")
-    (directory / "session.jsonl.zstd.ba9876543210.tmp").write_bytes(b"x")
+    (directory / "session.v4.jsonl.zstd.ba9876543210.tmp").write_bytes(b"x")
+    (directory / "session.jsonl.zstd.ba9876543211.tmp").write_bytes(b"x")  # of a v0 writer
     (directory / "notes.txt").write_text("keep")
     _loaded, resumed = store.resume("s")
     resumed.close()
-    assert sorted(p.name for p in directory.iterdir()) == ["notes.txt", "session.jsonl.zstd"]
+    assert sorted(p.name for p in directory.iterdir()) == ["notes.txt", "session.v4.jsonl.zstd"]
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)

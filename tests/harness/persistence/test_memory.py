@@ -39,7 +39,22 @@ def test_stored_events_are_copies_the_caller_cannot_reach() -> None:
     first = backend.read("s").events
     first[0]["data"]["turn"] = 99
     assert backend.read("s").events == [event(0, {"turn": 1, "list": [1]})]
-    assert backend.read("s").meta == {"version": 0, "id": "s", "createdAt": 1, "cwd": "/w", "delegationDepth": 0}
+    assert backend.read("s").meta == {"version": 4, "id": "s", "createdAt": 1, "cwd": "/w", "isSeeded": False,
+                                      "delegationDepth": 0}
+
+
+def test_a_new_log_has_the_format_a_file_gets(tmp_path: Path) -> None:
+    """A new session's header is format v4 in every store, as in a file, unless v0 is asked for. Repro before: the
+    whole-log stores (memory, PostgreSQL) headed a new log ``version: 0`` while its session wrote v4 tool results
+    into it, and a dead writer's turn was closed there with v0 closers, in a file with v4 ones."""
+    metas = []
+    for version in (None, 0):
+        asked = {} if version is None else {"version": version}
+        for backend in (JsonlBackend(tmp_path / f"v{version}", "none"), MemoryBackend()):
+            backend.create({"id": "s", "createdAt": 1, **asked}).append([event(0)])
+            metas.append(backend.read("s").meta)
+    assert metas == [{"version": 4, "id": "s", "createdAt": 1, "isSeeded": False, "delegationDepth": 0}] * 2 + [
+        {"version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}] * 2
 
 
 @pytest.mark.parametrize("bad", [{1, 2}, object(), b"bytes"], ids=["set", "object", "bytes"])

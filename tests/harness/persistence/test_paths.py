@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,11 @@ def test_directory_names_match_dsh(name: str) -> None:
     assert (project_key(cwd) if cwd is not None else "_no-cwd") == expected["projectDirName"]
     assert encode_segment(expected["sessionId"]) == expected["sessionDirName"]
     store = JsonlBackend(fixture.folder / "store", fixture.compression)  # type: ignore[arg-type]
-    assert store.path_for(expected["sessionId"], cwd) == fixture.log_file
+    # DSH 0.1.1 wrote these logs (format v0, ``session.jsonl[.zstd]``); a new log there is v4, in the same directory.
+    compression: Any = fixture.compression
+    assert log_path(store.root, cwd, expected["sessionId"], compression, 0) == fixture.log_file
+    assert store.path_for(expected["sessionId"], cwd) == fixture.log_file.with_name(
+        "session.v4.jsonl.zstd" if fixture.compression == "zstd" else "session.v4.jsonl")
 
 
 def test_escape_works_per_utf16_code_unit() -> None:

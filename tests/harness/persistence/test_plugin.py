@@ -61,7 +61,8 @@ def root(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_config_defaults_and_refusals() -> None:
-    assert jsonl.Config.parse({"root": "/r"}) == jsonl.Config("/r", "zstd", 200, True)
+    # No compression named: a new log takes the encoding of the root's logs (zstd in a root without any).
+    assert jsonl.Config.parse({"root": "/r"}) == jsonl.Config("/r", None, 200, True)
     parsed = jsonl.Config.parse({"root": "/r", "compression": "none", "writeBatchMaxDelayMs": 5,
                                  "packChunks": False, "preparedSessionCacheSize": 3})
     assert parsed == jsonl.Config("/r", "none", 5, False)
@@ -83,7 +84,8 @@ def test_plugin_shape() -> None:
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])
 def test_live_session_reproduces_dsh_bytes(root: Path, compression: str) -> None:
-    """Replaying a DSH fixture through ``Session.append`` and flushing where DSH did writes DSH's exact file."""
+    """Replaying a DSH fixture through ``Session.append`` and flushing where DSH did writes DSH's exact file (a
+    session created in DSH 0.1's format v0, as the fixture is)."""
     fixture = load_fixture(f"b-three-turns/{compression}")
     original = fixture.log_file.read_bytes()
     events = fixture.expected["events"]
@@ -93,7 +95,7 @@ def test_live_session_reproduces_dsh_bytes(root: Path, compression: str) -> None
     flush_after = {len(events) - 1}
     if compression == "zstd":  # DSH's write batches are the file's frames
         flush_after.update(n - 1 for n in accumulate(zstd_batch_sizes(original)))
-    session = ctx.sessions.create(fixture.session_id, cwd=header["cwd"])
+    session = ctx.sessions.create(fixture.session_id, cwd=header["cwd"], version=0)
     for event in events:
         replay(session, event)
         if event["seq"] in flush_after:
@@ -134,7 +136,7 @@ def test_dispose_flushes_and_releases_locks(root: Path) -> None:
     handle.dispose()
     stored = JsonlBackend(root)
     assert [e["type"] for e in stored.read("s").events] == ["turn/start"]
-    assert sorted(p.name for p in stored.find("s").parent.iterdir()) == ["session.jsonl.zstd"]  # type: ignore[union-attr]
+    assert sorted(p.name for p in stored.find("s").parent.iterdir()) == ["session.v4.jsonl.zstd"]  # type: ignore[union-attr]
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})  # no longer persisted, no error
     assert len(stored.read("s").events) == 1
 

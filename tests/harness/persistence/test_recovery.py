@@ -12,7 +12,7 @@ from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.encode import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.jsonl.scan import LogScanner
 from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
-from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT
+from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 from dsh_todo.jsonutil import dumps_bytes
 
 META = {"id": "s", "createdAt": 1, "cwd": "/w"}
@@ -98,21 +98,27 @@ def test_fed_in_pieces_equals_fed_at_once() -> None:
 # -- closers ----------------------------------------------------------------------------------------------------
 
 
-def test_balanced_or_empty_logs_need_no_closers() -> None:
-    assert interrupted_turn_closers([]) == []
-    assert interrupted_turn_closers(turn(0, 1)) == []
+V0: dict[str, Any] = {**META, "version": 0}
+V4: dict[str, Any] = {**META, "version": 4}
 
 
-def test_open_step_and_turn_are_closed_with_the_last_time() -> None:
+@pytest.mark.parametrize("meta", [V0, V4], ids=["v0", "v4"])
+def test_balanced_or_empty_logs_need_no_closers(meta: dict[str, Any]) -> None:
+    assert interrupted_turn_closers([], meta) == []
+    assert interrupted_turn_closers(turn(0, 1), meta) == []
+
+
+@pytest.mark.parametrize("meta", [V0, V4], ids=["v0", "v4"])
+def test_open_step_and_turn_are_closed_with_the_last_time(meta: dict[str, Any]) -> None:
     events = turn(0, 1, end=False)
-    assert interrupted_turn_closers(events) == [
+    assert interrupted_turn_closers(events, meta) == [
         {"type": "step/end", "seq": 2, "time": 10, "data": {"turn": 1, "step": 1}},
         {"type": "turn/end", "seq": 3, "time": 10, "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
     ]
 
 
-def test_unstarted_calls_get_not_started_results_in_transcript_order() -> None:
-    events = [
+def _open_calls() -> list[dict[str, Any]]:
+    return [
         *turn(0, 1, end=False),
         {"type": "assistant/message", "seq": 2, "time": 11, "data": {"turn": 1, "step": 1, "message": {
             "role": "assistant", "content": [
@@ -121,7 +127,11 @@ def test_unstarted_calls_get_not_started_results_in_transcript_order() -> None:
                 {"type": "tool-call", "id": "a", "name": "x", "arguments": "{}"}]}}},
         {"type": "tool/call", "seq": 3, "time": 12, "data": {"turn": 1, "step": 1, "callId": "a"}},
     ]
-    closers = interrupted_turn_closers(events)
+
+
+def test_unstarted_calls_get_not_started_results_in_transcript_order() -> None:
+    """Format v0 (DSH 0.1's recovery): a user message wrapping one ``tool-result`` block."""
+    closers = interrupted_turn_closers(_open_calls(), V0)
     assert [c["type"] for c in closers] == ["tool/result", "tool/result", "step/end", "turn/end"]
     first, second = closers[0], closers[1]
     assert first["data"]["message"]["id"] == "interrupted-tool-result-b-4"
@@ -133,14 +143,32 @@ def test_unstarted_calls_get_not_started_results_in_transcript_order() -> None:
     assert list(second["data"]["message"]) == ["id", "role", "source", "content"]
 
 
-def test_answered_calls_and_earlier_turns_need_no_result() -> None:
+def test_a_v4_logs_interrupted_calls_are_answered_with_tool_role_messages() -> None:
+    """Format v4 (DSH 0.2's recovery): a tool-role message, keys ``id, role, toolCallId, isError, source, content``."""
+    closers = interrupted_turn_closers(_open_calls(), V4)
+    assert [dumps_bytes(closer) for closer in closers[:2]] == [dumps_bytes(closer) for closer in [
+        {"type": "tool/result", "seq": 4, "time": 12, "data": {"turn": 1, "step": 1, "message": {
+            "id": "interrupted-tool-result-b-4", "role": "tool", "toolCallId": "b", "isError": True,
+            "source": {"kind": "tool", "callId": "b"}, "content": [{"type": "text", "text": NOT_STARTED_TEXT}]},
+            "error": {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}}, "surfaceOp": "append"},
+        {"type": "tool/result", "seq": 5, "time": 12, "data": {"turn": 1, "step": 1, "message": {
+            "id": "interrupted-tool-result-a-5", "role": "tool", "toolCallId": "a", "isError": True,
+            "source": {"kind": "tool", "callId": "a"}, "content": [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT}]},
+            "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}}, "surfaceOp": "append",
+         "sourceEventSeqs": [3]},
+    ]]
+    assert [closer["type"] for closer in closers[2:]] == ["step/end", "turn/end"]
+
+
+@pytest.mark.parametrize("meta", [V0, V4], ids=["v0", "v4"])
+def test_answered_calls_and_earlier_turns_need_no_result(meta: dict[str, Any]) -> None:
     events = turn(0, 1) + turn(4, 2, end=False) + [
         {"type": "assistant/message", "seq": 6, "time": 21, "data": {"turn": 2, "step": 1, "message": {
             "content": [{"type": "tool-call", "id": "a"}]}}},
         {"type": "tool/result", "seq": 7, "time": 22, "data": {"turn": 2, "step": 1, "message": {
             "source": {"kind": "tool", "callId": "a"}}}},
     ]
-    assert [c["type"] for c in interrupted_turn_closers(events)] == ["step/end", "turn/end"]
+    assert [c["type"] for c in interrupted_turn_closers(events, meta)] == ["step/end", "turn/end"]
 
 
 # -- zstd -------------------------------------------------------------------------------------------------------
@@ -209,3 +237,44 @@ def test_checksum_failure_names_the_frame_and_libzstd_cause(tmp_path: Path) -> N
         store.load("s")
     assert str(caught.value) == f"corrupt Zstandard session log: frame at byte {start} failed validation"
     assert str(caught.value.__cause__) == "Restored data doesn't match checksum"
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_a_v4_log_with_a_torn_tail_and_an_open_call_recovers_to_v4_lines(tmp_path: Path, compression: Any) -> None:
+    """A v4 log cut mid-line in a turn whose call never finished: the load cuts the torn bytes and appends v4
+    closers, byte for byte as DSH 0.2 words them, and a second load finds nothing to do."""
+    store = JsonlBackend(tmp_path / "root", compression)
+    writer = store.create(dict(META))
+    events = _open_calls()
+    writer.append(events)
+    writer.close()
+    path = store.find("s")
+    assert path is not None and path.name == ("session.v4.jsonl" if compression == "none" else
+                                              "session.v4.jsonl.zstd")
+    whole = path.read_bytes()
+    torn = b'{"type":"step/end","seq":4,"ti'
+    path.write_bytes(whole + (torn if compression == "none" else compress_frame(torn + b'me":1')[:-9]))
+    loaded = store.load("s")
+    assert loaded.kept == 4 and loaded.truncated_to == len(whole)
+    expected = interrupted_turn_closers(events, V4)
+    assert [dumps_bytes(closer) for closer in loaded.closers] == [dumps_bytes(closer) for closer in expected]
+    assert expected[0]["data"]["message"]["role"] == "tool"
+    after = path.read_bytes()
+    assert after[:len(whole)] == whole
+    appended = after[len(whole):]
+    plain = b"".join(dumps_bytes(closer) + b"\n" for closer in expected)
+    assert appended == (plain if compression == "none" else compress_frame(plain))
+    again = store.load("s")
+    assert again.closers == [] and not again.rewrote and path.read_bytes() == after
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 9, 64])
+def test_a_turn_end_fed_in_pieces_after_a_bad_line_still_proves_it_committed(size: int) -> None:
+    """Repro before: after a bad line the scanner skims for a ``turn/end``; when its bytes came in one piece and the
+    line's newline in a later one, the line was counted unparsed, and the bad line stayed a tail (a zstd log then
+    said "complete frame contains a torn JSONL record" instead)."""
+    body = batch_plaintext(turn(0, 1)) + b"garbage\n" + batch_plaintext(turn(4, 2))
+    scanner = LogScanner(header_plaintext(META))
+    with pytest.raises(CorruptSessionLogError, match=r"^corrupt session log: unparsable committed event at line 5$"):
+        for start in range(0, len(body), size):
+            scanner.feed(body[start:start + size])

@@ -138,27 +138,27 @@ def assert_mirrors_the_log(records: list[Received], logs: list[Session]) -> None
         assert record.severity_number == {"INFO": 9, "ERROR": 17}[record.severity_text]
 
 
-FIRST_PROCESS = [
-    ("turn/start", 0, "INFO"), ("step/start", 1, "INFO"), ("user/message", 2, "INFO"),
-    ("assistant/message", 3, "INFO"), ("tool/call", 4, "INFO"), ("tool/result", 5, "ERROR"), ("step/end", 6, "INFO"),
-    ("step/start", 7, "INFO"), ("assistant/message", 8, "INFO"), ("tool/call", 9, "INFO"), ("todo/write", 10, "INFO"),
-    ("tool/result", 11, "INFO"), ("step/end", 12, "INFO"), ("step/start", 13, "INFO"),
-    ("assistant/message", 14, "INFO"), ("step/end", 15, "INFO"), ("turn/end", 16, "INFO"),
-    ("feedback/record", 17, "INFO")]
-CRASHED_TURN = [("turn/start", 18, "INFO"), ("step/start", 19, "INFO")]
-# 20 and 21 are recovery's step/end and turn/end {interrupted}: restored, never appended live, never exported.
+FIRST_PROCESS = [  # a v4 log: the loop logs its system prompt at the first step (seq 2), and not again unchanged
+    ("turn/start", 0, "INFO"), ("step/start", 1, "INFO"), ("system/message", 2, "INFO"), ("user/message", 3, "INFO"),
+    ("assistant/message", 4, "INFO"), ("tool/call", 5, "INFO"), ("tool/result", 6, "ERROR"), ("step/end", 7, "INFO"),
+    ("step/start", 8, "INFO"), ("assistant/message", 9, "INFO"), ("tool/call", 10, "INFO"),
+    ("todo/write", 11, "INFO"), ("tool/result", 12, "INFO"), ("step/end", 13, "INFO"), ("step/start", 14, "INFO"),
+    ("assistant/message", 15, "INFO"), ("step/end", 16, "INFO"), ("turn/end", 17, "INFO"),
+    ("feedback/record", 18, "INFO")]
+CRASHED_TURN = [("turn/start", 19, "INFO"), ("step/start", 20, "INFO")]
+# 21 and 22 are recovery's step/end and turn/end {interrupted}: restored, never appended live, never exported.
 RESUMED = [
-    ("session/end-seed", 22, "INFO"), ("turn/start", 23, "INFO"), ("step/start", 24, "INFO"),
-    ("user/message", 25, "INFO"), ("assistant/message", 26, "INFO"), ("step/end", 27, "INFO"),
-    ("turn/end", 28, "INFO"), ("feedback/record", 29, "INFO")]
-FAILED_TURN = [("turn/start", 30, "INFO"), ("step/start", 31, "INFO"), ("user/message", 32, "INFO"),
-               ("step/end", 33, "INFO"), ("turn/end", 34, "ERROR")]
+    ("session/end-seed", 23, "INFO"), ("turn/start", 24, "INFO"), ("step/start", 25, "INFO"),
+    ("user/message", 26, "INFO"), ("assistant/message", 27, "INFO"), ("step/end", 28, "INFO"),
+    ("turn/end", 29, "INFO"), ("feedback/record", 30, "INFO")]
+FAILED_TURN = [("turn/start", 31, "INFO"), ("step/start", 32, "INFO"), ("user/message", 33, "INFO"),
+               ("step/end", 34, "INFO"), ("turn/end", 35, "ERROR")]
 
 
 async def test_full_exports_every_live_event_and_the_ops_records(tmp_path: Path, receiver: Receiver,
                                                                  dsh_home: Path) -> None:
     _, second = await scripted_session(write_composition(tmp_path, full_config(receiver.url)))
-    assert [(e["type"], e["data"].get("reason")) for e in second.events][20:22] == [
+    assert [(e["type"], e["data"].get("reason")) for e in second.events][21:23] == [
         ("step/end", None), ("turn/end", {"kind": "interrupted"})]
     records = receiver.records
     assert ledger(records) == FIRST_PROCESS + CRASHED_TURN + RESUMED + FAILED_TURN

@@ -99,9 +99,13 @@ async def test_a_header_without_the_facts_gives_the_identity_alone(contexts: Cal
     assert dict(sink.records[0].attributes) == {"session.id": "bare", "event.type": "turn/start", "event.seq": 0}
 
 
-def result(is_error: bool) -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": "c", "content": [{"type": "text", "text": "x"}],
-             "isError": is_error}
+def result(is_error: bool, version: int = 0) -> dict[str, Any]:
+    """A ``tool/result``'s data in format ``version``: v0's user message wrapping a block, v4's tool-role message."""
+    text = [{"type": "text", "text": "x"}]
+    if version == 4:
+        return {"turn": 1, "step": 1, "message": {"role": "tool", "source": {"kind": "tool", "callId": "c"},
+                                                  "toolCallId": "c", "content": text, "isError": is_error, "id": "m"}}
+    block = {"type": "tool-result", "toolCallId": "c", "content": text, "isError": is_error}
     return {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c"}, "content": [block],
                                               "role": "user", "id": "m"}}
 
@@ -112,10 +116,12 @@ def test_severity_is_error_only_where_the_event_says_it_failed(contexts: Callabl
     session = ctx.sessions.create("sev")
     session.append("tool/result", result(True), surface_op="append")
     session.append("tool/result", result(False), surface_op="append")
+    session.append("tool/result", result(True, 4), surface_op="append")
+    session.append("tool/result", result(False, 4), surface_op="append")
     session.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"name": "E", "message": "m"}}})
     session.append("turn/end", {"turn": 2, "reason": {"kind": "aborted", "reason": {"kind": "user"}}})
     session.append("plugin/unheard-of", {"isError": True})
-    assert [r.severity for r in sink.records] == ["error", "info", "error", "info", "info"]
+    assert [r.severity for r in sink.records] == ["error", "info", "error", "info", "error", "info", "info"]
 
 
 def test_only_the_first_chunk_of_each_step_leaves(contexts: Callable[..., Context]) -> None:

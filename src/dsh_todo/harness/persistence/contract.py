@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dsh_todo.harness.persistence.errors import log_exists, not_stored, refuse_unknown_types
-from dsh_todo.harness.persistence.header import Meta, check_meta
+from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, Meta, check_meta
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps_bytes
 
@@ -325,7 +325,7 @@ class WholeLogBackend(LogBackend, Protocol[W]):
 
     def create(self, meta: Mapping[str, Any]) -> W:
         check_meta(meta)
-        return self.lock(meta["id"], {"version": 0, **meta})
+        return self.lock(meta["id"], {"version": SESSION_FORMAT_VERSION, **meta})  # v0 only when asked for
 
     def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> W:
         return self._reopen(session_id, lambda stored: same_start(session_id, stored.events, events,

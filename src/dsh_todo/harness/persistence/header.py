@@ -85,6 +85,9 @@ def check_meta(meta: Mapping[str, Any]) -> None:
     session_id = meta.get("id")
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("session metadata id must be a non-empty string")
+    version = meta.get("version", SESSION_FORMAT_VERSION)
+    if type(version) is not int or version not in READ_VERSIONS:
+        raise ValueError("session metadata version must be 0 or 4")
     if not is_safe_count(meta.get("createdAt")):
         raise ValueError("session metadata createdAt must be a non-negative safe integer")
     if not is_safe_count(meta.get("delegationDepth", 0) or 0):

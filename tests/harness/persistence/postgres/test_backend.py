@@ -65,9 +65,9 @@ def test_events_are_stored_as_their_exact_json_text(boot_pg: Any, pg_url: str, p
                               ("exact",)).fetchone()
     assert kinds["event"] == "text"
     assert header is not None
-    assert header[0] == dumps({"type": "session", "version": 0, "id": "exact",
+    assert header[0] == dumps({"type": "session", "version": 4, "id": "exact",
                                "createdAt": session.header["createdAt"], "cwd": "/home/dev/ünï",
-                               "delegationDepth": 0})
+                               "isSeeded": False, "delegationDepth": 0})
 
 
 def test_load_replays_the_log_with_key_order_and_the_standing_plan(boot_pg: Any) -> None:
@@ -136,7 +136,8 @@ def test_a_dead_writers_open_turn_is_closed_like_jsonl(boot_pg: Any, tmp_path: P
     closers = list(loaded.events[len(written):-1])
     assert [dumps(event) for event in closers] == [dumps(event) for event in expected]
     assert loaded.events[-1]["type"] == "session/end-seed"
-    assert closers == interrupted_turn_closers(written)
+    assert closers == interrupted_turn_closers(written, {"version": 4})
+    assert closers[0]["data"]["message"]["role"] == "tool"  # both stores write a new log in format v4
     assert reader.session_projections.snapshot(loaded)["values"]["todos"] == PLAN
     reader.dispose()
 
@@ -283,7 +284,8 @@ def test_a_new_sessions_writer_that_lost_its_connection_still_stores_the_header_
     writer.append([{"type": "turn/end", "seq": 1, "time": 2, "data": {"turn": 1, "reason": {"kind": "completed"}}}])
     writer.close()
     stored = store.read("fresh")
-    assert stored.meta == {"version": 0, "id": "fresh", "createdAt": 5, "cwd": "/w", "delegationDepth": 0}
+    assert stored.meta == {"version": 4, "id": "fresh", "createdAt": 5, "cwd": "/w", "isSeeded": False,
+                           "delegationDepth": 0}
     assert [event["seq"] for event in stored.events] == [0, 1] and stored.batches == [0, 1]
 
 

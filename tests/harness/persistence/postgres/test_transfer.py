@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not FIXTURE_NAMES, reason="DSH fixture logs (tes
 
 def files(root: Path) -> dict[str, bytes]:
     """Every log under a root, by relative path (other files, such as projection checkpoints, are not logs)."""
-    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("session.jsonl*"))}
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("session*.jsonl*"))}
 
 
 def stored_rows(url: str, schema: str) -> list[tuple[Any, ...]]:
@@ -82,22 +82,37 @@ def test_dsh_fixtures_round_trip_byte_for_byte(name: str, tmp_path: Path, pg_url
         store.close()
 
 
-def test_our_own_logs_round_trip_in_both_encodings(tmp_path: Path, pg_url: str, pg_schema: str) -> None:
+@pytest.mark.parametrize("version", [4, 0])
+def test_our_own_logs_round_trip_in_both_encodings(version: int, tmp_path: Path, pg_url: str,
+                                                   pg_schema: str) -> None:
+    """In both formats: v4 (what a new session is written in) and v0 (asked for), whose delta runs are packed."""
     for compression in ("none", "zstd"):
         root = tmp_path / compression
         ctx = boot(composition(root, compression=compression, batch_delay_ms=60_000))
-        session = ctx.sessions.create(f"ours-{compression}", cwd="/home/dev/ours")
+        session = ctx.sessions.create(f"ours-{compression}", cwd="/home/dev/ours",
+                                      **({"version": 0} if version == 0 else {}))
         session.append("turn/start", {"turn": 1})
         session.append("step/start", {"turn": 1, "step": 1})
-        for index in range(7):  # a delta run split by a flush: packed per batch, as DSH does
+        for index in range(7):  # a delta run split by a flush: packed per batch in v0, as DSH 0.1 does
             session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {
                 "type": "text-delta", "index": 0, "text": f"part {index} "}})
             if index == 4:
                 ctx.session_persistence.flush()
         session.append("todo/write", {"todos": [{"content": "ship it", "status": "in_progress"}]})
+        call = session.append("tool/call", {"turn": 1, "step": 1, "callId": "c", "name": "todo_write",
+                                            "arguments": {}})
+        session.append("tool/result", {"turn": 1, "step": 1, "message": {"role": "tool", "content": []}},
+                       surface_op="append", source_event_seqs=[2, 3, 4, call["seq"]])  # a run: a v4 range
         session.append("step/end", {"turn": 1, "step": 1})
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         ctx.dispose()
+        [log] = root.glob("*/*/session*.jsonl*")
+        assert log.name == {(4, "none"): "session.v4.jsonl", (4, "zstd"): "session.v4.jsonl.zstd",
+                            (0, "none"): "session.jsonl", (0, "zstd"): "session.jsonl.zstd"}[version, compression]
+        if compression == "none":
+            text = log.read_bytes()
+            assert (b'"type":"text-chunks"' in text) == (version == 0)
+            assert (b'"sourceEventSeqs":[[2,4],' in text) == (version == 4)
         store = PgBackend(pg_url, schema=pg_schema)
         try:
             [moved] = import_root(root, store)

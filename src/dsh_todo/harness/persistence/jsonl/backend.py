@@ -142,7 +142,8 @@ class JsonlBackend(JsonlReader):
         cwd = meta.get("cwd")
         if self.find(session_id) is not None:
             raise log_exists(session_id, "on disk")
-        path = log_path(self.root, cwd, session_id, self.root_encoding())
+        version = meta.get("version", SESSION_FORMAT_VERSION)  # a v0 session (asked for) keeps v0's file name
+        path = log_path(self.root, cwd, session_id, self.root_encoding(), version)
         while True:
             make_dirs(path.parent)
             try:
@@ -168,7 +169,7 @@ class JsonlBackend(JsonlReader):
             lock.release()
             raise
         return JsonlWriter(meta={"version": SESSION_FORMAT_VERSION, **meta}, path=path, lock=lock,
-                           compression=compression_of(path), pack_chunks=False, cursor=0, materialized=False)
+                           compression=compression_of(path), pack_chunks=self.pack_chunks, cursor=0, materialized=False)
 
     def root_encoding(self) -> Compression:
         """The encoding of new logs under this root: the one its logs already have, which ``compression`` must

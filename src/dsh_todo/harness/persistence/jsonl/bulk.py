@@ -70,9 +70,14 @@ def _decoder(rows: bool) -> tuple[Any, tuple[type[Exception], ...]]:
                               tag_field="type", tag=tag, forbid_unknown_fields=True, gc=False,
                               namespace={"marked": False, "row": True})
             for index, tag in enumerate(sorted(ROW_TYPES) if rows else [])]
+    # Format v4 expands and checks ``sourceEventSeqs`` holding a range (a nested list), and refuses one that is no
+    # list: proven are only lines whose key (escaped or not, each time it occurs) holds a list without lists, which
+    # the exact pass keeps as it is (:func:`~..seq_ranges.expand`).
+    plain = list[int | float | str | bool | dict[str, msgspec.Raw] | None]
+    seqs = [] if rows else [("sourceEventSeqs", plain | msgspec.UnsetType, msgspec.UNSET)]
     # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
-    events = [msgspec.defstruct(f"Event{index}", [("seq", int), *([("data", msgspec.Raw)] if tag == "todo/write"
-                                                                  else [])],
+    events = [msgspec.defstruct(f"Event{index}", [("seq", int),
+                                                  *([("data", msgspec.Raw)] if tag == "todo/write" else []), *seqs],
                                 tag_field="type", tag=tag, gc=False,
                                 namespace={"marked": tag in _MARKED, "row": False, "event_type": tag})
               for index, tag in enumerate(sorted(KNOWN_SESSION_EVENT_TYPES))]
@@ -87,7 +92,6 @@ _DATA: Final = operator.attrgetter("data")
 _MEMBERS: Final = operator.attrgetter("members")
 _DT: Final = operator.attrgetter("dt")
 _PLUS_ONE: Final = (1).__add__
-_HAS_RANGE: Final = operator.methodcaller("__contains__", b'"sourceEventSeqs":[[')
 
 UTF8_SLICE: Final = 32 << 10
 """The most bytes decoded at once when checking UTF-8: the ``str`` stays well under glibc's mmap threshold (128 KiB
@@ -99,11 +103,10 @@ def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int
     """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` (the
     exact pass then reads them). ``texts`` hold every byte of the lines, checked for UTF-8 (a memoryview spares a
     copy). ``turn_open``: a turn is open before them, so lines without a boundary are left to the exact pass.
-    ``rows``: the log's format packs chunk rows (v0); in v4 a line tagged like one is left to the exact pass."""
+    ``rows``: the log's format packs chunk rows (v0); in v4 a line tagged like one is left to the exact pass, as is
+    one whose ``sourceEventSeqs`` is no list or holds a range."""
     if not lines or not all(map(_utf8, texts)):
         return None
-    if not rows and any(map(_HAS_RANGE, lines)):
-        return None  # v4 seq ranges are checked by the exact pass
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
             line.count(b"[") + line.count(b"{") > MAX_VALUE_DEPTH for line in lines if len(line) > DEEP_CANDIDATE):
         return None

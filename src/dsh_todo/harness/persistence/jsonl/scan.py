@@ -182,8 +182,13 @@ class LogScanner:
         """After damage: only a later ``turn/end`` line matters (it proves the damage committed), so a piece that
         cannot hold one is counted, not parsed. Its bytes, or an escape (a backslash), must appear in the line."""
         self.input_bytes += len(data)
-        seam = b"".join(self._fragment)[-8:] + data[:8]
-        if b"turn/end" in data or b"\\" in data or b"turn/end" in seam or (self._fragment and b"\\" in seam):
+        newline = data.find(b"\n")
+        if newline < 0:  # the unfinished line goes on: judged once it ends
+            self._grow(data)
+            return
+        # The line this piece finishes began in earlier pieces: judged whole (its ``turn/end`` may lie there).
+        first = b"".join(self._fragment) + data[:newline] if self._fragment else b""
+        if b"turn/end" in data or b"\\" in data or b"turn/end" in first or b"\\" in first:
             lines = data.split(b"\n")
             tail = lines.pop()
             if lines and self._fragment:
@@ -195,9 +200,6 @@ class LogScanner:
             self._grow(tail)
             return
         newline = data.rfind(b"\n")
-        if newline < 0:
-            self._grow(data)
-            return
         self._line += data.count(b"\n")
         self._fragment, self._fragment_size = [], 0
         self._grow(data[newline + 1:])

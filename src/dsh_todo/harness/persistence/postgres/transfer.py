@@ -91,8 +91,11 @@ def _raw_batches(lines: Sequence[bytes], events: Sequence[Event]) -> list[list[E
 
 
 def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], compression: Compression) -> bytes:
-    """The bytes our JSONL writer produces for ``meta`` and these batches."""
-    return encode_header(meta, compression) + b"".join(encode_batch(batch, compression) for batch in batches)
+    """The bytes our JSONL writer produces for ``meta`` and these batches (packed chunk rows in format v0, seq ranges
+    in v4, as the writer chooses by the header's version)."""
+    v0 = meta.get("version") == 0
+    return encode_header(meta, compression) + b"".join(encode_batch(batch, compression, pack_chunks=v0, ranges=not v0)
+                                                       for batch in batches)
 
 
 def source_batches(stored: StoredLog) -> tuple[list[list[Event]], bool]:
