@@ -67,6 +67,10 @@ they are answered aborted and the turn ends (a call that then still finishes may
 _ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborted").info())
 
 PARSE: Final[Any] = object()
+
+EXTERNAL_MODEL: Final = frozen_object(kind="model", provider="external", model="external")
+"""The source of an advertised call's ``assistant/message``: a model outside this harness (an MCP client's, an
+agent framework's), which the log knows only by the calls it made."""
 """``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
 
 
@@ -344,7 +348,7 @@ class Turns:
                         where = self._inside()
                     if not where.step_open:
                         where = own = self._begin_step(where)
-                    seq = self._log_call(where, call)
+                    seq = self._log_call(where, call, advertise=True)
             except BaseException:
                 self._leave_call()
                 raise
@@ -379,7 +383,7 @@ class Turns:
                 self.begin()
                 self.standing = True
                 where = self._begin_step(self._inside())
-                opened.append((where, self._log_call(where, call)))
+                opened.append((where, self._log_call(where, call, advertise=True)))
 
         parsed = parse_arguments(call.arguments) if arguments is PARSE else arguments
         session = self.session
@@ -466,13 +470,29 @@ class Turns:
             self._quiescing -= 1
             self._guard.notify_all()
 
-    def _log_call(self, where: OpenTurn, call: ToolCallRequest) -> int:
-        """Append ``call``'s ``tool/call`` in the open step of ``where``; its seq, pending until :meth:`_settle`."""
+    def _log_call(self, where: OpenTurn, call: ToolCallRequest, *, advertise: bool = False) -> int:
+        """Append ``call``'s ``tool/call`` in the open step of ``where``; its seq, pending until :meth:`_settle`.
+
+        ``advertise``: the call comes from a model outside this harness (an MCP client's, a framework's), whose reply
+        the log does not hold, so an ``assistant/message`` naming the call is logged first, as the agent loop logs
+        its model's reply. DSH 0.2 refuses a log whose ``tool/call`` no assistant message advertised in its step."""
+        if advertise:
+            self._advertise(where, call)
         # (Fields that are not the strings their type says leave it unchecked: the append checks and copies it.)
         seq: int = self.session.append("tool/call", frozen_object(turn=where.turn, step=where.step, callId=call.id,
                                                                   name=call.name, arguments=call.arguments))["seq"]
         self._pending[seq] = (where.turn, where.step, call.id)
         return seq
+
+    def _advertise(self, where: OpenTurn, call: ToolCallRequest) -> None:
+        """The ``assistant/message`` of a model outside the harness that made ``call`` (see :meth:`_log_call`)."""
+        block = frozen_object(type="tool-call", id=call.id, name=call.name, arguments=call.arguments)
+        message = frozen_object(role="assistant", content=frozen_array((block,)), source=EXTERNAL_MODEL,
+                                id=random_uuid())
+        data = (frozen_object(turn=where.turn, step=where.step, message=message)
+                if self.session.format_version == 0 else
+                frozen_object(turn=where.turn, step=where.step, message=message, stream=frozen_array(())))
+        self.session.append("assistant/message", data, surface_op="append")
 
     def _settle(self, where: OpenTurn, seq: int, call: ToolCallRequest, result: ToolResult) -> bool:
         """Answer the ``tool/call`` at ``seq`` with ``result``, unless the turn's end answered it already; whether
