@@ -31,7 +31,8 @@ SURFACE: dict[str, list[str]] = {
         "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "LoadedLog", "LogBackend", "LogReader",
         "LogWriter", "Scan", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
         "SessionLockedError", "SessionLogChangedError", "SessionLogError", "SessionNotFoundError",
-        "SessionPersistence", "SessionWriteError", "StoredLog", "StoredSession", "TornTail", "interrupted_turn_closers"],
+        "SessionPersistence", "SessionWriteError", "StoredLog", "StoredSession", "TornTail",
+        "interrupted_turn_closers"],
     # Nothing at the folder's face: a reader imports jsonl.reader, a writer jsonl.backend (decision 0014).
     "dsh_todo.harness.persistence.jsonl": [],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
