@@ -30,8 +30,9 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.harness.persistence": [
         "SESSION_FORMAT_VERSION", "Batch", "CorruptSessionLogError", "LoadedLog", "LogBackend", "LogReader",
         "LogWriter", "Scan", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
-        "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionPersistence", "SessionWriteError",
-        "StoredLog", "StoredSession", "TornTail", "interrupted_turn_closers"],
+        "SessionLockedError", "SessionLogChangedError", "SessionLogError", "SessionNotFoundError",
+        "SessionPersistence", "SessionWriteError", "StoredLog", "StoredSession", "TornTail",
+        "interrupted_turn_closers"],
     # Nothing at the folder's face: a reader imports jsonl.reader, a writer jsonl.backend (decision 0014).
     "dsh_todo.harness.persistence.jsonl": [],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],

@@ -33,6 +33,7 @@
     │   ├── RootEncodingError (ValueError) a new log asked for in the other encoding than its root's logs
     │   ├── SessionLockedError            another writer holds the session's lock (.holder_pid)
     │   └── SessionWriteError             a batch could not be made durable; the next flush retries it
+    │       └── SessionLogChangedError    another process cut, replaced or removed the log: no more writes to it
     ├── EncodingError (ValueError)        bytes under the log format broke; the store reports it as corruption
     │   ├── FrameError                    libzstd refused a frame (its own message)
     │   └── MalformedRowError             a packed chunk row has not a chunk row's exact shape
@@ -267,6 +268,13 @@ class SessionWriteError(SessionLogError):
         self.repeat = repeat
 
 
+class SessionLogChangedError(SessionWriteError):
+    """The log file is no longer what its writer made durable: another process cut it, replaced it or removed it.
+
+    No retry can help (appending to it would vouch for bytes the writer never wrote, and a checkpoint would hash
+    them), so the session's writes are refused from then on and readers judge the file as it is."""
+
+
 class EncodingError(DshTodoError, ValueError):
     """The bytes under the log format broke. Kept out of :class:`SessionLogError` because the readers catch these
     and decide (a torn tail, or :class:`CorruptSessionLogError` with the session's own wording)."""
@@ -293,6 +301,6 @@ __all__ = [
     "InvalidTodosView", "InvariantError", "InvariantViolation", "ListenError", "MalformedRowError", "MissingExtraError",
     "ModelError", "NotLosslessJSON", "RootEncodingError",
     "SchemaAuthorError", "SessionAppendError", "SessionExistsError", "SessionFormatUnsupportedError", "SessionIdError",
-    "SessionLockedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError", "SetupError", "StorageError",
-    "TodoRejectedError", "ToolArgsError", "ToolCallError",
+    "SessionLockedError", "SessionLogChangedError", "SessionLogError", "SessionNotFoundError", "SessionWriteError",
+    "SetupError", "StorageError", "TodoRejectedError", "ToolArgsError", "ToolCallError",
 ]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from dsh_todo.carriers.jsonrpc import raw_json
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.errors import SessionLogChangedError, SessionWriteError
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import Session
 from dsh_todo.harness.tools.registry import ToolResult, error_result
@@ -149,7 +150,14 @@ class CallSession:
             except Exception as exc:  # the harness failed (not the tool: the registry answers those itself)
                 # The client still gets one answer, the one the log holds (``Turns`` logged ``Error: <exc>`` and
                 # closed the step), rather than a JSON-RPC error with code 0 and the exception's text.
-                log.warning("MCP call %s failed: %s: %s", call.id, type(exc).__name__, exc)
+                # A log that cannot be written is said once per episode (``repeat``: already said); one changed
+                # by another process ends the session's writes, said as the front door's own line.
+                if isinstance(exc, SessionWriteError) and exc.repeat:
+                    log.debug("MCP call %s failed: %s: %s", call.id, type(exc).__name__, exc)
+                elif isinstance(exc, SessionLogChangedError):
+                    log.warning("dsh-todo mcp: %s", exc)
+                else:
+                    log.warning("MCP call %s failed: %s: %s", call.id, type(exc).__name__, exc)
                 return error_result(str(exc) or type(exc).__name__)
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ from dsh_todo.carriers.mcp.calls import CallSession, Connections
 from dsh_todo.carriers.mcp.direct import Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
 from dsh_todo.carriers.stopping import STOP_SIGNALS, STOPPING
-from dsh_todo.harness.errors import ListenError
+from dsh_todo.harness.errors import ListenError, SessionLogChangedError
 from dsh_todo.quoting import safe, shell_path, shell_word
 from dsh_todo.standard import open_storage
 
@@ -116,6 +116,7 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
     # Over stdio the one session is announced; over HTTP a line per client would grow stderr without bound (and block
     # the server once a pipe nobody reads is full).
     connections = Connections(ctx, on_session=None if http else partial(_announce, storage))
+    lost = False
     version = server_version()
     try:
         if http:
@@ -135,11 +136,17 @@ def main(*, storage: Storage, allow_parallel: bool = True, http: bool = False, s
         print(f"dsh-todo mcp: {ListenError(host, port, exc)}", file=sys.stderr)
         return 2
     finally:
-        connections.close()
-        ctx.dispose()
-        if not http:
-            STOPPING.done()
-    return 0
+        try:
+            connections.close()
+        except SessionLogChangedError as exc:
+            if not exc.repeat:
+                raise
+            lost = True  # said when it happened (the call that met it): the exit code alone says it again
+        finally:
+            ctx.dispose()
+            if not http:
+                STOPPING.done()
+    return 1 if lost else 0
 
 
 def _announce(storage: Storage, session: CallSession) -> None:

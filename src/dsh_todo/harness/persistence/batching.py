@@ -18,7 +18,9 @@ so a failure a flush's caller is about to report is one line, the caller's. Trac
 A batch that cannot be encoded (:data:`UNENCODABLE`: the append refuses such values in its caller's thread, so only
 a defect gets here) is not retried, since no retry can succeed: the log is *broken*. It is said once, that batch and
 everything queued after it are dropped (written after it, they would leave a hole), and every later flush raises, so
-the session's front door fails instead of answering as if its calls were durable.
+the session's front door fails instead of answering as if its calls were durable. A log another process cut, replaced
+or removed (:class:`SessionLogChangedError`, raised by the file writer) breaks the session the same way: appending
+after bytes we never wrote would vouch for them, so that error is the last word on the session's log.
 
 Durability listeners (:meth:`WriteBehind.on_written`) hear of every batch once it is fsynced, with where it landed,
 on the thread that wrote it and under the session's I/O lock, so they see one session's batches in order (the
@@ -37,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.contract import LogWriter, WrittenListener
-from dsh_todo.harness.persistence.errors import SessionWriteError
+from dsh_todo.harness.persistence.errors import SessionLogChangedError, SessionWriteError
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -58,7 +60,8 @@ class SessionQueue:
     finds the queue disarmed and opens a window itself.
     """
 
-    __slots__ = ("armed", "broken", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "said", "writer")
+    __slots__ = ("armed", "broken", "cuts", "deadline", "error", "io_lock", "next_seq", "pending", "refusal", "said",
+                 "writer")
 
     def __init__(self, writer: LogWriter) -> None:
         self.writer = writer
@@ -74,7 +77,9 @@ class SessionQueue:
         self.said = False
         """Whether this episode was said (the writer thread's warning, or raised to a flush's caller)."""
         self.broken: str | None = None
-        """Why the log takes no more events (a batch that could not be encoded); said once, then raised by flushes."""
+        """Why the log takes no more events (a batch that could not be encoded, a log changed by another process);
+        said once, then raised by flushes as a ``refusal``."""
+        self.refusal: type[SessionWriteError] = SessionWriteError
 
 
 class WriteBehind:
@@ -254,7 +259,7 @@ class WriteBehind:
                 if queue.broken is not None:
                     if background:
                         return
-                    raise SessionWriteError(queue.broken, repeat=True)
+                    raise queue.refusal(queue.broken, repeat=True)
                 with self._cond:
                     batch, cut = self._take(queue, whole=not background)
                     more = bool(queue.pending) and queue.deadline <= time.monotonic()
@@ -262,6 +267,17 @@ class WriteBehind:
                     return
                 try:
                     queue.writer.append(batch)
+                except SessionLogChangedError as exc:  # the file is not ours any more: no retry, nothing after it
+                    with self._cond:
+                        queue.pending.clear()
+                        queue.cuts.clear()
+                        queue.armed = False
+                        queue.broken, queue.refusal = str(exc), SessionLogChangedError
+                    queue.error, queue.said = exc, True
+                    if background:
+                        log.warning("%s", exc, exc_info=log.isEnabledFor(logging.DEBUG))
+                        return
+                    raise
                 except UNENCODABLE as exc:  # no retry can succeed: drop it and all after it, say so once
                     with self._cond:
                         queue.pending.clear()

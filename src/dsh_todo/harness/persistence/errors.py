@@ -29,6 +29,9 @@ from dsh_todo.harness.errors import (
     SessionLockedError as SessionLockedError,
 )
 from dsh_todo.harness.errors import (
+    SessionLogChangedError as SessionLogChangedError,
+)
+from dsh_todo.harness.errors import (
     SessionLogError as SessionLogError,
 )
 from dsh_todo.harness.errors import (
@@ -80,3 +83,10 @@ def seq_mismatch(session_id: str, expected: int, got: object, index: int | None)
     """``index``: where in the batch, when the writer takes one batch at a time (PostgreSQL's takes several)."""
     at = "" if index is None else f" at index {index}"
     return ValueError(f'append seq mismatch for "{session_id}": expected {expected}{at}, got {got!r}')
+
+
+def log_changed(session_id: str, path: Path, what: str) -> SessionLogChangedError:
+    """``what`` the writer found instead of its file: ``size N, expected M``, ``it is another file``, ``it is
+    gone``."""
+    return SessionLogChangedError(f"session {session_id}: its log {path} was changed by another process ({what}); "
+                                  "nothing more is written to it")

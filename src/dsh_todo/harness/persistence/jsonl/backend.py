@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,7 +26,7 @@ from dsh_todo.harness.persistence.contract import (
     Subscription,
     same_start,
 )
-from dsh_todo.harness.persistence.errors import RootEncodingError, log_exists, refuse_unknown_types
+from dsh_todo.harness.persistence.errors import RootEncodingError, log_changed, log_exists, refuse_unknown_types
 from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
@@ -198,10 +199,14 @@ class JsonlBackend(JsonlReader):
 
     def write_checkpoint(self, session_id: str, header: Mapping[str, Any], rows: Rows, seq: int,
                          batch: Batch) -> None:
-        """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``."""
+        """Replace ``projections.json`` beside the log with ``rows`` and the offset of the record holding ``seq``,
+        unless the log no longer holds all of ``batch`` (another process cut it since: the writer refuses it too)."""
         path = self.find(session_id)
         if path is None:
             return
+        size = os.stat(path).st_size
+        if size < batch.end:
+            raise log_changed(session_id, path, f"size {size}, expected at least {batch.end}")
         checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
         proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
         write_checkpoint(path, checkpoint._replace(proof=proof))

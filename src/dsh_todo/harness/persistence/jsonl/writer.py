@@ -6,6 +6,13 @@ fsynced before the call returns; if the write or fsync fails, the file is cut ba
 seqs. The log stays open while the lock is held (opening it per batch cost more than the write: decision 0016) and
 is closed before the lock goes, or after a failed append. Repair truncates a torn tail and appends the recovered
 events and synthetic closers as one more batch (one more zstd frame), as DSH does.
+
+The lock binds writers of this harness, not every process: another one can cut the file (``truncate``), replace it
+or remove it while the writer holds it open. Appending then would land after bytes the writer never wrote (or in a
+file no reader looks at), and the call would be acknowledged and checkpointed as durable. So before each append the
+writer checks that the path still names the file it opened and that its size is where its last durable batch ended,
+and after the fsync that its batch ended where it should; on a mismatch it raises
+:class:`~dsh_todo.harness.errors.SessionLogChangedError` and refuses every later append, touching the file no more.
 """
 
 from __future__ import annotations
@@ -14,10 +21,16 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from dsh_todo.harness.persistence.contract import Batch
-from dsh_todo.harness.persistence.errors import log_exists, seq_mismatch, writer_closed
+from dsh_todo.harness.persistence.errors import (
+    SessionLogChangedError,
+    log_changed,
+    log_exists,
+    seq_mismatch,
+    writer_closed,
+)
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
@@ -54,6 +67,15 @@ class JsonlWriter:
     _fd: int | None = None
     """The log, open for appending since the first append (``None``: not open; :meth:`close` closes it)."""
 
+    _size: int | None = None
+    """The log's size as this writer left it durable (``None``: not known yet; taken when the log is opened)."""
+
+    _file: tuple[int, int] | None = None
+    """The device and inode of the log this writer writes (``None``: not known yet; taken when it is opened)."""
+
+    _changed: str | None = None
+    """Why the log takes no more appends: another process changed it (:meth:`_refuse`)."""
+
     def __init__(self, *, meta: Meta, path: Path, lock: WriterLock, compression: Compression, pack_chunks: bool,
                  cursor: int, materialized: bool) -> None:
         self.meta = meta
@@ -79,6 +101,8 @@ class JsonlWriter:
             return
         if not self._lock.held:
             raise writer_closed(self.session_id)
+        if self._changed is not None:
+            raise SessionLogChangedError(self._changed)
         seqs = [event.get("seq") for event in events]
         expected = list(range(self.cursor, self.cursor + len(seqs)))
         if seqs != expected:  # (one comparison in C; the loop below only finds what to say)
@@ -98,9 +122,11 @@ class JsonlWriter:
     def found(self, last_record: int | None) -> None:
         """The log already holds ``cursor`` durable events, the last in the record starting at ``last_record``
         (as a read found it): remember that as ``last_batch``, with only the last event addressable."""
+        stat = os.stat(self.path)
+        self._size, self._file = stat.st_size, (stat.st_dev, stat.st_ino)
         if last_record is not None and self.cursor > 0:
             last = self.cursor - 1
-            self.last_batch = Batch(last, last, last_record, os.stat(self.path).st_size, last_record)
+            self.last_batch = Batch(last, last, last_record, stat.st_size, last_record)
 
     def _landed(self, start: int, data: bytes, count: int) -> None:
         end = start + len(data)
@@ -108,6 +134,7 @@ class JsonlWriter:
         last_record = start if self.compression == "zstd" else data.rfind(b"\n", 0, len(data) - 1) + 1 + start
         self.last_batch = Batch(self.cursor, self.cursor + count - 1, start, end, last_record)
         self.cursor += count
+        self._size = end
 
     def repair(self, truncate_to: int | None, events: Sequence[Mapping[str, Any]]) -> None:
         """Commit a crash repair: cut the torn tail (if any), then append ``events`` as one batch."""
@@ -116,6 +143,8 @@ class JsonlWriter:
             try:
                 os.ftruncate(fd, truncate_to)
                 os.fsync(fd)
+                stat = os.fstat(fd)
+                self._size, self._file = truncate_to, (stat.st_dev, stat.st_ino)
             finally:
                 os.close(fd)
         if events:
@@ -135,12 +164,13 @@ class JsonlWriter:
                         self.path.parent.rmdir()
 
     def _append_bytes(self, data: bytes) -> int:
-        """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed."""
-        fd = self._fd
-        if fd is None:
-            fd = self._fd = open_fd(self.path, os.O_WRONLY | os.O_APPEND)
+        """Append and fsync ``data``; returns the offset it starts at. On failure the log is cut back and closed;
+        a log another process changed (:meth:`_intact`) is closed and not touched."""
         try:
-            before = os.fstat(fd).st_size
+            fd = self._fd
+            if fd is None:
+                fd = self._fd = open_fd(self.path, os.O_WRONLY | os.O_APPEND)
+            before = self._intact(fd)
             try:
                 write_all(fd, data)
                 os.fsync(fd)
@@ -148,10 +178,38 @@ class JsonlWriter:
                 os.ftruncate(fd, before)
                 os.fsync(fd)
                 raise
+            after = os.fstat(fd).st_size
+            if after != before + len(data):  # cut or grown by someone else while we wrote: where did ours land?
+                self._refuse(f"size {after}, expected {before + len(data)}")
         except BaseException:
             self._close_log()
             raise
         return before
+
+    def _intact(self, fd: int) -> int:
+        """The size of the log open as ``fd``, once it is known to be the file this writer wrote, as it left it: the
+        path still names it, and it ends where the last durable batch did. Else :meth:`_refuse`."""
+        stat = os.fstat(fd)
+        file = (stat.st_dev, stat.st_ino)
+        if self._file is None:
+            self._file = file
+        if self._size is None:
+            self._size = stat.st_size
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            self._refuse("it was removed")
+        if file != self._file or (named.st_dev, named.st_ino) != file:
+            self._refuse("it is another file now")
+        if stat.st_size != self._size:
+            self._refuse(f"size {stat.st_size}, expected {self._size}")
+        return stat.st_size
+
+    def _refuse(self, what: str) -> NoReturn:
+        """The log is not what this writer made durable: refuse this append and every later one."""
+        error = log_changed(self.session_id, self.path, what)
+        self._changed = str(error)
+        raise error
 
     def _close_log(self) -> None:
         fd, self._fd = self._fd, None
@@ -162,6 +220,8 @@ class JsonlWriter:
         if self.path.exists():
             raise log_exists(self.session_id, "on disk")
         with temporary(self.path, content) as tmp:
+            stat = os.stat(tmp)
+            self._size, self._file = len(content), (stat.st_dev, stat.st_ino)
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
