@@ -10,6 +10,7 @@ import pytest
 
 from dsh_todo.harness.persistence import CorruptSessionLogError, SessionFormatUnsupportedError, SessionLogError
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
+from dsh_todo.harness.persistence.upgrade import UpgradeError, upgrade_to_v4
 from dsh_todo.jsonutil import dumps
 from tests.harness.persistence.fixture_logs import (
     Fixture,
@@ -30,7 +31,12 @@ def _error_record(exc: SessionLogError, root: Path) -> dict[str, Any]:
 
 
 def _store(fixture: Fixture, root: Path) -> JsonlBackend:
-    return JsonlBackend(root, fixture.compression)  # type: ignore[arg-type]
+    """A backend that loads a v0 log as DSH 0.1.1 did (recovery committed to the v0 file itself): what these
+    fixtures recorded, and what a v0 log DSH 0.2 would not migrate still gets. Carrying v0 forward to v4 (the default)
+    is :func:`test_load_carries_v0_forward_beside_the_untouched_v0_file`'s."""
+    store = JsonlBackend(root, fixture.compression)  # type: ignore[arg-type]
+    store.carry_forward = False
+    return store
 
 
 def test_load_matches_dsh(fixture_copy: tuple[Fixture, Path]) -> None:
@@ -163,3 +169,27 @@ def test_a_log_of_a_version_no_harness_reads_is_refused_by_its_version(version: 
     with pytest.raises(SessionFormatUnsupportedError) as caught:
         JsonlBackend(root, "none").load(fixture.session_id)
     assert str(caught.value) == f'session "{fixture.session_id}" {words} (raw log: {log.parent / name})'
+
+
+def test_load_carries_v0_forward_beside_the_untouched_v0_file(fixture_copy: tuple[Fixture, Path]) -> None:
+    """The default load of a DSH 0.1.1 log DSH 0.2 migrates: the v4 generation is written beside the v0 file (left as
+    it was), it holds the upgrade of what recovery kept (DSH 0.2's migration, :mod:`...upgrade`) and the v4 closers,
+    and its standing plan is DSH's."""
+    fixture, root = fixture_copy
+    expected = fixture.expected
+    if not expected["load"]["ok"]:
+        return
+    log_file = root / Path(expected["file"]).relative_to("store")
+    before = log_file.read_bytes()
+    stored = JsonlBackend(root, fixture.compression).read_stored(fixture.session_id)  # type: ignore[arg-type]
+    try:
+        _, upgraded = upgrade_to_v4(stored.meta, stored.events)
+    except UpgradeError:
+        return  # DSH 0.2 refuses to migrate it: it goes on in v0, as _store's tests show
+    loaded = JsonlBackend(root, fixture.compression).load(fixture.session_id)  # type: ignore[arg-type]
+    assert log_file.read_bytes() == before
+    assert loaded.meta["version"] == 4 and loaded.path == log_file.with_name(
+        log_file.name.replace("session.jsonl", "session.v4.jsonl"))
+    assert dumps(loaded.events[:len(upgraded)]) == dumps(upgraded)
+    assert [closer["type"] for closer in loaded.closers] == expected["load"].get("closerTypes", [])
+    assert standing_plan(loaded.events) == expected["todos"]

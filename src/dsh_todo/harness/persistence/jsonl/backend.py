@@ -59,6 +59,11 @@ class JsonlBackend(JsonlReader):
 
     _root_encoding: tuple[Compression, Path] | None = None
 
+    carry_forward = True
+    """Whether resuming a format-v0 log writes its v4 generation (DSH 0.2's behaviour) rather than appending to the
+    v0 file (DSH 0.1's, and ours where DSH 0.2 would refuse the migration): the tests of DSH 0.1's byte-exact
+    recovery turn it off."""
+
     follow_interval = 0.1
     """Seconds between two looks at a followed log (:meth:`follow`)."""
 
@@ -76,7 +81,7 @@ class JsonlBackend(JsonlReader):
             refuse_unknown_types(session_id, stored.events, path)
             return interrupted_turn_closers(stored.events, stored.meta)
 
-        stored, added, writer = self._reopen(session_id, closers, carry_forward=True)
+        stored, added, writer = self._reopen(session_id, closers, carry_forward=self.carry_forward)
         torn = stored.torn
         loaded = LoadedLog(str(stored.path), stored.meta, [*stored.events, *added], len(stored.events), added,
                            rewrote=torn is not None or bool(added),
