@@ -107,9 +107,9 @@ def test_a_cancelled_adk_live_run_lands_no_call_after_its_turn_end(tmp_path: Pat
     # calls waiting for it on their pool threads were answered aborted and never logged.
     assert told == {"c0": "Updated todo list: 9 pending, 1 in progress, 0 completed.", "c1": ABORTED, "c2": ABORTED}
     events = assert_holds(tmp_path, "live", told)
-    assert kinds(events) == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end",
-                             "turn/end"]
-    assert answer_text(events[4]) == told["c0"]
+    assert kinds(events) == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write",
+                             "tool/result", "step/end", "turn/end"]
+    assert answer_text(events[5]) == told["c0"]
     assert events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
