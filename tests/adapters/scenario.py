@@ -12,6 +12,7 @@ from typing import Any
 
 from dsh_todo.adapters.common import TodoBinding, standing_plan
 from dsh_todo.jsonutil import dumps
+from tests.advertised import assert_advertised
 from tests.conftest import todo_writes
 
 RAW: dict[str, str] = {
@@ -68,6 +69,7 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
     # Exactly one todo/write, the canonical (trimmed) list; the rejected calls append nothing.
     assert todo_writes(session) == [CANONICAL]
     calls = {e["data"]["callId"]: e for e in events if e["type"] == "tool/call"}
+    assert types.count("assistant/message") == len(calls)  # one advertising message per call, nothing else
     assert list(calls) == [cid for cid in ("c1", "c2", "c3", "c4") if cid not in answered_by_the_framework]
     expected_args = arguments if arguments is not None else RAW
     expected_texts = texts if texts is not None else TEXT
@@ -75,8 +77,10 @@ def assert_log(binding: TodoBinding, *, turns: int = 1, arguments: dict[str, str
         assert event["data"]["name"] == "todo_write"
         assert event["data"]["arguments"] == expected_args[call_id]
         seq = event["seq"]
-        # Each call sits alone in its own step: step/start, tool/call, [todo/write], tool/result, step/end.
-        assert types[seq - 1] == "step/start"
+        # Each call sits alone in its own step: step/start, assistant/message, tool/call, [todo/write], tool/result,
+        # step/end; the assistant/message advertises the call (DSH 0.2 resumes no log whose call is unadvertised).
+        assert types[seq - 2: seq] == ["step/start", "assistant/message"]
+        assert_advertised(events[seq - 1], event)
         body = ["todo/write", "tool/result"] if call_id == "c1" else ["tool/result"]
         assert types[seq + 1: seq + 1 + len(body)] == body
         assert types[seq + 1 + len(body)] == "step/end"

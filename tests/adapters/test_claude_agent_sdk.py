@@ -36,6 +36,7 @@ from tests.adapters.scenario import (
     assert_native_tool,
     hang_on_an_empty_list,
 )
+from tests.advertised import assert_advertised
 from tests.carriers.mcp.agents.anthropic_fake import our_tool, text, tool_names, tool_results, tool_use, tool_uses
 from tests.carriers.mcp.agents.common import Answer, FakeModel, Reply, Request, fake_model
 from tests.carriers.mcp.agents.conftest import cli
@@ -221,8 +222,9 @@ async def test_a_cancelled_query_closes_its_turn_aborted_and_keeps_the_plan(todo
         await asyncio.sleep(1)  # whatever the SDK still winds down writes nothing more
         assert list(todos.session.events) == events
     kinds = [event["type"] for event in events]
-    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert kinds[-6:] == ["step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
     assert events[-4]["data"]["callId"] == "c5"
+    assert_advertised(events[-5], events[-4])
     assert events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
     assert events[-3]["data"]["message"]["content"] == [{"type": "text", "text":
                                                                        "Error: tool call aborted"}]
@@ -239,13 +241,13 @@ async def test_concurrent_queries_in_one_turn_never_interleave_their_calls(todos
             results = await asyncio.gather(run.run(todos, "run-A"), run.run(todos, "run-B"))
     assert results == [FINAL_TEXT, FINAL_TEXT]
     kinds = [event["type"] for event in todos.session.events]
-    accepted = ["step/start", "tool/call", "todo/write", "tool/result", "step/end"]
-    refused = ["step/start", "tool/call", "tool/result", "step/end"]
+    accepted = ["step/start", "assistant/message", "tool/call", "todo/write", "tool/result", "step/end"]
+    refused = ["step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
     assert kinds[0] == "turn/start" and kinds[-1] == "turn/end" and kinds.count("turn/start") == 1
     assert sorted(kinds[1:-1]) == sorted(accepted * 2 + refused * 2)
     body = kinds[1:-1]
     while body:  # each call's events are contiguous, in DSH's order
-        size = len(accepted) if body[2] == "todo/write" else len(refused)
+        size = len(accepted) if body[3] == "todo/write" else len(refused)
         assert body[:size] in (accepted, refused)
         body = body[size:]
     calls = sorted(e["data"]["callId"] for e in todos.session.events if e["type"] == "tool/call")

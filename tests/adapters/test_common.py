@@ -16,6 +16,7 @@ from dsh_todo.logview import read_session
 from dsh_todo.standard import open_runtime
 from dsh_todo.tool_todo.description import PARALLEL, SINGLE
 from tests.adapters.scenario import CANONICAL, RAW, TEXT
+from tests.advertised import assert_advertised
 from tests.conftest import DiskSyncs, plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -37,15 +38,29 @@ async def test_calls_outside_any_turn_are_steps_of_the_bindings_standing_turn(to
     result = await todos.call(RAW["c1"], call_id="c1")
     assert (result.is_error, result.text) == (False, TEXT["c1"])
     assert result.value == {"todos": CANONICAL, "counts": {"pending": 1, "inProgress": 1, "completed": 1}}
-    assert types_of(todos) == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end"]
-    assert todos.session.events[2]["data"] == {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
+    assert types_of(todos) == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write",
+                               "tool/result", "step/end"]
+    assert todos.session.events[3]["data"] == {"turn": 1, "step": 1, "callId": "c1", "name": "todo_write",
                                                "arguments": RAW["c1"]}
+    # The framework's model is not ours: its call is advertised first, as DSH 0.2 requires of every tool/call.
+    advertising = todos.session.events[2]
+    assert advertising["surfaceOp"] == "append"
+    assert advertising["data"] == {
+        "turn": 1, "step": 1,
+        "message": {"role": "assistant",
+                    "content": [{"type": "tool-call", "id": "c1", "name": "todo_write", "arguments": RAW["c1"]}],
+                    "source": {"kind": "model", "provider": "external", "model": "external"},
+                    "id": advertising["data"]["message"]["id"]},
+        "stream": []}
+    assert advertising["data"]["message"]["content"][0]["arguments"] == todos.session.events[3]["data"]["arguments"]
+    assert_advertised(advertising, todos.session.events[3])
     assert todos.plan == CANONICAL
     # The next call is the next step of the same turn; being rejected, it leaves the plan as it was.
     rejected = await todos.call(RAW["c2"])
     assert (rejected.is_error, rejected.text) == (True, TEXT["c2"])
-    assert types_of(todos)[6:] == ["step/start", "tool/call", "tool/result", "step/end"]
-    assert todos.session.events[7]["data"]["step"] == 2
+    assert types_of(todos)[7:] == ["step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
+    assert todos.session.events[9]["data"]["step"] == 2
+    assert_advertised(todos.session.events[8], todos.session.events[9])
     assert todos.plan == CANONICAL
     # A run's own turn ends the standing one (new work is a new turn, and it clears the plan, as in DSH).
     with todos.turn() as turn:
@@ -88,8 +103,9 @@ async def test_a_call_joins_a_step_the_host_left_open(todos: TodoBinding) -> Non
     session.append("step/start", {"turn": 1, "step": 3})
     await todos.call(ONE)
     assert open_turn(session) == (1, 3, True)
-    assert types_of(todos)[2:] == ["tool/call", "todo/write", "tool/result"]
-    assert session.events[2]["data"]["step"] == 3
+    assert types_of(todos)[2:] == ["assistant/message", "tool/call", "todo/write", "tool/result"]
+    assert session.events[3]["data"]["step"] == 3
+    assert_advertised(session.events[2], session.events[3])
 
 
 async def test_parsed_arguments_are_logged_as_compact_json(todos: TodoBinding) -> None:
@@ -129,7 +145,7 @@ async def test_concurrent_calls_never_interleave(todos: TodoBinding, monkeypatch
     async with todos.turn():
         bodies = [f'{{"todos":[{{"content":"task {i}","status":"pending"}}]}}' for i in range(5)]
         await asyncio.gather(*(todos.call(body, call_id=f"k{i}") for i, body in enumerate(bodies)))
-    per_call = ["step/start", "tool/call", "todo/write", "tool/result", "step/end"]
+    per_call = ["step/start", "assistant/message", "tool/call", "todo/write", "tool/result", "step/end"]
     assert types_of(todos) == ["turn/start", *per_call * 5, "turn/end"]
     steps = [(e["data"]["step"], e["data"]["callId"]) for e in todos.session.events if e["type"] == "tool/call"]
     assert [s for s, _ in steps] == [1, 2, 3, 4, 5]
@@ -298,15 +314,20 @@ def test_a_rejected_first_call_after_a_closed_turn_leaves_the_plan_alone(tmp_pat
         before = list(todos.session.events)
         rejected = todos.call_sync(RAW["c4"])  # no turn open: the standing turn ended when turn() began
         assert (rejected.is_error, rejected.text) == (True, TEXT["c4"])
-        assert list(todos.session.events) == before
+        assert list(todos.session.events) == before  # not even the call's advertising assistant/message
+        assert [e["type"] for e in before].count("assistant/message") == 2
         assert todos.plan == CANONICAL
     assert plan_json(log) == CANONICAL
     with bind_todo(root=root, session="resumed") as todos:
         before = list(todos.session.events)
         assert todos.call_value_sync({"todos": "x"}).is_error
         assert list(todos.session.events) == before and todos.plan == CANONICAL
-        # An accepted call still opens the next turn as DSH does, and its plan stands.
+        # An accepted call still opens the next turn as DSH does, advertised in its step, and its plan stands.
         assert todos.call_sync(ONE).is_error is False
+        added = list(todos.session.events)[len(before):]
+        assert [e["type"] for e in added] == ["turn/start", "step/start", "assistant/message", "tool/call",
+                                              "todo/write", "tool/result", "step/end"]
+        assert_advertised(added[2], added[3])
         assert todos.plan == [{"content": "a", "status": "in_progress"}]
     assert plan_json(log) == [{"content": "a", "status": "in_progress"}]
 
@@ -332,5 +353,5 @@ def test_each_acknowledgement_costs_its_caller_one_fsync(tmp_path: Path, disk_sy
             assert plan_json(log) == CANONICAL  # the answer is durable before it comes back
         assert (disk_syncs.here("fsync"), disk_syncs.here("replace")) == (2, 0)
         types = [line["type"] for line in read_session(Path(log)).events]
-        assert types[-8:] == ["turn/end", "turn/start", "step/start", "tool/call", "todo/write", "tool/result",
-                              "step/end", "turn/end"], "everything acknowledged is on disk"
+        assert types[-9:] == ["turn/end", "turn/start", "step/start", "assistant/message", "tool/call", "todo/write",
+                              "tool/result", "step/end", "turn/end"], "everything acknowledged is on disk"

@@ -29,6 +29,7 @@ from dsh_todo.adapters import bind_todo
 from dsh_todo.jsonutil import dumps
 from dsh_todo.logview import read_session
 from tests.adapters.scenario import CANONICAL, FINAL_TEXT, RAW, STEPS, TEXT
+from tests.advertised import assert_advertised
 from tests.conftest import REPO_ROOT
 from tests.environments import environment
 
@@ -96,12 +97,15 @@ def tool_answers(request: dict[str, Any]) -> dict[str, str]:
 
 
 def calls_in(events: list[Any]) -> list[tuple[str, str, bool]]:
-    """Each logged call: its argument text, the text it was answered and whether that is an error."""
+    """Each logged call: its argument text, the text it was answered and whether that is an error (each advertised
+    by the ``assistant/message`` just before it)."""
     results = {e["sourceEventSeqs"][0]: e["data"]["message"] for e in events
                if e["type"] == "tool/result"}
+    by_seq = {e["seq"]: e for e in events}
     found = []
     for event in events:
         if event["type"] == "tool/call":
+            assert_advertised(by_seq[event["seq"] - 1], event)  # the model's message, logged just before the call
             block = results[event["seq"]]
             found.append((event["data"]["arguments"], block["content"][0]["text"], block["isError"]))
     return found
@@ -179,7 +183,8 @@ def test_a_kickoff_cancelled_during_a_call_ends_its_turn_after_the_call(crewai_p
     kinds = [event["type"] for event in session.events]
     assert session.closers == 0
     assert kinds.count("turn/start") == kinds.count("turn/end") == 1
-    assert kinds[-5:] == ["tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
+    assert kinds[-7:] == ["step/start", "assistant/message", "tool/call", "todo/write", "tool/result", "step/end",
+                          "turn/end"]
     assert session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert calls_in(session.events) == [(RAW["c1"], TEXT["c1"], False),
                                         ('{"todos":[]}', "Updated todo list: 0 pending, 0 in progress, 0 completed.",

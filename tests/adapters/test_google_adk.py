@@ -39,6 +39,7 @@ from tests.adapters.scenario import (
     assert_native_tool,
     hang_on_an_empty_list,
 )
+from tests.advertised import assert_advertised
 from tests.conftest import plan_json, todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -119,8 +120,9 @@ def assert_aborted_after_the_plan(todos: TodoBinding) -> None:
     and the plan the run wrote before stands."""
     kinds = [event["type"] for event in todos.session.events]
     assert kinds.count("turn/start") == kinds.count("turn/end") == 1
-    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert kinds[-6:] == ["step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
     assert todos.session.events[-4]["data"]["callId"] == "c5"
+    assert_advertised(todos.session.events[-5], todos.session.events[-4])
     assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
     block = todos.session.events[-3]["data"]["message"]
     assert block["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
@@ -220,7 +222,9 @@ async def test_an_invocation_its_consumer_stops_reading_ends_its_turn_aborted(to
     await events.aclose()
     await runner.close()
     kinds = [event["type"] for event in todos.session.events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                     "step/end", "turn/end"]
+    assert_advertised(todos.session.events[2], todos.session.events[3])
     assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert todos.plan == CANONICAL
 
@@ -258,7 +262,8 @@ async def test_concurrent_invocations_on_one_session_are_serialised(todos: TodoB
         if event["type"] == "tool/call":
             body = ["todo/write", "tool/result"] if event["data"]["callId"] == "c1" else ["tool/result"]
             seq = event["seq"]
-            assert kinds[seq - 1] == "step/start"
+            assert kinds[seq - 2: seq] == ["step/start", "assistant/message"]
+            assert_advertised(events[seq - 1], event)
             assert kinds[seq + 1: seq + 2 + len(body)] == [*body, "step/end"]
     calls = [e["data"]["callId"] for e in events if e["type"] == "tool/call"]
     assert sorted(calls) == ["c1", "c2", "c3", "c4"]

@@ -36,6 +36,7 @@ from tests.adapters.scenario import (
     assert_native_tool,
     hang_on_an_empty_list,
 )
+from tests.advertised import assert_advertised
 from tests.conftest import todo_writes
 
 pytestmark = pytest.mark.anyio
@@ -144,7 +145,8 @@ async def test_a_cancelled_run_closes_its_turn_aborted_and_keeps_the_plan(todos:
     with pytest.raises(asyncio.CancelledError):
         await run
     kinds = [event["type"] for event in todos.session.events]
-    assert kinds[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert kinds[-6:] == ["step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"]
+    assert_advertised(todos.session.events[-5], todos.session.events[-4])
     assert todos.session.events[-3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
     assert todos.session.events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
     assert todos.plan == CANONICAL

@@ -10,6 +10,7 @@ from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
 from dsh_todo.harness.session import SessionAppendError, lossless_data
 from dsh_todo.harness.turns import Turns, TurnScope, open_turn
+from tests.advertised import assert_advertised
 from tests.conftest import BootFactory
 
 pytestmark = pytest.mark.anyio
@@ -28,6 +29,9 @@ async def test_two_writers_on_one_log_share_the_open_turn(make_ctx: BootFactory)
     await first.call_alone(ToolCallRequest("c3", "todo_write", ONE))
     steps = [(e["data"]["turn"], e["data"]["step"]) for e in session.events if e["type"] == "tool/call"]
     assert steps == [(1, 1), (1, 2), (1, 3)]
+    accepted = ["step/start", "assistant/message", "tool/call", "todo/write", "tool/result", "step/end"]
+    refused = ["step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
+    assert [e["type"] for e in session.events] == ["turn/start", *accepted, *refused, *accepted]
     second.close()  # it opened nothing, so it ends nothing (and closes the session)
     assert open_turn(session) == (1, 3, False)
 
@@ -89,6 +93,66 @@ async def test_a_call_whose_fields_are_not_strings_is_still_logged_frozen(make_c
             value.append("x")
 
 
+# -- a call from a model outside the harness is advertised in its step (DSH 0.2) ----------------------------------
+
+
+@pytest.mark.parametrize("version", [4, 0], ids=["v4", "v0"])
+async def test_a_lone_call_is_advertised_by_an_external_assistant_message_in_its_step(make_ctx: BootFactory,
+                                                                                        version: int) -> None:
+    """DSH 0.2.1 refuses to open a log whose ``tool/call`` no ``assistant/message`` of the same step advertised
+    ("tool/call … has no advertised tool lifecycle"), so it resumed no log of the MCP server or the adapters. A
+    call from a front door without a model of its own is now logged after the message of the model that made it:
+    one ``tool-call`` block with the very id, name and raw argument text (not a re-serialisation) of the call,
+    from the ``external`` model, and a ``stream`` only in the formats that have one."""
+    ctx = make_ctx()
+    session = ctx.sessions.create("s", **({"version": 0} if version == 0 else {}))
+    turns = Turns.of(ctx, Agent("a", session))
+    raw = '{ "todos" : [{"status":"pending","content":"a"}] }'  # spaced, keys reordered: logged as given
+    assert (await turns.call_alone(ToolCallRequest("c1", "todo_write", raw))).is_error is False
+    events = list(session.events)
+    assert [e["type"] for e in events] == ["turn/start", "step/start", "assistant/message", "tool/call",
+                                           "todo/write", "tool/result", "step/end"]
+    advertising, call = events[2], events[3]
+    assert advertising["surfaceOp"] == "append"
+    expected: dict[str, Any] = {
+        "turn": 1, "step": 1,
+        "message": {"role": "assistant",
+                    "content": [{"type": "tool-call", "id": "c1", "name": "todo_write", "arguments": raw}],
+                    "source": {"kind": "model", "provider": "external", "model": "external"},
+                    "id": advertising["data"]["message"]["id"]}}
+    if version != 0:
+        expected["stream"] = []
+    assert advertising["data"] == expected
+    assert "stream" in advertising["data"] if version != 0 else "stream" not in advertising["data"]
+    assert advertising["data"]["message"]["content"][0]["arguments"] == call["data"]["arguments"] == raw
+    assert_advertised(advertising, call, stream=version != 0)
+    # A call joining a step already open is advertised there, with a fresh message id.
+    turns.begin_step()
+    assert (await turns.call_alone(ToolCallRequest("c2", "todo_write", "{}"))).is_error is True
+    joined = list(session.events)[7:]
+    assert [e["type"] for e in joined] == ["step/start", "assistant/message", "tool/call", "tool/result"]
+    assert (joined[1]["data"]["turn"], joined[1]["data"]["step"]) == (1, 2)
+    assert_advertised(joined[1], joined[2], stream=version != 0)
+    assert joined[1]["data"]["message"]["id"] != advertising["data"]["message"]["id"]
+
+
+async def test_a_call_refused_before_it_logs_anything_appends_no_advertising_message(make_ctx: BootFactory) -> None:
+    """A lone call after a closed turn opens its turn only once its tool logs something (``_opening``): refused
+    first, it leaves the log exactly as it was, without the ``assistant/message`` that would have advertised it
+    (an advertisement with no call would be a lifecycle DSH never sees completed)."""
+    ctx = make_ctx()
+    turns = Turns.of(ctx, Agent("a", ctx.sessions.create("s")))
+    with TurnScope(turns):
+        await turns.call_alone(ToolCallRequest("c1", "todo_write", ONE))
+    before = list(turns.session.events)
+    assert [e["type"] for e in before] == ["turn/start", "step/start", "assistant/message", "tool/call",
+                                           "todo/write", "tool/result", "step/end", "turn/end"]
+    refused = await turns.call_alone(ToolCallRequest("c2", "todo_write", '{"todos":[{"content":"x"}]}'))
+    assert refused.is_error is True
+    assert list(turns.session.events) == before
+    assert turns.session.seq == len(before)
+
+
 # -- a call after a closed turn runs its tool once (issue 24 goal 5) ----------------------------------------------
 
 
@@ -144,8 +208,9 @@ async def test_a_refused_call_after_a_closed_turn_runs_its_tool_at_most_once(
     assert (result.is_error, result.text) == (True, text)
     assert len(runs) == expected_runs
     if raw.endswith('" untrimmed "}'):  # the observers judged the write in the new turn, as for any other call
-        assert seen == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end"]
-    else:
+        assert seen == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                        "step/end"]
+    else:  # refused before it logged anything: nothing at all, not even the message advertising the call
         assert list(turns.session.events) == before and seen == []
 
 
@@ -158,16 +223,17 @@ async def test_an_accepted_call_after_a_closed_turn_runs_its_tool_once_in_the_ne
     result = await turns.call_alone(ToolCallRequest("c1", "count", '{"ok":true,"item":"b"}'))
     assert (result.is_error, result.text, len(runs)) == (False, "done", 1)
     logged = [(e["type"], e["data"].get("turn"), e["data"].get("step")) for e in turns.session.events[start:]]
-    assert logged == [("turn/start", 2, None), ("step/start", 2, 1), ("tool/call", 2, 1), ("todo/write", None, None),
-                      ("tool/result", 2, 1), ("step/end", 2, 1)]
+    assert logged == [("turn/start", 2, None), ("step/start", 2, 1), ("assistant/message", 2, 1), ("tool/call", 2, 1),
+                      ("todo/write", None, None), ("tool/result", 2, 1), ("step/end", 2, 1)]
     assert seen == [kind for kind, _turn, _step in logged]  # every event, each asked about once, in log order
-    call = turns.session.events[start + 2]
-    assert turns.session.events[start + 4]["sourceEventSeqs"] == [call["seq"]]
+    call = turns.session.events[start + 3]
+    assert_advertised(turns.session.events[start + 2], call)
+    assert turns.session.events[start + 5]["sourceEventSeqs"] == [call["seq"]]
     assert call["data"]["arguments"] == '{"ok":true,"item":"b"}'
     # The next call joins the standing turn this one opened, as every call after it does.
     await turns.call_alone(ToolCallRequest("c2", "count", '{"ok":false,"item":"x"}'))
-    assert len(runs) == 2 and [e["type"] for e in turns.session.events[start + 6:]] == [
-        "step/start", "tool/call", "tool/result", "step/end"]
+    assert len(runs) == 2 and [e["type"] for e in turns.session.events[start + 7:]] == [
+        "step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
 
 
 async def test_an_accepted_call_that_logs_nothing_still_opens_the_turn_with_its_call(make_ctx: BootFactory) -> None:
@@ -183,4 +249,5 @@ async def test_an_accepted_call_that_logs_nothing_still_opens_the_turn_with_its_
     result = await turns.call_alone(ToolCallRequest("c1", "noop", "{}"))
     assert (result.is_error, result.text, len(runs)) == (False, "nothing", 1)
     assert [e["type"] for e in turns.session.events[start:]] == seen == [
-        "turn/start", "step/start", "tool/call", "tool/result", "step/end"]
+        "turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
+    assert_advertised(turns.session.events[start + 2], turns.session.events[start + 3])

@@ -12,6 +12,7 @@ import pytest
 
 from dsh_todo.harness import Agent
 from dsh_todo.harness.llm.base import ToolCallRequest
+from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.turns import Turns, TurnScope, aborted
 from tests.conftest import BootFactory
 
@@ -22,8 +23,9 @@ WAIT_S = 30.0
 
 
 def text_of(event: Any) -> str:
-    [block] = event["data"]["message"]["content"]
-    return "".join(part["text"] for part in block["content"])
+    """The text a ``tool/result`` answered, in either format's message (v0 nests it in a ``tool-result`` block)."""
+    [answer] = answers(event["data"]["message"])
+    return "".join(part["text"] for part in answer.content)
 
 
 def held_tool(turns: Turns) -> tuple[threading.Event, threading.Event]:
@@ -72,14 +74,15 @@ def test_a_turns_end_waits_for_a_call_in_flight_on_another_thread_and_logs_its_r
     assert running.wait(WAIT_S)
     closer, _ = in_thread(lambda: scope.close(asyncio.CancelledError()))
     wait_until(lambda: turns._quiescing == 1)  # the end is waiting for the call
-    assert [e["type"] for e in turns.session.events][-1] == "tool/call"
+    assert [e["type"] for e in turns.session.events][-2:] == ["assistant/message", "tool/call"]
     release.set()
     worker.join(WAIT_S)
     closer.join(WAIT_S)
     kinds = [e["type"] for e in turns.session.events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                     "step/end", "turn/end"]
     assert turns.session.events[-1]["data"]["reason"] == aborted()
-    assert [result.text for result in told] == [TOLD] == [text_of(turns.session.events[4])]
+    assert [result.text for result in told] == [TOLD] == [text_of(turns.session.events[5])]
 
 
 def test_a_runs_call_that_had_not_started_when_its_turn_ended_is_refused_and_logged_nowhere(
@@ -91,7 +94,7 @@ def test_a_runs_call_that_had_not_started_when_its_turn_ended_is_refused_and_log
     before = list(turns.session.events)
     result = asyncio.run(turns.call_alone(ToolCallRequest("c1", "todo_write", ONE), within=turn))
     assert (result.text, result.is_error) == (ABORTED, True)
-    assert list(turns.session.events) == before
+    assert list(turns.session.events) == before  # not even the message that would have advertised it
     # Without a run's turn (the standing one, or none) a later call is logged as any call outside a run.
     assert turns.run_turn() is None
     assert asyncio.run(turns.call_alone(ToolCallRequest("c2", "todo_write", ONE))).text == TOLD
@@ -117,8 +120,10 @@ def test_a_call_arriving_while_a_turn_ends_waits_for_the_end_and_takes_a_turn_af
     for thread in (first, closer, second):
         thread.join(WAIT_S)
     kinds = [e["type"] for e in turns.session.events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end",
-                     "turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end"]
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                     "step/end", "turn/end",
+                     "turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                     "step/end"]
     assert [result.text for result in told] == [TOLD]
 
 
@@ -149,5 +154,6 @@ def test_a_call_left_behind_on_the_closing_thread_is_told_what_the_log_says(make
 
     result = asyncio.run(main())
     kinds = [e["type"] for e in turns.session.events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
-    assert result.text == text_of(turns.session.events[4]) == ABORTED
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "todo/write", "tool/result",
+                     "step/end", "turn/end"]
+    assert result.text == text_of(turns.session.events[5]) == ABORTED

@@ -132,8 +132,9 @@ async def test_feedback_only_sends_no_spans(tmp_path: Path, receiver: Receiver) 
 async def test_an_mcp_connection_is_one_turn_of_tool_spans_without_chat_spans(tmp_path: Path,
                                                                                receiver: Receiver) -> None:
     """An MCP client's calls are steps of the connection's turn with no model reply in them (the model is the
-    client's): one ``invoke_agent`` span over the connection, one ``execute_tool`` child per call, and no ``chat``
-    span, which would otherwise claim a failed model request per call."""
+    client's, its only message the ``external`` one advertising each call): one ``invoke_agent`` span over the
+    connection, one ``execute_tool`` child per call, and no ``chat`` span, which would otherwise claim a model
+    request per call (``chat external``: so it did once calls were advertised, for DSH 0.2)."""
     from dsh_todo.carriers.mcp.calls import CallSession
 
     ctx = boot(write_composition(tmp_path, spans_config(receiver)))
@@ -148,3 +149,6 @@ async def test_an_mcp_connection_is_one_turn_of_tool_spans_without_chat_spans(tm
                                          ("execute_tool todo_write", "invoke_agent", ERROR),
                                          ("invoke_agent", "", UNSET)]
     assert len({s.trace_id for s in receiver.spans}) == 1
+    # Each call is advertised by the client's model (an ``external`` assistant/message): no model request of ours,
+    # so it names no provider on the turn either.
+    assert [s.attributes.get("gen_ai.provider.name") for s in receiver.spans] == [None, None, None]

@@ -13,7 +13,8 @@ append path nothing more, a withheld record is missing from the spans too, and a
   ``gen_ai.request.model``, ``gen_ai.provider.name`` and, when the model reported them, ``gen_ai.usage.input_tokens``
   / ``gen_ai.usage.output_tokens``; a step that ends with neither a reply nor a call (the request failed) is a
   ``chat`` span with status ``ERROR``. A step with calls and no reply is no model request of ours: an MCP client's
-  call is a step of the connection's turn, its model is the client's, so it has a tool span and no chat span;
+  call is a step of the connection's turn, its model is the client's, so it has a tool span and no chat span (the
+  ``assistant/message`` advertising such a call, from the ``external`` model, is no reply of ours either);
 - ``execute_tool {tool}``: one per call, ``tool/call`` to its ``tool/result`` (kind ``INTERNAL``), with
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; an ``isError`` result is status ``ERROR``
   with the result's text as its description and ``error.type`` ``tool_error``.
@@ -36,6 +37,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from dsh_todo.harness.telemetry.record import TelemetryRecord
 from dsh_todo.harness.tool_results import answers
+from dsh_todo.harness.turns import EXTERNAL_MODEL
 
 OPERATION: Final = "gen_ai.operation.name"
 PROVIDER: Final = "gen_ai.provider.name"
@@ -115,8 +117,10 @@ class GenAiSpans:
         if start is None:
             return
         spans.step_start = None  # one request per step
-        attributes: dict[str, Any] = {OPERATION: "chat", CONVERSATION: session_id}
         source = _mapping(_mapping(data.get("message")).get("source"))
+        if source == EXTERNAL_MODEL:  # a call of a model outside the harness, advertised: no request of ours
+            return
+        attributes: dict[str, Any] = {OPERATION: "chat", CONVERSATION: session_id}
         model, provider = source.get("model"), source.get("provider")
         if isinstance(model, str) and model:
             attributes[REQUEST_MODEL] = model
