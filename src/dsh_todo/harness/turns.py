@@ -67,11 +67,11 @@ they are answered aborted and the turn ends (a call that then still finishes may
 _ABORTED: Final = error_result("tool call aborted", AbortError("tool call aborted").info())
 
 PARSE: Final[Any] = object()
+"""``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
 
 EXTERNAL_MODEL: Final = frozen_object(kind="model", provider="external", model="external")
 """The source of an advertised call's ``assistant/message``: a model outside this harness (an MCP client's, an
 agent framework's), which the log knows only by the calls it made."""
-"""``arguments`` left to be parsed from the call's raw text by the reference's rule (:func:`parse_arguments`)."""
 
 
 def parse_arguments(raw: str) -> Any:
