@@ -206,7 +206,7 @@ class Session:
         (:meth:`stored`); ``events`` reads those back with ``read_back`` when asked for them.
 
         Why: one MCP connection is one session, open for as long as its client runs (days, for an editor), and every
-        call logs five events: a session holding its whole log grew about 5 MiB per 1,000 calls. What the live
+        call logs six events: a session holding its whole log grew about 5 MiB per 1,000 calls. What the live
         machinery needs is recent (the projections fold each event as it is logged, the turn writer looks back to
         the current turn's last boundary), so only the rare whole-log reader pays for the read."""
         if keep < 1:

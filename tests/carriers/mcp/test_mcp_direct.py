@@ -311,9 +311,10 @@ async def test_a_call_its_client_cancels_gets_no_answer_and_ends_its_step(make_c
     assert isinstance(pipes.direct, Counting) and pipes.direct.served == [0, 1, 2, 3]
     events = ctx.session_persistence.read(answer["result"]["_meta"]["dsh-todo/sessionId"]).events
     kinds = [event["type"] for event in events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "tool/result", "step/end",
-                     "step/start", "tool/call", "todo/write", "tool/result", "step/end", "turn/end"]
-    assert events[3]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "step/end",
+                     "step/start", "assistant/message", "tool/call", "todo/write", "tool/result", "step/end",
+                     "turn/end"]
+    assert events[4]["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
 
 
 async def test_a_call_running_when_input_ends_is_answered_connection_closed(make_ctx: BootFactory,
@@ -326,7 +327,8 @@ async def test_a_call_running_when_input_ends_is_answered_connection_closed(make
     answer = json.loads(pipes.rest())
     assert answer == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
     kinds = [event["type"] for event in ctx.session_persistence.read(session_id).events]
-    assert kinds == ["turn/start", "step/start", "tool/call", "tool/result", "step/end", "turn/end"]
+    assert kinds == ["turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "step/end",
+                     "turn/end"]
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # a plain test: the module's anyio mark needs a backend

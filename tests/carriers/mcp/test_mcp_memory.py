@@ -1,9 +1,10 @@
 """A long MCP session's memory stays bounded (issue 34, item 5).
 
-Repro: one ``dsh-todo mcp`` stdio connection is one session and one turn, and every call appends five events
-(``step/start``, ``tool/call``, ``todo/write``, ``tool/result``, ``step/end``) to the in-memory ``Session``, which held
-its whole log: about 5 MiB of RSS per 1,000 calls (``benchmarks/mcp_memory.py``: 23.2 MiB after warm-up, 37.6 MiB
-after 3,000 more calls), telemetry or not, for as long as the client stays connected. Now a persisted MCP session
+Repro: one ``dsh-todo mcp`` stdio connection is one session and one turn, and every call appended five events
+(``step/start``, ``tool/call``, ``todo/write``, ``tool/result``, ``step/end``; six now, with the ``assistant/message``
+that advertises the call) to the in-memory ``Session``, which held its whole log: about 5 MiB of RSS per 1,000 calls
+(``benchmarks/mcp_memory.py``: 23.2 MiB after warm-up, 37.6 MiB after 3,000 more calls), telemetry or not, for as
+long as the client stays connected. Now a persisted MCP session
 holds a recent tail and reads older events back from its log on demand. The count is asserted, not the RSS: the
 server says at ``DSH_TODO_DEBUG=1`` how many events its session logged and how many it still held.
 """
@@ -37,7 +38,7 @@ def call_line(request_id: int) -> bytes:
 
 
 def test_a_long_stdio_session_holds_a_bounded_tail_of_its_log(tmp_path: Path) -> None:
-    """2,000 pipelined calls (10,002 events with the turn's start and end) on one connection: the session holds at
+    """2,000 pipelined calls (12,002 events with the turn's start and end) on one connection: the session holds at
     most twice its bound in memory at the end, and its log on disk still has every event."""
     cwd = tmp_path / "project"
     cwd.mkdir()
@@ -58,7 +59,7 @@ def test_a_long_stdio_session_holds_a_bounded_tail_of_its_log(tmp_path: Path) ->
     found = re.search(r'MCP session "([^"]+)" closed: (\d+) events logged, (\d+) held in memory', err)
     assert found is not None, err
     session_id, logged, held = found[1], int(found[2]), int(found[3])
-    assert logged == 5 * CALLS + 2
+    assert logged == 6 * CALLS + 2
     assert held <= 2 * KEEP_IN_MEMORY
     events = stored_events(tmp_path, session_id)
     assert [event["seq"] for event in events] == list(range(logged))
@@ -86,7 +87,7 @@ def test_a_bounded_session_reads_older_events_back_from_its_log(tmp_path: Path, 
         asyncio.run(calls())
         live = session.session
         assert live is not None
-        assert live.seq == 5 * 60 + 1 and 10 <= live.held <= 20
+        assert live.seq == 6 * 60 + 1 and 10 <= live.held <= 20
         stored = ctx.session_persistence.read(live.id).events
         events = live.events
         assert len(events) == live.seq == len(stored)

@@ -8,6 +8,7 @@ over in-memory streams), and against ``dsh-todo mcp`` as a stdio subprocess, who
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -36,7 +37,7 @@ from tests.conftest import BootFactory, DiskSyncs, fixtures_dir, hanging_tool, p
 
 pytestmark = pytest.mark.anyio
 
-STEP_HEAD = ["step/start", "tool/call"]
+STEP_HEAD = ["step/start", "assistant/message", "tool/call"]
 STEP_TAIL = ["tool/result", "step/end"]
 
 
@@ -81,15 +82,16 @@ async def call(client: Client, arguments: Any) -> types.CallToolResult:
 
 def check_step(new_events: Sequence[Any], step: int, arguments: Any, result: ToolResult,
                native_events: list[dict[str, Any]]) -> None:
-    """One call's slice of the log: a step of the connection's turn, in the loop's own call shape, with the native
-    side effects."""
+    """One call's slice of the log: a step of the connection's turn, in the loop's own call shape (the client's
+    model's reply advertising the call, then the call), with the native side effects."""
     types_ = [e["type"] for e in new_events]
     assert types_ == STEP_HEAD + [e["type"] for e in native_events] + STEP_TAIL
-    assert brief(new_events[2:2 + len(native_events)]) == native_events
+    assert brief(new_events[3:3 + len(native_events)]) == native_events
     assert new_events[0]["data"] == new_events[-1]["data"] == {"turn": 1, "step": step}
-    tool_call, tool_result = new_events[1], new_events[-2]
+    advert, tool_call, tool_result = new_events[1], new_events[2], new_events[-2]
     assert tool_call["data"]["name"] == "todo_write"
     assert tool_call["data"]["arguments"] == raw_argument_text(arguments)
+    check_advert(advert, tool_call)
     assert tool_result["sourceEventSeqs"] == [tool_call["seq"]]
     assert tool_result["surfaceOp"] == "append"
     block = tool_result["data"]["message"]
@@ -97,6 +99,25 @@ def check_step(new_events: Sequence[Any], step: int, arguments: Any, result: Too
     assert plain(block["content"]) == result.content
     assert block["isError"] is result.is_error
     assert plain(tool_result["data"].get("error")) == result.error
+
+
+def check_advert(advert: Any, tool_call: Any) -> None:
+    """The ``assistant/message`` that advertises an MCP call in its step (DSH 0.2 refuses a log whose ``tool/call``
+    none advertised): the call's id, name and the very argument text the ``tool/call`` logged, from a model outside
+    the harness, with an empty stream (a format-1 session)."""
+    message = plain(advert["data"]["message"])
+    assert plain(advert["data"]) == {
+        "turn": tool_call["data"]["turn"], "step": tool_call["data"]["step"],
+        "message": {"role": "assistant",
+                    "content": [{"type": "tool-call", "id": tool_call["data"]["callId"], "name": "todo_write",
+                                 "arguments": tool_call["data"]["arguments"]}],
+                    "source": {"kind": "model", "provider": "external", "model": "external"},
+                    "id": message["id"]},
+        "stream": []}
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", message["id"])
+    assert message["content"][0]["arguments"] == plain(tool_call["data"]["arguments"])
+    assert advert["surfaceOp"] == "append"
+    assert advert["seq"] == tool_call["seq"] - 1
 
 
 def check_connection(events: Sequence[Any], calls: Sequence[tuple[Any, ToolResult, list[dict[str, Any]]]]) -> None:
@@ -384,9 +405,10 @@ async def test_a_cancelled_call_is_answered_and_leaves_the_turn_and_the_plan_alo
     session = calls.session
     assert session is not None
     assert standing_plan(session.events) == PLAN
-    assert [e["type"] for e in session.events][6:] == ["step/start", "tool/call", "tool/result", "step/end"]
-    result = session.events[8]
-    assert result["sourceEventSeqs"] == [7]
+    assert [e["type"] for e in session.events][7:] == [
+        "step/start", "assistant/message", "tool/call", "tool/result", "step/end"]
+    result = session.events[10]
+    assert result["sourceEventSeqs"] == [9]
     assert result["data"]["error"] == {"name": "AbortError", "code": "ABORTED"}
     assert result["data"]["message"]["content"] == [{"type": "text", "text": "Error: tool call aborted"}]
     assert (await calls.call("todo_write", {"todos": []})).text == (
@@ -445,7 +467,7 @@ async def test_a_harness_failure_is_answered_as_the_log_has_it(make_ctx: BootFac
     assert got.is_error
     assert [block.model_dump(exclude_none=True) for block in got.content] == [
         {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
-    assert session.events[3]["data"]["message"]["content"] == [
+    assert session.events[4]["data"]["message"]["content"] == [
         {"type": "text", "text": "Error: maximum recursion depth exceeded"}]
     assert session.events[-1]["type"] == "turn/end"
 

@@ -245,7 +245,7 @@ def test_numbers_json_cannot_carry_losslessly(wire: Wire, tmp_path: Path) -> Non
     assert logged[len(vectors) + 1] == "-1E+400"
     assert logged[len(vectors) + 2].endswith('"x":-0}')
     kinds = [e["type"] for e in events]
-    assert kinds.count("tool/call") == kinds.count("tool/result") == len(cases)
+    assert kinds.count("assistant/message") == kinds.count("tool/call") == kinds.count("tool/result") == len(cases)
     assert kinds.count("step/start") == kinds.count("step/end") == len(cases)
     assert kinds[0] == "turn/start" and kinds[-1] == "turn/end"
     assert events[-1]["data"]["reason"] == {"kind": "completed"}

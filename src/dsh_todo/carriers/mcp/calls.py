@@ -48,8 +48,9 @@ SESSION_META_KEY: Final = "dsh-todo/sessionId"
 
 
 KEEP_IN_MEMORY: Final = 500
-"""Events a persisted MCP session holds in memory at least, twice as many at most (100 to 200 calls): the rest is
-durable in its log and read back from there by the rare reader that wants the whole log (decision 0037)."""
+"""Events a persisted MCP session holds in memory at least, twice as many at most (about 80 to 170 calls, of six
+events each): the rest is durable in its log and read back from there by the rare reader that wants the whole log
+(decision 0037)."""
 
 
 class InMemoryBound:

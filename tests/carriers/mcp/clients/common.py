@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,8 @@ def assert_exited(returncode: int | None, pid: int, why: str = "") -> None:
 
 def stored_session(root: Path, calls: tuple[str, ...] = (ACCEPTED, REFUSED)) -> SessionView:
     """The one session under ``root``, as :func:`stored_run` requires it; ``calls`` are the arguments of the
-    ``tool/call`` events it must hold, in order (a client that checks the schema itself never sends ``REFUSED``)."""
+    ``tool/call`` events it must hold, in order (a client that checks the schema itself never sends ``REFUSED``),
+    each advertised by an ``assistant/message`` just before it (DSH 0.2 refuses to resume a log without)."""
     [listed] = list_sessions(JsonlBackend(root))
     assert listed.session_id is not None
     view = read_session(listed.session_id, root=root)
@@ -165,6 +167,12 @@ def stored_session(root: Path, calls: tuple[str, ...] = (ACCEPTED, REFUSED)) -> 
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
     assert [e["type"] for e in events].count("turn/start") == 1
     assert [e["data"]["arguments"] for e in events if e["type"] == "tool/call"] == list(calls)
+    advertised = [(before["type"], before["data"]["step"], before["data"].get("message", {}).get("content"))
+                  for before, event in pairwise(events) if event["type"] == "tool/call"]
+    assert advertised == [("assistant/message", e["data"]["step"],
+                           [{"type": "tool-call", "id": e["data"]["callId"], "name": e["data"]["name"],
+                             "arguments": e["data"]["arguments"]}])
+                          for e in events if e["type"] == "tool/call"]
     assert view.plan == CANONICAL
     assert [e["data"]["todos"] for e in events if e["type"] == "todo/write"] == [CANONICAL]
     return view
