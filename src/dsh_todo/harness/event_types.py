@@ -1,10 +1,17 @@
 """Which session event types this harness knows: the one list every reader and writer checks a log against.
 
-A module of its own, with no imports, so a reader of logs (``dsh-todo plan``) can refuse an unknown type without
-loading the live session machinery (:mod:`dsh_todo.harness.session` re-exports both sets).
+A module of its own, importing only the standard library, so a reader of logs (``dsh-todo plan``) can refuse an
+unknown type without loading the live session machinery (:mod:`dsh_todo.harness.session` re-exports both sets).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Event = Mapping[str, Any]
+"""A session event as every reader sees it: ``{"type", "seq", "time", "data", ...}``, never changed in place (the
+project's one name for it; code that builds an event before it is logged holds a plain ``dict``)."""
 
 LOG_FORMAT_VERSION = 4
 """The session-log format new logs are written in: DSH 0.2's v4 (v0, DSH 0.1's, is read and carried forward)."""
