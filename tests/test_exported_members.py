@@ -37,6 +37,8 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.harness.persistence.jsonl": [],
     "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
     "dsh_todo.harness.persistence.upgrade": ["UpgradeError", "upgrade_to_v4"],
+    "dsh_todo.coding_agents": ["AGENTS", "AgentPlanItem", "AgentSession", "PlanWrite", "Reader", "UnknownAgentError",
+                               "reader", "selected"],
     "dsh_todo.harness.telemetry": ["Backend", "Capture", "Channel", "Coordinator", "Rule", "SessionTelemetry",
                                    "Severity", "Sharing", "Sink", "TelemetryRecord", "apply", "inject", "name"],
     "dsh_todo.harness.tools": ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult",
