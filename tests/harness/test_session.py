@@ -442,3 +442,26 @@ def test_a_surface_op_that_is_not_a_string_is_refused(store: SessionStore) -> No
     with pytest.raises(SessionAppendError, match='session event "tool/result" surfaceOp must be a string'):
         session.append("tool/result", {}, surface_op=["append"])  # type: ignore[arg-type]
     assert session.seq == 0
+
+
+def test_the_type_keyword_design_names_still_appends(store: SessionStore) -> None:
+    """``session.append(type=..., data=...)`` as DESIGN.md spelled it keeps working after the parameter stopped
+    shadowing the builtin: the same event as the type by position (decision 0050)."""
+    session = store.create("s")
+    by_keyword = session.append(type="todo/write", data={"todos": [item("a")]})
+    by_position = session.append("todo/write", {"todos": [item("a")]})
+    assert (by_keyword["type"], by_keyword["data"]) == (by_position["type"], by_position["data"])
+    assert [event["seq"] for event in session.events] == [0, 1]
+
+
+@pytest.mark.parametrize(("args", "kwargs", "words"), [
+    (("todo/write",), {}, "missing required argument: 'data'"),
+    (("todo/write", {}), {"type": "todo/write"}, "the event type twice"),
+    (("todo/write", {}), {"kind": "x"}, "unexpected keyword argument 'kind'"),
+])
+def test_append_refuses_a_malformed_call_as_python_would(store: SessionStore, args: tuple[Any, ...],
+                                                         kwargs: dict[str, Any], words: str) -> None:
+    session = store.create("s")
+    with pytest.raises(TypeError, match=words):
+        session.append(*args, **kwargs)
+    assert list(session.events) == []

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_todo.harness.agent import Agent
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.llm.base import Model, ModelError, ModelReply, ModelRequest, ToolCallRequest
 from dsh_todo.harness.llm.chat import chat_messages
 from dsh_todo.harness.llm.history import AssistantTurn, HistoryEntry, ToolOutcome, UserText
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.session import Session
 from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry
 from dsh_todo.harness.turns import Durable, Turns, TurnScope, aborted, completed, parse_arguments

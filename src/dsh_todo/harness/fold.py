@@ -18,7 +18,8 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-Event = Mapping[str, Any]
+from dsh_todo.harness.event_types import Event
+
 Rows = dict[str, dict[str, Any]]
 
 

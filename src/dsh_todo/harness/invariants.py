@@ -19,7 +19,8 @@ from typing import Any
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import ConfigError, InvariantError
 from dsh_todo.harness.errors import InvariantViolation as InvariantViolation
-from dsh_todo.harness.session import Event, Session, SessionStore
+from dsh_todo.harness.event_types import Event
+from dsh_todo.harness.session import Session, SessionStore
 
 name = "@deepseek-ai/dsh-invariants"
 inject = ["sessions"]

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_todo.harness.disposer import Disposer
-from dsh_todo.harness.fold import Change, Event, Fold, ProjectionUnit, Wire, warn
+from dsh_todo.harness.event_types import Event
+from dsh_todo.harness.fold import Change, Fold, ProjectionUnit, Wire, warn
 
 if TYPE_CHECKING:
     # Types only: the log reader composes a registry of its own and must not load the plugin tree or live sessions.

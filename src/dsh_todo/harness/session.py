@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import CorruptSessionLogError
@@ -21,6 +21,7 @@ from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
 from dsh_todo.harness.event_types import LOG_FORMAT_VERSION
 from dsh_todo.harness.event_types import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from dsh_todo.harness.event_types import Event as Event
 from dsh_todo.harness.frozen import (
     CheckedDict,
     FrozenDict,
@@ -36,8 +37,6 @@ log = logging.getLogger("dsh_todo.session")
 name = "@deepseek-ai/dsh-session"
 inject: list[str] = []
 
-Event = Mapping[str, Any]
-"""One log entry: ``{"type", "seq", "time", "data", ...optional keys}``, immutable."""
 
 Observer = Callable[["Session", Event], object]
 
@@ -49,8 +48,8 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def lossless_data(type: str, value: Any, path: str = "data") -> Any:
-    """The frozen copy of ``value``, which is (or sits at ``path`` in) the data of a ``type`` event; raises
+def lossless_data(event_type: str, value: Any, path: str = "data") -> Any:
+    """The frozen copy of ``value``, which is (or sits at ``path`` in) the data of an ``event_type`` event; raises
     :class:`SessionAppendError` naming the first place JSON cannot carry losslessly.
 
     An append shares checked data without looking into it, so a writer that builds its data with the checked
@@ -60,7 +59,22 @@ def lossless_data(type: str, value: Any, path: str = "data") -> Any:
     try:
         return lossless_copy(value, path)
     except NotLosslessJSON as exc:
-        raise SessionAppendError(f'session event "{type}" data is not lossless JSON: {exc}') from None
+        raise SessionAppendError(f'session event "{event_type}" data is not lossless JSON: {exc}') from None
+
+
+_NO_DATA: Any = object()
+"""``append``'s data when none was given: refused, as a missing argument was before ``type`` could be a keyword."""
+
+
+def _renamed_type(event_type: str | None, renamed: dict[str, Any]) -> str | None:
+    """``append(type=...)``, as DESIGN.md spelled it: the same as the type by position; any other keyword is refused
+    as Python would refuse it."""
+    given = renamed.pop("type", None)
+    if renamed:
+        raise TypeError(f"append() got an unexpected keyword argument {next(iter(renamed))!r}")
+    if event_type is not None:
+        raise TypeError("append() got the event type twice (by position and as type=)")
+    return cast(str | None, given)
 
 
 ReadBack = Callable[[int, int], Sequence[Event]]
@@ -252,34 +266,41 @@ class Session:
         """
         self._preface = write
 
-    def append(self, type: str, data: Any, *, surface_op: str | None = None,
-               source_event_seqs: Iterable[int] | None = None, ignorable: bool = False) -> Event:
+    def append(self, event_type: str | None = None, /, data: Any = _NO_DATA, *, surface_op: str | None = None,
+               source_event_seqs: Iterable[int] | None = None, ignorable: bool = False, **renamed: Any) -> Event:
         """Log one event; returns it. Raises (and logs nothing) on bad input or an invariant veto.
 
         ``data`` is copied into frozen containers, refusing what JSON cannot carry losslessly or what nests deeper
         than a log line may hold, unless a checked constructor made it (:class:`~.frozen.CheckedDict`): that is
-        proven and shared. An unchecked frozen container is copied like any other data."""
+        proven and shared. An unchecked frozen container is copied like any other data.
+
+        The event's type comes first, by position; ``type=`` (the keyword DESIGN.md named before the parameter
+        stopped shadowing the builtin) is still taken, and nothing else is (decision 0050)."""
+        if renamed:
+            event_type = _renamed_type(event_type, renamed)
+        if data is _NO_DATA:
+            raise TypeError("append() missing required argument: 'data'")
         if self._publishing:
             raise SessionAppendError("session append cannot reenter while another append is being published")
         if self.closed:
             raise SessionAppendError(f'session "{self.id}" is closed')
-        if not isinstance(type, str) or not type:
+        if not isinstance(event_type, str) or not event_type:
             raise SessionAppendError("session event type must be a non-empty string")
-        if type in SURFACE_EVENT_TYPES:
+        if event_type in SURFACE_EVENT_TYPES:
             if surface_op is None:
-                raise SessionAppendError(f'session event "{type}" is surface-eligible and must carry surfaceOp')
+                raise SessionAppendError(f'session event "{event_type}" is surface-eligible and must carry surfaceOp')
             if surface_op.__class__ is not str:
-                raise SessionAppendError(f'session event "{type}" surfaceOp must be a string')
+                raise SessionAppendError(f'session event "{event_type}" surfaceOp must be a string')
         elif surface_op is not None:
-            raise SessionAppendError(f'session event "{type}" is not surface-eligible and cannot carry surfaceOp')
-        frozen = data if data.__class__ is CheckedDict else lossless_data(type, data)
+            raise SessionAppendError(f'session event "{event_type}" is not surface-eligible and cannot carry surfaceOp')
+        frozen = data if data.__class__ is CheckedDict else lossless_data(event_type, data)
         if self._preface is not None:
             write, self._preface = self._preface, None
             write()
             if self.closed:
                 raise SessionAppendError(f'session "{self.id}" is closed')
         base, events = self._held.window
-        event = FrozenDict(type=type, seq=base + len(events), time=self._clock(), data=frozen)
+        event = FrozenDict(type=event_type, seq=base + len(events), time=self._clock(), data=frozen)
         if source_event_seqs is not None:
             dict.__setitem__(event, "sourceEventSeqs", untracked(FrozenList([int(s) for s in source_event_seqs])))
         if surface_op is not None:

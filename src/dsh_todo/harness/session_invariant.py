@@ -10,8 +10,9 @@ from __future__ import annotations
 import weakref
 
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.invariants import InvariantViolation
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.session import Session
 
 name = "@deepseek-ai/dsh-session/invariant"
 inject = ["invariants"]

@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.errors import AbortError
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.frozen import frozen_array, frozen_object
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.session import Event, Session, SessionStore, lossless_data
+from dsh_todo.harness.session import Session, SessionStore, lossless_data
 from dsh_todo.harness.tools.registry import AbortSignal, ToolRegistry, ToolResult, error_result
 from dsh_todo.ids import random_uuid
 from dsh_todo.jsonutil import loads

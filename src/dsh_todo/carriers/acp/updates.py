@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from dsh_todo.harness.session import Event
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.tool_results import answers
 from dsh_todo.harness.tools.registry import ToolRegistry
 from dsh_todo.harness.turns import parse_arguments

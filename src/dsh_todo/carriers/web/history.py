@@ -37,10 +37,11 @@ from dsh_todo.carriers.web.protocol import RpcError
 from dsh_todo.carriers.web.rows import RowFacts
 from dsh_todo.harness.agent_loop import parse_arguments
 from dsh_todo.harness.context import Context
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.fold import Fold
 from dsh_todo.harness.persistence import LogBackend
 from dsh_todo.harness.projections import ProjectionRegistry
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.session import Session
 from dsh_todo.logview import Health, list_sessions, read_events
 
 CONVERSATION_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})

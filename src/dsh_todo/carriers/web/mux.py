@@ -39,8 +39,9 @@ from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
 from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.protocol import CONNECTED
 from dsh_todo.harness.context import Disposer
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.projections import Change
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.session import Session
 
 log = logging.getLogger("dsh_todo.web")
 

@@ -26,8 +26,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.persistence import LogBackend
-from dsh_todo.harness.session import Event, Session
+from dsh_todo.harness.session import Session
 from dsh_todo.logview import PlanView
 from dsh_todo.logview.summary import Summary, SummaryFold, summarize
 

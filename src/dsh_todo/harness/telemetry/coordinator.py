@@ -32,7 +32,8 @@ from dsh_todo.harness.telemetry.record import TelemetryRecord, agent_error_recor
 from dsh_todo.harness.telemetry.service import Rule, redact
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.session import Event, Session, SessionStore
+    from dsh_todo.harness.event_types import Event
+    from dsh_todo.harness.session import Session, SessionStore
 
 log = logging.getLogger("dsh_todo.telemetry")
 

@@ -61,7 +61,8 @@ from dsh_todo.harness.telemetry.record import TelemetryRecord
 from dsh_todo.harness.telemetry.service import Sharing
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.session import Event, Session
+    from dsh_todo.harness.event_types import Event
+    from dsh_todo.harness.session import Session
 
 name: Final = "@deepseek-ai/dsh-session-telemetry-otel"
 inject: Final = ["sessions", "session_telemetry"]

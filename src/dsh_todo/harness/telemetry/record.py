@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 from dsh_todo.harness.tool_results import answers
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.session import Event, Session
+    from dsh_todo.harness.event_types import Event
+    from dsh_todo.harness.session import Session
 
 Channel = Literal["ledger", "ops"]
 Severity = Literal["info", "warn", "error"]

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any, Final, TypeGuard
 
-Event = dict[str, Any]
+Record = dict[str, Any]
+"""An event as its log line's JSON object, which a step of the upgrade copies and rewrites (never a logged
+:data:`~dsh_todo.harness.event_types.Event`, which nothing changes)."""
 
 SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
 """The plugin v3 names as a system message's source; v4 calls that producer ``system-prompt``."""
@@ -82,7 +84,7 @@ def omit(mapping: Mapping[str, Any], *keys: str) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if key not in keys}
 
 
-def decoded(event: Mapping[str, Any]) -> Event:
+def decoded(event: Mapping[str, Any]) -> Record:
     """A shallow copy, its ``sourceEventSeqs`` ranges (``[start, end]`` members) spelled out as DSH's decoder does."""
     result = dict(event)
     sources = result.get("sourceEventSeqs")
@@ -99,7 +101,7 @@ def decoded(event: Mapping[str, Any]) -> Event:
     return result
 
 
-def encoded(event: Event) -> Event:
+def encoded(event: Record) -> Record:
     """The event as DSH's v4 encoder writes it: three or more consecutive ``sourceEventSeqs`` as one range."""
     sources = event.get("sourceEventSeqs")
     if not isinstance(sources, list) or any(later <= earlier for earlier, later in pairwise(sources)):

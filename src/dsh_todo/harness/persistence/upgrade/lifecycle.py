@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_todo.harness.persistence.upgrade.common import (
-    Event,
+    Record,
     UpgradeError,
     is_record,
 )
@@ -23,7 +23,7 @@ class Lifecycle:
     commands sit where they belong. An open turn at the end is fine (a torn tail). Compaction, retry and PTC dispatch
     pairings are not checked here: no log we write has them."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: list[Record]) -> None:
         self.events = events
         self.turn: int | None = None
         self.step: int | None = None
@@ -50,7 +50,7 @@ class Lifecycle:
         if self.tools:
             raise UpgradeError(f"{kind} leaves unresolved tool call {next(iter(self.tools))}")
 
-    def fold_surface(self, event: Event) -> None:
+    def fold_surface(self, event: Record) -> None:
         kind, seq = event["type"], event["seq"]
         if kind == "system/message" and self.surface and self.head is None:
             raise UpgradeError("system/message requires a protected first surface head")
@@ -79,7 +79,7 @@ class Lifecycle:
             self.head = seq
         self.surface[first:last + 1] = [seq]
 
-    def tool(self, event: Event, data: Mapping[str, Any]) -> None:
+    def tool(self, event: Record, data: Mapping[str, Any]) -> None:
         kind = event["type"]
         if kind == "tool/result" and event.get("surfaceOp") != "append":
             self.require_turn(kind)
@@ -116,7 +116,7 @@ class Lifecycle:
             raise UpgradeError(f"tool/result {call_id} is not the exact TOOL_NOT_STARTED repair")
         del self.tools[call_id]
 
-    def accept(self, event: Event) -> None:
+    def accept(self, event: Record) -> None:
         kind = event["type"]
         data = event.get("data")
         if not is_record(data):

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from dsh_todo.harness.persistence.upgrade.common import (
     V0_EVENT_TYPES,
-    Event,
+    Record,
     UpgradeError,
     assign,
     data_of,
@@ -36,9 +36,9 @@ class _V0State:
     compaction_id: str | None = None
 
 
-def v0_to_v1(session_id: str, events: list[Event]) -> list[Event]:
+def v0_to_v1(session_id: str, events: list[Record]) -> list[Record]:
     state = _V0State()
-    result: list[Event] = []
+    result: list[Record] = []
     for event in events:
         kind = event.get("type")
         if kind not in V0_EVENT_TYPES and kind not in _LEGACY_TYPES:
@@ -70,7 +70,7 @@ def _malformed(session_id: str, kind: str, seq: Any) -> UpgradeError:
     return UpgradeError(f"session {dumps(session_id)} contains malformed pre-react-loop {kind} at seq {seq}")
 
 
-def _refuse_retired(event: Event, session_id: str) -> None:
+def _refuse_retired(event: Record, session_id: str) -> None:
     kind = event.get("type")
     if kind in ("request/header-delta", "mode/set"):
         raise UpgradeError(f"session {dumps(session_id)} contains unsupported legacy {kind} event at seq "
@@ -80,7 +80,7 @@ def _refuse_retired(event: Event, session_id: str) -> None:
                            f"at seq {event.get('seq')}")
 
 
-def _turn_start(event: Event, session_id: str) -> Event:
+def _turn_start(event: Record, session_id: str) -> Record:
     if event.get("type") != "turn/start":
         return event
     data = data_of(event)
@@ -93,7 +93,7 @@ def _turn_start(event: Event, session_id: str) -> Event:
     return assign(event, data={"turn": data["turn"]})
 
 
-def _turn_end(event: Event, session_id: str) -> Event:
+def _turn_end(event: Record, session_id: str) -> Record:
     if event.get("type") != "turn/end":
         return event
     data = data_of(event)
@@ -145,7 +145,7 @@ def _error_reason(reason: Mapping[str, Any], seq: Any, session_id: str) -> dict[
                                        else "UNKNOWN"}}
 
 
-def _request_header(event: Event, session_id: str) -> Event:
+def _request_header(event: Record, session_id: str) -> Record:
     if event.get("type") != "request/header":
         return event
     data = data_of(event)
@@ -158,7 +158,7 @@ def _request_header(event: Event, session_id: str) -> Event:
     return assign(event, data=assign(data, header=omit(header, "messagePrefix")))
 
 
-def _steering(event: Event, session_id: str) -> Event:
+def _steering(event: Record, session_id: str) -> Record:
     if event.get("type") != "steering/message":
         return event
     data = data_of(event)
@@ -173,7 +173,7 @@ def _steering(event: Event, session_id: str) -> Event:
                  data=assign(message, id=_legacy_id(session_id, event["seq"]), role="user"))
 
 
-def _retry(event: Event, session_id: str, state: _V0State) -> Event:
+def _retry(event: Record, session_id: str, state: _V0State) -> Record:
     if event.get("type") != "llm/retry":
         return event
     data = data_of(event)
@@ -190,7 +190,7 @@ def _retry(event: Event, session_id: str, state: _V0State) -> Event:
     return assign(event, data=assign(data, retryId=migrated))
 
 
-def _compaction(event: Event, session_id: str, state: _V0State) -> Event:
+def _compaction(event: Record, session_id: str, state: _V0State) -> Record:
     kind = event.get("type")
     if kind == "session/end-seed":
         state.compaction_id = None
@@ -223,7 +223,7 @@ def _compaction(event: Event, session_id: str, state: _V0State) -> Event:
     return assign(event, data=assign(data, source=assign(source, compactionId=compaction_id)))
 
 
-def _legacy_message(event: Event, session_id: str, state: _V0State) -> Event:
+def _legacy_message(event: Record, session_id: str, state: _V0State) -> Record:
     kind = event.get("type")
     if kind not in ("user/message", "assistant/message", "tool/result"):
         return event
@@ -259,7 +259,7 @@ def _legacy_message(event: Event, session_id: str, state: _V0State) -> Event:
     return assign(event, data=assign(rest, message=message))
 
 
-def _message_id(event: Event) -> str | None:
+def _message_id(event: Record) -> str | None:
     data = event.get("data")
     if not is_record(data):
         return None

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from dsh_todo.harness.persistence.upgrade.common import (
     V0_EVENT_TYPES,
-    Event,
+    Record,
     UpgradeError,
     assign,
     data_of,
@@ -88,7 +88,7 @@ class _Attempt:
     terminal: bool = False
     last_seq: int = 0
     last_time: int = 0
-    after: list[Event] = field(default_factory=list)
+    after: list[Record] = field(default_factory=list)
     """Events that came after the attempt's last chunk so far: written once the attempt's place is known."""
 
 
@@ -99,20 +99,20 @@ class V1ToV2:
     """Folds top-level chunks into their attempt's ``stream`` and renumbers the log densely."""
 
     def __init__(self) -> None:
-        self.out: list[Event] = []
+        self.out: list[Record] = []
         self.mapping: dict[int, int] = {}
         self.pending: _Attempt | None = None
         self.open_turn: Any = None
         self.open_step: Any = None
-        self.previous: Event | None = None
+        self.previous: Record | None = None
 
-    def run(self, events: list[Event]) -> list[Event]:
+    def run(self, events: list[Record]) -> list[Record]:
         for event in events:
             self.transform(event)
         self.finish_attempt()
         return self.out
 
-    def transform(self, event: Event) -> None:
+    def transform(self, event: Record) -> None:
         kind = event.get("type")
         if kind == "assistant/chunk":
             unexpected = [key for key in event if key not in ("type", "seq", "time", "data", "ignorable",
@@ -146,7 +146,7 @@ class V1ToV2:
         else:
             self.emit_source(event)
 
-    def interrupted_turn(self, event: Event) -> Event | None:
+    def interrupted_turn(self, event: Record) -> Record | None:
         """A ``turn/start`` that follows a next-turn splice into a turn left open between steps closes that turn
         as interrupted (a restart before DSH wrote the closer)."""
         if (event.get("type") != "turn/start" or self.open_turn is None or self.open_step is not None
@@ -160,7 +160,7 @@ class V1ToV2:
         return {"type": "turn/end", "seq": event["seq"], "time": event["time"],
                 "data": {"turn": self.open_turn, "reason": {"kind": "interrupted"}}}
 
-    def observe_turn(self, event: Event) -> None:
+    def observe_turn(self, event: Record) -> None:
         kind = event.get("type")
         if kind == "turn/start":
             self.open_turn, self.open_step = data_of(event).get("turn"), None
@@ -172,7 +172,7 @@ class V1ToV2:
             self.open_step = None
         self.previous = event
 
-    def chunk(self, event: Event) -> None:
+    def chunk(self, event: Record) -> None:
         data = data_of(event)
         turn, step, chunk = data.get("turn"), data.get("step"), data.get("chunk")
         if not is_record(chunk):
@@ -191,7 +191,7 @@ class V1ToV2:
         if chunk.get("type") == "finish":
             attempt.terminal = True
 
-    def message(self, event: Event) -> None:
+    def message(self, event: Record) -> None:
         data = data_of(event)
         turn, step = data.get("turn"), data.get("step")
         sources = event.get("sourceEventSeqs")
@@ -232,21 +232,21 @@ class V1ToV2:
             self.emit_source(event)
         pending.after.clear()
 
-    def emit_source(self, event: Event) -> None:
+    def emit_source(self, event: Record) -> None:
         target = len(self.out)
         self.mapping[event["seq"]] = target
         self.out.append(_remap_v1(event, target, self.mapping))
 
-    def emit_generated(self, event: Event) -> None:
+    def emit_generated(self, event: Record) -> None:
         self.out.append(_remap_v1(event, len(self.out), self.mapping))
 
 
-def _with_stream(event: Event, stream: list[dict[str, Any]]) -> Event:
+def _with_stream(event: Record, stream: list[dict[str, Any]]) -> Record:
     """The message event without its chunk citations, its attempt's stream last in its data."""
     return assign(omit(event, "sourceEventSeqs"), data=assign(data_of(event), stream=stream))
 
 
-def _split_goal_change(event: Event) -> tuple[Event, Event] | None:
+def _split_goal_change(event: Record) -> tuple[Record, Record] | None:
     if event.get("type") != "user/message":
         return None
     data = data_of(event)
@@ -270,7 +270,7 @@ def _map_list(values: Any, mapping: Mapping[int, int], label: str) -> list[int]:
     return [_map_one(value, mapping, label) for value in values]
 
 
-def _remap_v1(source: Event, target: int, mapping: Mapping[int, int]) -> Event:
+def _remap_v1(source: Record, target: int, mapping: Mapping[int, int]) -> Record:
     """The event at ``target``: its references mapped, ``sourceEventSeqs`` then ``surfaceOp`` moved last."""
     label = f"{source.get('type')} {source.get('seq')}"
     event = omit(source, "sourceEventSeqs", "surfaceOp")
@@ -290,7 +290,7 @@ def _remap_v1(source: Event, target: int, mapping: Mapping[int, int]) -> Event:
     return event
 
 
-def _remap_payload(event: Event, mapping: Mapping[int, int], label: str) -> Any:
+def _remap_payload(event: Record, mapping: Mapping[int, int], label: str) -> Any:
     data = event.get("data")
     kind = event.get("type")
     if kind == "command/done" and is_record(data) and "sourceEventSeq" in data:

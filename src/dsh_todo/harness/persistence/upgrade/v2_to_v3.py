@@ -10,7 +10,7 @@ from dsh_todo.harness.persistence.upgrade.common import (
     CONTENT_TYPES,
     SURFACE_TYPES,
     SYSTEM_PROMPT_PLUGIN,
-    Event,
+    Record,
     UpgradeError,
     assign,
     data_of,
@@ -25,19 +25,19 @@ class V2ToV3:
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self.out: list[Event] = []
+        self.out: list[Record] = []
         self.mapping: list[int] = []
         self.step: dict[str, Any] | None = None
         self.head: int | None = None
         self.prompt = ""
         self.ids: set[str] = set()
 
-    def run(self, events: list[Event]) -> list[Event]:
+    def run(self, events: list[Record]) -> list[Record]:
         for event in events:
             self.transform(event)
         return self.out
 
-    def transform(self, event: Event) -> None:
+    def transform(self, event: Record) -> None:
         kind = event.get("type")
         data = data_of(event)
         self.observe_ids(event, data)
@@ -67,7 +67,7 @@ class V2ToV3:
         elif kind in ("step/end", "turn/end"):
             self.step = None
 
-    def observe_ids(self, event: Event, data: Mapping[str, Any]) -> None:
+    def observe_ids(self, event: Record, data: Mapping[str, Any]) -> None:
         kind = event.get("type")
         messages: Any = []
         if kind == "user/message":
@@ -84,7 +84,7 @@ class V2ToV3:
                     raise UpgradeError("source message id collides with a generated system message id")
                 self.ids.add(message["id"])
 
-    def emit_system(self, prompt: str, anchor: Event) -> None:
+    def emit_system(self, prompt: str, anchor: Record) -> None:
         if self.step is None:
             raise UpgradeError("format v2 changed request prompt outside an open step cannot retain source "
                                "chronology")
@@ -94,7 +94,7 @@ class V2ToV3:
             raise UpgradeError("generated system message id collides with an existing message id")
         self.ids.add(message_id)
         seq = len(self.out)
-        event: Event = {
+        event: Record = {
             "type": "system/message", "seq": seq, "time": anchor["time"],
             "data": {**self.step, "message": {
                 "id": message_id, "role": "system", "source": {"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN},
@@ -110,7 +110,7 @@ class V2ToV3:
         self.prompt = prompt
 
 
-def remap_earlier(event: Event, seq: int, mapping: Sequence[int]) -> Event:
+def remap_earlier(event: Record, seq: int, mapping: Sequence[int]) -> Record:
     """The event at ``seq`` with its earlier-seq references mapped; every key keeps its place."""
 
     def one(value: Any) -> int:
@@ -152,7 +152,7 @@ def _rename_message_source(message: Any) -> Any:
     return assign(message, source=assign(source, plugin="tools-ptc"))
 
 
-def _rename_ptc(event: Event) -> Event:
+def _rename_ptc(event: Record) -> Record:
     kind = event.get("type")
     data = event["data"]
     if kind == "agent-preset/selected":
@@ -176,7 +176,7 @@ def _rename_ptc(event: Event) -> Event:
     return event
 
 
-def _canonical_v3(event: Event) -> Event:
+def _canonical_v3(event: Record) -> Record:
     """Replace operations spell ``startSeq``/``endSeq``; a request header drops empty ``tools``/``adapterDefaults``."""
     target = event
     operation = event.get("surfaceOp")
@@ -204,7 +204,7 @@ _SOURCE_KINDS: Final = frozenset({
 """Message source kinds v2 knows; DSH will not guess how to carry another forward."""
 
 
-def _admit(event: Event, data: Mapping[str, Any]) -> None:
+def _admit(event: Record, data: Mapping[str, Any]) -> None:
     """Refuse what DSH's v2-to-v3 step cannot classify: an unknown content kind or message source kind."""
     kind = event.get("type")
     label = f"format v2 {kind} at seq {event.get('seq')} data"

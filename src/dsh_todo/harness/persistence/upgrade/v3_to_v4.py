@@ -11,7 +11,7 @@ from dsh_todo.harness.persistence.upgrade.common import (
     SAME_NAME_PRODUCERS,
     SYSTEM_PROMPT_PLUGIN,
     V3_EVENT_TYPES,
-    Event,
+    Record,
     UpgradeError,
     assign,
     is_record,
@@ -20,8 +20,8 @@ from dsh_todo.harness.persistence.upgrade.v2_to_v3 import remap_earlier
 from dsh_todo.jsonutil import dumps
 
 
-def v3_to_v4(events: list[Event]) -> list[Event]:
-    out: list[Event] = []
+def v3_to_v4(events: list[Record]) -> list[Record]:
+    out: list[Record] = []
     mapping: list[int] = []
     turn: Any = None
     step_open = False
@@ -58,7 +58,7 @@ def v3_to_v4(events: list[Event]) -> list[Event]:
     return out
 
 
-def _remap_v3(event: Event, seq: int, mapping: Sequence[int]) -> Event:
+def _remap_v3(event: Record, seq: int, mapping: Sequence[int]) -> Record:
     remapped = remap_earlier(event, seq, mapping) if not is_record(event.get("surfaceOp")) else None
     if remapped is not None:
         return remapped
@@ -72,7 +72,7 @@ def _remap_v3(event: Event, seq: int, mapping: Sequence[int]) -> Event:
     return result
 
 
-def _map_messages(event: Event, transform: Any) -> Event:
+def _map_messages(event: Record, transform: Any) -> Record:
     """``transform`` applied to every message a first-party event carries (same dict back when unchanged)."""
     data = event.get("data")
     if not is_record(data):
@@ -129,7 +129,7 @@ _MESSAGE_FIELDS: Final = ("id", "role", "source", "content")
 _WRAPPER_FIELDS: Final = ("type", "toolCallId", "content", "isError")
 
 
-def _lift_tool_result(event: Event) -> Event:
+def _lift_tool_result(event: Record) -> Record:
     """A v3 ``tool/result`` (a user message wrapping one ``tool-result`` block) as v4's ``role: "tool"`` message."""
     data = event.get("data")
     if event.get("type") != "tool/result" or not is_record(data):
@@ -197,7 +197,7 @@ def _chunk_v4(chunk: Any) -> Any:
     return chunk if original in CONTENT_TYPES else assign(chunk, blockType=f"plugin:{original}")
 
 
-def _v4_content(event: Event) -> Event:
+def _v4_content(event: Record) -> Record:
     """Namespaces content tags v3 does not define, in messages, summaries and stream chunks."""
     mapped = _map_messages(event, _message_v4)
     data = mapped.get("data")
