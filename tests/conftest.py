@@ -27,6 +27,7 @@ import pytest
 
 from dsh_todo.harness import Context, boot
 from dsh_todo.testing import ClusterUnavailable, memory_composition, start_cluster
+from tests import needs
 
 with contextlib.suppress(ImportError):
     # The MCP SDK's stdio client binds ``errlog=sys.stderr`` when it is first imported. Import it now, under
@@ -129,7 +130,7 @@ def pg_url() -> Iterator[str]:
     try:
         cluster = start_cluster(durable=False)
     except ClusterUnavailable as exc:
-        pytest.skip(f"{exc}, and ${TEST_DATABASE_ENV} is not set")
+        needs.unavailable(f"{exc}, and ${TEST_DATABASE_ENV} is not set")
     with cluster:
         yield cluster.url
 

@@ -26,6 +26,7 @@ from dsh_todo.harness import Agent, Context
 from dsh_todo.harness.llm import ToolCallRequest
 from dsh_todo.logview import read_session
 from dsh_todo.testing import memory_context, reply, scripted_turn
+from tests import needs
 
 STATUSES = ("pending", "in_progress", "completed")
 
@@ -183,7 +184,7 @@ PING_ID = "fuzz-ping"
 def test_mcp_stdio_answers_every_request_once_and_leaves_every_turn_closed(tmp_path: Path) -> None:
     """Any line on stdin, then a ``ping``: at most one answer before the ping's, exactly one (with its id) for a
     request, never error code 0 or a traceback. When the client leaves, the log reads ``ok`` with no turn open."""
-    pytest.importorskip("mcp")
+    needs.module("mcp")
     from tests.carriers.mcp.test_mcp_stdio_wire import Wire
 
     (tmp_path / "project").mkdir()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
+
 DOC = Path(__file__).resolve().parents[1] / "README.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 FRAMEWORKS = {"agents": "agents", "langchain_core": "langchain_core", "pydantic_ai": "pydantic_ai",
@@ -42,7 +44,7 @@ def test_snippet_runs_and_prints_what_the_doc_says(code: str, expected: str | No
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     for module in FRAMEWORKS:
         if re.search(rf"^from {module}[. ]|^import {module}\b", code, re.M):
-            pytest.importorskip(module)
+            needs.module(module)
     monkeypatch.chdir(tmp_path)  # persisted snippets write under the current directory
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from tests.conftest import REPO_ROOT
 
 LEFTOVERS = {
@@ -36,10 +37,10 @@ NOT_COPIED = (".git", ".venv", *sorted({path.split("/")[0] for path in LEFTOVERS
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("uv") is None, reason="builds with uv (uv build --sdist)")
 def test_the_sdist_carries_no_cache(tmp_path: Path) -> None:
     """Repro: ``uv build --sdist`` after ``uv run lint-imports`` put ``.import_linter_cache/*.json`` (and its
     ``CACHEDIR.TAG``) into ``dsh_todo-0.1.0.tar.gz``."""
+    needs.program("uv", "the sdist is built with uv build --sdist")
     project = tmp_path / "project"
     shutil.copytree(REPO_ROOT, project, ignore=shutil.ignore_patterns(*NOT_COPIED, "__pycache__", "uv.lock"))
     for relative, text in LEFTOVERS.items():

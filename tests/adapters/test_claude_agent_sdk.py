@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("claude_agent_sdk")
+from tests import needs
+
+needs.module("claude_agent_sdk")
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
 from mcp.client import Client
@@ -317,7 +319,7 @@ def test_the_readme_example_runs_as_printed(tmp_path: Path, monkeypatch: pytest.
     import claude_agent_sdk
 
     if not (Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude").is_file():
-        pytest.skip("this claude-agent-sdk install has no bundled Claude Code CLI (a source build)")
+        needs.unavailable("this claude-agent-sdk install has no bundled Claude Code CLI (a source build)")
     code, expected = _readme_example()
     assert "from dsh_todo.adapters.claude_agent_sdk import" in code
     one = ('{"todos":[{"content":"Read the issue","status":"in_progress"},'

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("google.adk")
+from tests import needs
+
+needs.module("google.adk")
 
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm

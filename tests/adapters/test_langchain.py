@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("langchain_core")
+from tests import needs
+
+needs.module("langchain_core")
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("agents")
+from tests import needs
+
+needs.module("agents")
 
 from agents import Agent, FunctionTool, RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pydantic_ai")
+from tests import needs
+
+needs.module("pydantic_ai")
 
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dsh_todo.logview.reader import read_session
+from tests import needs
 from tests.adapters.invariant import ABORTED, answer_text, assert_calls_inside_their_turns, last_plan
 
 RUN_TIMEOUT_S = 60
@@ -67,17 +68,23 @@ def assert_holds(tmp_path: Path, session: str, told: dict[str, str]) -> list[Any
     return events
 
 
+@pytest.fixture
+def google_adk() -> None:
+    needs.module("google.adk", "google-adk is not installed")
+
+
+@pytest.fixture
+def langchain_core() -> None:
+    needs.module("langchain_core", "langchain-core is not installed")
+
+
 def kinds(events: list[Any]) -> list[str]:
     return [event["type"] for event in events]
 
 
-needs_adk = pytest.mark.skipif(os.environ.get("CI") != "true" and not __import__("importlib").util.find_spec(
-    "google.adk"), reason="google-adk is not installed")
-needs_langchain = pytest.mark.skipif(os.environ.get("CI") != "true" and not __import__("importlib").util.find_spec(
-    "langchain_core"), reason="langchain-core is not installed")
 
 
-@needs_adk
+@pytest.mark.usefixtures("google_adk")
 @pytest.mark.parametrize("calls", [2, 3])
 def test_parallel_calls_of_an_adk_live_run_on_the_tool_thread_pool_all_land(tmp_path: Path, calls: int) -> None:
     """Issue 34, item 1. With ``RunConfig(tool_thread_pool_config=ToolThreadPoolConfig())`` (ADK's documented way
@@ -96,7 +103,7 @@ def test_parallel_calls_of_an_adk_live_run_on_the_tool_thread_pool_all_land(tmp_
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
 
 
-@needs_adk
+@pytest.mark.usefixtures("google_adk")
 def test_a_cancelled_adk_live_run_lands_no_call_after_its_turn_end(tmp_path: Path) -> None:
     """Issue 34, item 1. A cancelled live run's call landed after its ``turn/end``: the run's task is cancelled
     while the first of three parallel calls is in flight on its pool thread (held there half a second), and the
@@ -117,7 +124,7 @@ def test_a_cancelled_adk_live_run_lands_no_call_after_its_turn_end(tmp_path: Pat
     assert events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
-@needs_langchain
+@pytest.mark.usefixtures("langchain_core")
 def test_a_cancelled_sync_langchain_agent_on_its_executor_thread_never_writes_after_the_turn(tmp_path: Path) -> None:
     """Issue 34, item 2. A synchronous agent awaited from async code (``await RunnableLambda(agent).ainvoke(...)``,
     LangChain's executor) and cancelled mid-call: ``Turns._close`` answered the call ``aborted`` and wrote
@@ -141,8 +148,7 @@ def test_sync_runs_on_several_threads_share_one_binding(tmp_path: Path, framewor
     With the binding's ``asyncio.Lock`` a call waiting for another loop's call was never woken (a hang) or refused
     (``RuntimeError: … bound to a different event loop``)."""
     module = {"pydantic-ai": "pydantic_ai", "openai-agents": "agents"}[framework]
-    if os.environ.get("CI") != "true" and not __import__("importlib").util.find_spec(module):
-        pytest.skip(f"{framework} is not installed")
+    needs.module(module, f"{framework} is not installed")
     told = drive(tmp_path, f"{framework}-threads", "3")["threads"]
     assert sorted(told) == [f"t{run}c{call}" for run in range(3) for call in range(2)]
     assert all(text.startswith("Updated todo list: ") for text in told.values())

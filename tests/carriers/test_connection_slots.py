@@ -24,6 +24,7 @@ import pytest
 
 from dsh_todo.carriers.connection_slots import REQUEST_TIMEOUT_S
 from dsh_todo.testing import stop
+from tests import needs
 
 IDLE = 1_100
 SERVER_FD_LIMIT = 1_024
@@ -126,7 +127,7 @@ def test_an_ordinary_request_is_answered_while_1100_idle_connections_are_open(ki
     once (the deadline here, 4 s, is below the idle connections' own 5 s, so it is the cap that lets it in), and
     stderr says it in one line, with no traceback."""
     if kind == "mcp":
-        pytest.importorskip("mcp")
+        needs.module("mcp")
     with server(kind, tmp_path) as (process, url, err):
         port = urlsplit(url).port
         assert port is not None
@@ -166,7 +167,7 @@ def test_a_connection_that_completes_no_request_is_closed(first: bytes, tmp_path
 def test_the_readme_states_the_open_session_cap_of_mcp_http_at_1024_files() -> None:
     """Repro: the README said the cap was "about 450 at the default 1024"; ``max_sessions()`` gives 298 there. The
     sessions' descriptors (two each) and the connections' (one each, capped) fit under the limit with the reserve."""
-    pytest.importorskip("mcp")
+    needs.module("mcp")
     code = ("import resource; from dsh_todo.carriers.mcp.streamable_http import max_sessions; "
             "from dsh_todo.carriers.connection_slots import FD_RESERVE, connection_cap; "
             "resource.setrlimit(resource.RLIMIT_NOFILE, "
@@ -206,7 +207,7 @@ def test_a_client_that_half_closes_after_its_request_gets_the_whole_answer(kind:
     /api/session.list`` and ``POST /mcp``: the end of its input closed the connection before the answer. Now the
     answer arrives whole, then the server closes the connection (no further request can come)."""
     if kind == "mcp":
-        pytest.importorskip("mcp")
+        needs.module("mcp")
     with server(kind, tmp_path) as (process, url, err):
         port = urlsplit(url).port
         assert port is not None

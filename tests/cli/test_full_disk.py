@@ -21,9 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
-
 from dsh_todo.jsonutil import dumps
+from tests import needs
 
 WAIT = 60
 TODOS = {"todos": [{"content": f"step {index} of the release", "status": "pending"} for index in range(20)]}
@@ -100,7 +99,7 @@ MCP_INPUT = b"".join(dumps(line).encode() + b"\n" for line in MCP_LINES)
 
 def test_mcp_at_the_end_of_input_says_the_failed_write_once_and_exits_1(tmp_path: Path) -> None:
     """The call is answered (its write fitted); the turn's end does not fit: one line, exit 1."""
-    pytest.importorskip("mcp")
+    needs.module("mcp")
 
     def argv(where: Path) -> list[str]:
         return ["mcp", "--compression", "none", "--root", str(where)]

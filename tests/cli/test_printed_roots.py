@@ -14,6 +14,7 @@ import pytest
 from dsh_todo.jsonutil import dumps
 from dsh_todo.quoting import safe, shell_path, shell_word
 from dsh_todo.testing import stop
+from tests import needs
 
 AWKWARD = "a b$(touch pwned)\nc"
 """A directory name that splits on a space, runs ``touch`` when pasted unquoted and breaks a line."""
@@ -71,7 +72,7 @@ def test_mcp_prints_a_command_that_shows_the_plan_when_pasted(tmp_path: Path) ->
     """Repro (issue 34 item 8): ``dsh-todo mcp --root R`` printed ``show its plan: dsh-todo plan --root R ID`` with
     ``R`` raw: pasted, a space split it, ``$(…)`` ran, and a newline cut the line in two. Now every stderr line is
     one message and the command, pasted into ``sh``, shows the plan and runs nothing else."""
-    pytest.importorskip("mcp")
+    needs.module("mcp")
     root = awkward_root(tmp_path)
     requests = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -115,7 +116,7 @@ def test_web_says_where_it_serves_on_one_line(tmp_path: Path) -> None:
 
 def test_acp_says_where_it_keeps_sessions_on_one_line(tmp_path: Path) -> None:
     """Repro (issue 34 item 8): ``dsh-todo acp``'s banner printed the root raw; a newline in it cut the line."""
-    pytest.importorskip("acp")
+    needs.module("acp")
     root = awkward_root(tmp_path)
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"text": "hi"}]))

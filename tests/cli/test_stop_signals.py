@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +33,7 @@ import pytest
 
 from dsh_todo.jsonutil import dumps
 from dsh_todo.logview import read_session
+from tests import needs
 
 WAIT = 20.0
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
@@ -162,10 +162,10 @@ def test_run_ends_once_on_a_burst_of_signals(tmp_path: Path) -> None:
     ended(tmp_path / "sessions", ABORTED)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_run_ctrl_c_in_a_terminal(tmp_path: Path) -> None:
     """Ctrl-C on ``dsh-todo run`` in a real terminal (tmux) while the model is asked: exit 130, the turn aborted,
     nothing but our lines on stderr."""
+    needs.program("tmux", "the Ctrl-C tests type into a real terminal")
     status, err_file = tmp_path / "status", tmp_path / "err"
     socket_name = f"dsh-todo-test-{os.getpid()}-run"
     tmux = ["tmux", "-L", socket_name]

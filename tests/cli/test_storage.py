@@ -17,6 +17,7 @@ from dsh_todo.cli import main
 from dsh_todo.harness.persistence.jsonl.paths import project_key
 from dsh_todo.jsonutil import dumps
 from dsh_todo.runtime import Storage, StorageError
+from tests import needs
 
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 SCRIPT = [{"tool_calls": [{"name": "todo_write", "arguments": dumps({"todos": PLAN})}]}, {"text": "DONE"}]
@@ -128,7 +129,7 @@ def test_run_and_demo_take_a_database(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
-    pytest.importorskip("mcp")
+    needs.module("mcp")
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -147,7 +148,7 @@ def test_mcp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_acp_takes_a_database(tmp_path: Path, pg_url: str) -> None:
-    pytest.importorskip("acp")
+    needs.module("acp")
     from acp.helpers import text_block
     from acp.stdio import spawn_agent_process
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests import needs
 from tests.crafted import A_ID, B_ID, copy_fixture
 
 ELOOP = os.strerror(40)
@@ -36,7 +37,7 @@ def bounded(argv: list[str]) -> list[str]:
         return argv
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("root ignores file modes, and setpriv (util-linux) is not here to drop that capability")
+        needs.unavailable("root ignores file modes, and setpriv (util-linux) is not here to drop that capability")
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search", *argv]
 
 

@@ -34,12 +34,13 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-import pytest
 import zstandard
+
+from tests import needs
 
 __all__ = [
     "VERSION", "Home", "Scratch", "Turn", "dsh_command", "exported", "log_lines", "log_of", "opened", "projection",
-    "required", "run_turn", "start_turn", "turn_of",
+    "run_turn", "start_turn", "turn_of",
 ]
 
 VERSION = "0.2.1-rc.2"
@@ -55,38 +56,27 @@ SINGLE_PATCH = "[{id: tool-todo, config: {allowParallelInProgress: false}}]\n"
 """A ``--patch`` overlay: ``todo_write`` with the single policy (at most one item ``in_progress``)."""
 
 
-def in_ci() -> bool:
-    """Whether this run is CI's (``CI`` set to anything but an empty string, ``0`` or ``false``)."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
-
-
-def required(reason: str) -> None:
-    """Stop a test whose tool is missing: in CI (:func:`in_ci`) it fails with ``reason``, since CI installs
-    everything the suite needs and a missing tool is a broken install; elsewhere it skips with ``reason``."""
-    if in_ci():
-        pytest.fail(f"required in CI: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 def dsh_command() -> Path:
-    """The ``dsh`` command of this environment, checked to be the pinned release; :func:`required` otherwise.
+    """The ``dsh`` command of this environment, checked to be the pinned release; else
+    :func:`tests.needs.unavailable`.
 
     It is the console script beside this interpreter (what ``uv run dsh`` runs), not one found on ``PATH``: the
     suite tests the wheel this project pins."""
     command = Path(sysconfig.get_path("scripts")) / "dsh"
     if not command.exists():
         where = f"{sys.platform} {os.uname().machine}" if hasattr(os, "uname") else sys.platform
-        required(f"the dsh command is not installed in this environment ({command}): deepseek-harness-runtime-bin"
-                 f"=={VERSION.replace('-rc.', 'rc')} is in the dev group for Linux x86-64 (this is {where}); "
-                 "`uv sync` installs it")
+        needs.unavailable(f"the dsh command is not installed in this environment ({command}): "
+                          f"deepseek-harness-runtime-bin"
+                          f"=={VERSION.replace('-rc.', 'rc')} is in the dev group for Linux x86-64 (this is {where}); "
+                          "`uv sync` installs it")
     try:
         done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL, env={**_base_env(), "DSH_HOME": os.devnull})
     except (OSError, subprocess.TimeoutExpired) as exc:
-        required(f"{command} --version failed: {exc}")
+        needs.unavailable(f"{command} --version failed: {exc}")
     if done.stdout.strip() != VERSION:
-        required(f"{command} --version printed {done.stdout.strip()!r} (exit {done.returncode}, "
-                 f"{done.stderr.strip()[-200:]!r}), not {VERSION}")
+        needs.unavailable(f"{command} --version printed {done.stdout.strip()!r} (exit {done.returncode}, "
+                          f"{done.stderr.strip()[-200:]!r}), not {VERSION}")
     return command
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from dsh_todo.testing import ClusterUnavailable, start_cluster
 from dsh_todo.testing import postgres as rig
+from tests import needs
 
 
 def test_no_server_binaries_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -16,7 +17,7 @@ def test_no_server_binaries_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_suite_cluster_answers(pg_url: str) -> None:
-    psycopg = pytest.importorskip("psycopg")
+    psycopg = needs.module("psycopg")
     with psycopg.connect(pg_url) as conn:
         row = conn.execute("SELECT current_user").fetchone()
     assert row is not None

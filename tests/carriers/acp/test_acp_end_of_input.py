@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("acp")
+from tests import needs
+
+needs.module("acp")
 
 from acp.helpers import text_block
 

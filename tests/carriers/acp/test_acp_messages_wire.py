@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("acp")
+from tests import needs
+
+needs.module("acp")
 
 from acp.exceptions import RequestError
 from acp.helpers import text_block

@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 
 from dsh_todo.harness.persistence.jsonl.zstd import scan_frames
+from tests import needs
 from tests.carriers.mcp.test_mcp_stdio_wire import Wire
 
-pytest.importorskip("mcp")
+needs.module("mcp")
 
 WAIT = 60.0
 CHANGED = "was changed by another process"

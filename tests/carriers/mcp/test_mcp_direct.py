@@ -25,7 +25,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("mcp")
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 

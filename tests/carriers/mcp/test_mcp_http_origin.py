@@ -15,7 +15,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("mcp")
 
 from tests.carriers.mcp.test_mcp_http_sessions import HEADERS, http_server
 

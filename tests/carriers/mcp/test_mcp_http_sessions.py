@@ -21,7 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("mcp")
 
 from dsh_todo.harness.persistence import SessionLockedError
 from dsh_todo.standard import open_runtime

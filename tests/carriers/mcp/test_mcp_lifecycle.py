@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,9 +25,10 @@ from typing import Any
 import pytest
 
 from dsh_todo.standard import open_runtime
+from tests import needs
 from tests.carriers.mcp.test_mcp_stdio_wire import Wire
 
-pytest.importorskip("mcp")
+needs.module("mcp")
 
 TODO = b'{"todos":[{"content":"write the plan","status":"in_progress"},{"content":"ship","status":"pending"}]}'
 WAIT = 20.0
@@ -181,11 +181,11 @@ def test_a_plain_session_never_imports_the_sdk(tmp_path: Path, unusual: bool) ->
         assert answers[3]["error"]["code"] == -32601
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.parametrize("attempt", range(4))
 def test_ctrl_c_in_a_terminal_ends_it_cleanly(tmp_path: Path, attempt: int) -> None:
     """Ctrl-C on ``dsh-todo mcp`` in a real terminal (tmux): exit 0, the turn completed, no ``Fatal Python
     error`` (which 3 of 4 tries gave when a thread was inside the buffered stdin's read at shutdown)."""
+    needs.program("tmux", "the Ctrl-C tests type into a real terminal")
     root = tmp_path / "sessions"
     status = tmp_path / "status"
     socket = f"dsh-todo-test-{os.getpid()}-{attempt}"

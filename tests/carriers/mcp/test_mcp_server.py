@@ -18,7 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("mcp")
 
 import mcp_types as types
 from mcp.client import Client

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("mcp")
 
 from dsh_todo.carriers.mcp.wire import MAX_DEPTH, MAX_LINE
 from dsh_todo.standard import open_runtime

@@ -24,6 +24,7 @@ from dsh_todo.harness import Context, Session
 from dsh_todo.harness.llm import ModelReply, ToolCallRequest
 from dsh_todo.standard import open_runtime
 from dsh_todo.testing import reply, scripted_turn, todo_call
+from tests import needs
 from tests.conftest import REPO_ROOT
 
 ARTIFACTS = REPO_ROOT / "test-artifacts"
@@ -192,7 +193,7 @@ def browser() -> Iterator[Any]:
     be called from a running event loop".)"""
     executable = chromium_path()
     if executable is None:
-        pytest.skip("Chromium is not installed (apt-get install -y chromium); browser tests need it")
+        needs.unavailable("Chromium is not installed (apt-get install -y chromium); browser tests need it")
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=15_000)  # generous: the machine may be loaded; expectations return as soon as met

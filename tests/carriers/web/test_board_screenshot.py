@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from tests.carriers.web.conftest import chromium_path
 from tests.conftest import REPO_ROOT
 
@@ -17,7 +18,7 @@ from tests.conftest import REPO_ROOT
 @pytest.mark.slow
 def test_the_board_screenshot_script_writes_a_small_png(tmp_path: Path) -> None:
     if chromium_path() is None:
-        pytest.skip("Chromium is not installed (apt-get install -y chromium); browser tests need it")
+        needs.unavailable("Chromium is not installed (apt-get install -y chromium); browser tests need it")
     out = tmp_path / "board.png"
     done = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "board_screenshot.py"), "--out", str(out)],
                           capture_output=True, text=True, timeout=120, check=False)

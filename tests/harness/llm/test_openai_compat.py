@@ -16,12 +16,13 @@ from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.llm.base import ModelError
 from dsh_todo.harness.llm.wire import function_tool
 from dsh_todo.jsonutil import dumps, loads
+from tests import needs
 from tests.conftest import BootFactory, todo_writes
 
-httpx2 = pytest.importorskip("httpx2")
-openai = pytest.importorskip("openai")
+httpx2 = needs.module("httpx2")
+openai = needs.module("openai")
 
-from dsh_todo.harness.llm.openai_compat import OpenAICompatibleModel  # noqa: E402
+from dsh_todo.harness.llm.openai_compat import OpenAICompatibleModel
 
 pytestmark = pytest.mark.anyio
 

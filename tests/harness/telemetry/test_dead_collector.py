@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk")
+from tests import needs
+
+needs.module("opentelemetry.sdk")
 
 from dsh_todo.harness.telemetry.collector import SDK_LOGGERS, Watch
 from tests.cli.test_telemetry import SCRIPT, environment

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from tests.cli.test_telemetry import SCRIPT, environment
 from tests.environments import environment as throwaway_environment
 from tests.harness.telemetry.receiver import Receiver, otlp_receiver
@@ -77,7 +78,7 @@ def phoenix(phoenix_python: Path, tmp_path: Path) -> Iterator[str]:
             except OSError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.skip(f"Phoenix did not come up: {(tmp_path / 'phoenix.log').read_text()[-300:]}")
+                needs.unavailable(f"Phoenix did not come up: {(tmp_path / 'phoenix.log').read_text()[-300:]}")
             time.sleep(0.5)
         yield url
     finally:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
+from tests import needs
 from tests.carriers.mcp.agents.install import binary
 
 
 def cli(name: str) -> Path:
-    """One CLI's command; the test skips with the reason when it cannot be installed here."""
+    """One CLI's command; the test stops with the reason when it cannot be installed here (:mod:`tests.needs`)."""
     found = binary(name)
     if isinstance(found, str):
-        pytest.skip(found)
+        needs.unavailable(found)
     return found

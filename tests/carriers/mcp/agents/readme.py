@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests import needs
 
 __all__ = ["PROJECT", "claude_line", "gemini_settings", "snippet", "uv_environment"]
 
@@ -56,5 +56,5 @@ def uv_environment() -> dict[str, str]:
     (wherever it is), used as it is (``UV_NO_SYNC``, ``UV_OFFLINE``: no install, no lock written, no network; the
     suite's environment is not a test's to change). Skips, saying so, where uv is not on ``PATH``."""
     if shutil.which("uv") is None:
-        pytest.skip("the README's snippets run dsh-todo through uv, which is not on PATH")
+        needs.unavailable("the README's snippets run dsh-todo through uv, which is not on PATH")
     return {"UV_PROJECT_ENVIRONMENT": sys.prefix, "UV_NO_SYNC": "1", "UV_OFFLINE": "1"}

@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from tests import needs
 from tests.carriers.mcp.agents.anthropic_fake import our_tool, script, tool_names, tool_results
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
@@ -103,7 +104,7 @@ def text_of(result: dict[str, Any]) -> str:
 def test_claude_code_runs_our_tool_through_the_readme_setup(tmp_path: Path, deferred: bool, slow: bool) -> None:
     claude = cli("claude")
     if shutil.which("uv") is None:
-        pytest.skip("uv is not on PATH, and the README's Claude Code line runs the server with it")
+        needs.unavailable("uv is not on PATH, and the README's Claude Code line runs the server with it")
     root, home, cwd = tmp_path / "sessions", tmp_path / "home", tmp_path / "project"
     cwd.mkdir()
     command = claude_line(root)

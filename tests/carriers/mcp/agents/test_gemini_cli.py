@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests import needs
 from tests.adapters.scenario import RAW, TEXT
 from tests.carriers.mcp.agents.common import fake_model, no_server_left, run_cli
 from tests.carriers.mcp.agents.conftest import cli
@@ -59,7 +60,7 @@ def settings(root: Path) -> dict[str, Any]:
 def test_gemini_cli_runs_our_tool_through_the_readme_setup(tmp_path: Path) -> None:
     gemini = cli("gemini")
     if shutil.which("uv") is None:
-        pytest.skip("uv is not on PATH, and the README's Gemini CLI block runs the server with it")
+        needs.unavailable("uv is not on PATH, and the README's Gemini CLI block runs the server with it")
     root, home, cwd = tmp_path / "sessions", tmp_path / "home", tmp_path / "project"
     cwd.mkdir()
     (home / ".gemini").mkdir(parents=True)

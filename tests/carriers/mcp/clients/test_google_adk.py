@@ -25,8 +25,10 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("google.adk")
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("google.adk")
+needs.module("mcp")
 
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm

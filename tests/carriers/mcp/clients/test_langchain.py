@@ -30,8 +30,10 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("langchain_mcp_adapters", reason="langchain-mcp-adapters needs mcp<2 (see the module docstring)")
-pytest.importorskip("langchain.agents")
+from tests import needs
+
+needs.module("langchain_mcp_adapters", reason="langchain-mcp-adapters needs mcp<2 (see the module docstring)")
+needs.module("langchain.agents")
 
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel

@@ -23,8 +23,10 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("agents")
-pytest.importorskip("mcp")
+from tests import needs
+
+needs.module("agents")
+needs.module("mcp")
 
 from agents import Agent, FunctionTool, RunConfig, Runner
 from agents.mcp import MCPServerStdio

@@ -30,8 +30,10 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("fastmcp")
-pytest.importorskip("pydantic_ai")
+from tests import needs
+
+needs.module("fastmcp")
+needs.module("pydantic_ai")
 
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
