@@ -31,7 +31,6 @@ from dsh_todo.harness.persistence.contract import (
     Scan,
     StoredLog,
     StoredSession,
-    WholeLogBackend,
     scan_whole,
 )
 from dsh_todo.harness.persistence.errors import (
@@ -57,6 +56,7 @@ from dsh_todo.harness.persistence.postgres.locking import (
     try_lock,
 )
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
+from dsh_todo.harness.persistence.recorder import WholeLogBackend
 from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
