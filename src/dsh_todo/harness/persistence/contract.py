@@ -5,7 +5,8 @@ PostgreSQL, memory): everything a session's life needs that is not about bytes (
 session, resuming like DSH, checkpoints at ``turn/end``) lives once, in the service and the checkpoint plugin; a
 backend only reads committed events, appends durable batches, holds the one-writer lock, lists sessions and stores a
 checkpoint (decision 0004). The value types below are every backend's, so a reader never needs to know which it
-holds; the levels of reading (``read_stored``, ``read``, ``resume``) mirror DSH's backend and coordinator.
+holds; the levels of reading (``read_stored``, ``read``, ``resume``) mirror DSH's backend and coordinator. What a
+backend must write is smaller than what it offers: :mod:`.recorder` (decision 0042).
 """
 
 from __future__ import annotations
