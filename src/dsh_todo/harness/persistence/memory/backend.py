@@ -8,9 +8,10 @@ not at all (never a torn tail). Contexts booted on one :class:`MemoryBackend` sh
 session, as processes on one root do. Followers are fed on the appending thread as each batch is stored: nothing to
 poll, and a slow follower slows that writer, which a test backend can afford.
 
-A new backend's whole job, and no more: the seven members of :class:`~..recorder.Recorder` (``stored_sessions``,
-``read_stored``, ``writer_alive``, ``lock`` and its writer, ``write_checkpoint``, ``read_checkpointed``, ``follow``)
-and ``location``; :class:`~..recorder.WholeLogBackend` derives the rest of :class:`~..contract.LogBackend`.
+A new backend's whole job: the seven members of :class:`~..recorder.Recorder` (``stored_sessions``, ``read_stored``,
+``writer_alive``, ``lock`` and its writer, ``write_checkpoint``, ``read_checkpointed``, ``follow``) and ``location``;
+:class:`~..recorder.WholeLogBackend` derives the rest of :class:`~..contract.LogBackend`. One derived member is
+overridden, for speed (``read_from``: a follower decodes only what is new).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, Rows, StoredLog, StoredSession
+from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, Event, Rows, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import locked, log_exists, not_stored, seq_mismatch, writer_closed
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
@@ -69,6 +70,13 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
                 raise not_stored(session_id, f"in {self.location}")
             header, texts = entry.header, list(entry.events)
         return StoredLog(self.location, decode_header(loads(header)), [loads(text) for text in texts])
+
+    def read_from(self, session_id: str, after_seq: int) -> list[Event]:
+        """Derived, but overridden for speed: a follower decodes only the events after ``after_seq``, not the log."""
+        with self._lock:
+            entry = self._logs.get(session_id)
+            texts = entry.events[max(after_seq + 1, 0):] if entry is not None else []
+        return [loads(text) for text in texts]
 
     # -- writing --------------------------------------------------------------------------------------------
 
