@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 import dsh_todo
+from dsh_todo.harness.persistence.registry import backend_plugin, backends
 
 SURFACE: dict[str, list[str]] = {
     "dsh_todo": ["__version__"],
@@ -35,7 +36,8 @@ SURFACE: dict[str, list[str]] = {
         "interrupted_turn_closers"],
     # Nothing at the folder's face: a reader imports jsonl.reader, a writer jsonl.backend (decision 0014).
     "dsh_todo.harness.persistence.jsonl": [],
-    "dsh_todo.harness.persistence.postgres": ["Config", "PgBackend", "apply", "inject", "name"],
+    "dsh_todo.harness.persistence.postgres": ["NEEDS", "VARIANTS", "Config", "PgBackend", "apply", "inject", "name",
+                                              "scratch"],
     "dsh_todo.harness.persistence.upgrade": ["UpgradeError", "upgrade_to_v4"],
     "dsh_todo.coding_agents": ["AGENTS", "AgentPlanItem", "AgentSession", "PlanWrite", "Reader", "UnknownAgentError",
                                "reader", "selected"],
@@ -46,8 +48,8 @@ SURFACE: dict[str, list[str]] = {
     "dsh_todo.logview": ["PLAN_EVENT_TYPES", "Backend", "Health", "PlanView", "Refusal", "SessionView", "find_log",
                          "list_sessions", "open_database", "read_events", "read_plan", "read_session", "resolve"],
     "dsh_todo.testing": ["Cluster", "ClusterUnavailable", "ModelReply", "ScriptedModel", "ToolCallRequest",
-                         "database_composition", "memory_composition", "memory_context", "memory_kb",
-                         "memory_log_composition", "open_fds",
+                         "backend_composition", "database_composition", "memory_composition", "memory_context",
+                         "memory_kb", "memory_log_composition", "open_fds",
                          "reply", "rpc_result", "scripted_turn",
                          "start_cluster", "stop", "todo_call"],
     "dsh_todo.tool_todo": ["Config", "TodoItem", "apply", "build_tool", "inject", "name"],
@@ -75,9 +77,29 @@ def test_the_exported_names_are_the_expected_ones_and_exist(name: str) -> None:
     assert missing == []
 
 
+BACKEND_FACE = ["NEEDS", "VARIANTS", "Config", "apply", "inject", "name", "scratch"]
+"""What a registered backend's plugin package exports beside its backend classes (decision 0042): its registration
+pins its surface, so a new backend adds no line here."""
+
+
+def registered_packages() -> list[str]:
+    """The registered backends whose plugin module is their folder's package (``memory``, ``postgres``)."""
+    return sorted(plugin for plugin in backends().values() if hasattr(importlib.import_module(plugin), "__path__"))
+
+
+@pytest.mark.parametrize("short", sorted(backends()))
+def test_each_registered_backend_exports_the_backend_face(short: str) -> None:
+    module = backend_plugin(short)
+    exported = list(module.__all__)
+    assert set(BACKEND_FACE) <= set(exported)
+    assert [member for member in exported if not hasattr(module, member)] == []
+    assert len(exported) == len(set(exported)), "a name is exported twice"
+
+
 def test_every_package_declares_its_surface() -> None:
-    """A new package cannot slip in with an implicit surface: it needs ``__all__`` and a line above."""
-    assert [name for name in packages() if name not in SURFACE] == []
+    """A new package cannot slip in with an implicit surface: it needs ``__all__`` and a line above (a registered
+    backend's package, the backend face)."""
+    assert [name for name in packages() if name not in SURFACE and name not in registered_packages()] == []
     assert [name for name in packages() if not hasattr(importlib.import_module(name), "__all__")] == []
 
 

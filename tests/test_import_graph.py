@@ -22,6 +22,7 @@ from typing import NamedTuple
 import grimp
 import pytest
 
+from dsh_todo.harness.persistence.registry import backends
 from tests.cli.test_startup import NEVER
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -155,8 +156,14 @@ def test_src_holds_at_most_25_function_local_imports_each_at_a_door() -> None:
     assert len(every) <= LIMIT, "\n".join(map(str, every))
 
 
-BACKENDS = ("dsh_todo.harness.persistence.jsonl", "dsh_todo.harness.persistence.postgres",
-            "dsh_todo.harness.persistence.memory")
+def folder_of(plugin: str) -> str:
+    """The package a backend's plugin module is (``memory``, ``postgres``) or lives in (``jsonl.plugin``)."""
+    spec = importlib.util.find_spec(plugin)
+    return plugin if spec is not None and spec.submodule_search_locations is not None else plugin.rpartition(".")[0]
+
+
+BACKENDS = tuple(folder_of(plugin) for plugin in backends().values())
+"""The registered backends' folders (:mod:`dsh_todo.harness.persistence.registry`)."""
 
 CHOOSERS = {
     "dsh_todo.commands.options": "opens the reader of the storage the options name",
@@ -165,7 +172,6 @@ CHOOSERS = {
     "dsh_todo.logview.database": "opens PostgreSQL for a reader (the psycopg door)",
     "dsh_todo.runtime": "describes a database URL without its password",
     "dsh_todo.standard": "the standard composition's plugins",
-    "dsh_todo.testing.compositions": "the in-memory backend for tests",
 }
 """Modules outside the backends' folders that may import one: each chooses a backend, none branches on one."""
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Final
 import dsh_todo.harness.invariants as invariant_registry
 import dsh_todo.harness.persistence.checkpoints as checkpoints
 import dsh_todo.harness.persistence.jsonl.plugin as jsonl
-import dsh_todo.harness.persistence.memory as memory
 import dsh_todo.harness.projections as projections
 import dsh_todo.harness.session as session
 import dsh_todo.harness.session_invariant as session_invariant
@@ -26,7 +25,7 @@ import dsh_todo.harness.telemetry.otel as otel
 import dsh_todo.harness.tools as tools
 import dsh_todo.tool_todo as tool_todo
 import dsh_todo.tool_todo.invariant as todo_invariant
-from dsh_todo.harness.loader import boot
+from dsh_todo.harness.loader import boot, resolve
 from dsh_todo.harness.otlp import SHARING, endpoint, spans_endpoint
 from dsh_todo.harness.telemetry.service import SHARES
 from dsh_todo.runtime import Storage, Telemetry
@@ -104,7 +103,6 @@ PLUGINS: Final[dict[str, object]] = {
     "@deepseek-ai/dsh-session/invariant": session_invariant,
     "@deepseek-ai/dsh-session-projection": projections,
     "@deepseek-ai/dsh-session-persistence-jsonl": jsonl,
-    "@deepseek-ai/dsh-session-persistence-memory": memory,
     "@deepseek-ai/dsh-session-projection-cache": checkpoints,
     "@deepseek-ai/dsh-invariants": invariant_registry,
     "@deepseek-ai/dsh-tool-todo": tool_todo,
@@ -116,19 +114,20 @@ PLUGINS: Final[dict[str, object]] = {
 plugin, and no name is looked up among the entry points (reading every installed distribution's metadata costs some
 30 ms of a front door's start, paid before its first answer). The entry points ``pyproject.toml`` declares name the
 same modules (a test holds them equal), for compositions written by people (:func:`dsh_todo.harness.loader.boot`
-with a YAML file or rows of names). PostgreSQL persistence is :func:`plugin_of`'s: its module imports psycopg."""
+with a YAML file or rows of names). PostgreSQL persistence is :func:`plugin_of`'s: its module imports psycopg; so is
+any other registered backend (memory, for tests), found by its entry point."""
 
 POSTGRES: Final = "@deepseek-ai/dsh-session-persistence-postgres"
 
 
 def plugin_of(name: str) -> object:
     """The plugin of a standard row: :data:`PLUGINS`, or the PostgreSQL backend, imported here, where a database was
-    chosen, because it imports psycopg (the ``postgres`` extra)."""
+    chosen, because it imports psycopg (the ``postgres`` extra); any other plugin by its entry point."""
     if name == POSTGRES:
         from dsh_todo.harness.persistence import postgres
 
         return postgres
-    return PLUGINS[name]
+    return PLUGINS[name] if name in PLUGINS else resolve(name)
 
 
 def open_runtime(root: str | Path | None = None, **options: Any) -> Context:

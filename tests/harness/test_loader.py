@@ -255,7 +255,9 @@ def test_the_standard_plugins_are_the_entry_points_pyproject_declares() -> None:
     among the entry points (start-up time, and go-to-definition follows); the two must name the same modules."""
     from importlib.metadata import entry_points
 
+    from dsh_todo.harness.persistence.registry import backend_plugin, backends
     from dsh_todo.standard import PLUGINS, POSTGRES, plugin_of
 
     declared = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert declared == {name: getattr(plugin_of(name), "__name__", None) for name in [*PLUGINS, POSTGRES]}
+    registered = [getattr(backend_plugin(short), "name", None) for short in backends()]  # each backend's plugin too
+    assert declared == {name: getattr(plugin_of(name), "__name__", None) for name in {*PLUGINS, POSTGRES, *registered}}

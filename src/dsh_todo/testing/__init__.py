@@ -5,8 +5,9 @@ The pieces our own suite uses, public so that a user's tests do not re-derive th
 
 * :func:`memory_context` — the standard runtime (tools, sessions, projections, the todo tool) with nothing
   persisted, disposed on exit; :func:`memory_composition` is its rows, for ``boot`` or a YAML file;
-  :func:`memory_log_composition` is the same runtime persisted, its logs kept in memory (a
-  :class:`~dsh_todo.harness.persistence.memory.MemoryBackend`, held to the same contract as files and PostgreSQL);
+  :func:`memory_log_composition` is the same runtime persisted, its logs kept in memory (the registered ``memory``
+  backend, held to the same contract as files and PostgreSQL); :func:`backend_composition` persists through any
+  registered backend;
 * :class:`ScriptedModel` and :func:`reply` / :func:`todo_call` to script it, :func:`scripted_turn` to play one turn
   of the real agent loop with it;
 * :func:`stop` — stop a server started as a subprocess (SIGINT, then kill); :func:`memory_kb` and
@@ -21,6 +22,7 @@ Importing this module imports neither pytest nor psycopg.
 
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
 from dsh_todo.testing.compositions import (
+    backend_composition,
     database_composition,
     memory_composition,
     memory_context,
@@ -37,6 +39,7 @@ __all__ = [
     "ModelReply",
     "ScriptedModel",
     "ToolCallRequest",
+    "backend_composition",
     "database_composition",
     "memory_composition",
     "memory_context",

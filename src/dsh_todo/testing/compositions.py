@@ -13,14 +13,15 @@ from typing import Any
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.loader import boot
-from dsh_todo.harness.persistence.memory import MemoryBackend
+from dsh_todo.harness.persistence.contract import LogBackend
+from dsh_todo.harness.persistence.registry import backend_plugin
 from dsh_todo.standard import composition
 
-__all__ = ["database_composition", "memory_composition", "memory_context", "memory_log_composition"]
+__all__ = ["backend_composition", "database_composition", "memory_composition", "memory_context",
+           "memory_log_composition"]
 
 _POSTGRES = "@deepseek-ai/dsh-session-persistence-postgres"
 _JSONL = "@deepseek-ai/dsh-session-persistence-jsonl"
-_MEMORY = "@deepseek-ai/dsh-session-persistence-memory"
 
 
 def memory_composition(*, allow_parallel: bool = True, invariants: bool = False) -> list[dict[str, Any]]:
@@ -38,20 +39,28 @@ def memory_context(*, allow_parallel: bool = True, invariants: bool = False) -> 
         ctx.dispose()
 
 
-def memory_log_composition(backend: MemoryBackend | None = None, *, batch_delay_ms: int = 200,
+def memory_log_composition(backend: LogBackend | None = None, *, batch_delay_ms: int = 200,
                            allow_parallel: bool = True) -> list[dict[str, Any]]:
-    """The standard composition persisted, with its logs kept in ``backend`` (a new
-    :class:`~dsh_todo.harness.persistence.memory.MemoryBackend` when ``None``): write-behind, loading back, recovery
-    and checkpoints as on a root, with nothing on disk. Boot these rows twice with one backend and the two contexts
-    share its logs and its writer locks, as two processes share a root.
+    """The standard composition persisted, with its logs kept in memory, in ``backend`` (the ``memory`` backend's
+    own, a new one when ``None``): write-behind, loading back, recovery and checkpoints as on a root, with nothing on
+    disk. Boot these rows twice with one backend and the two contexts share its logs and its writer locks, as two
+    processes share a root."""
+    config: dict[str, Any] = {"writeBatchMaxDelayMs": batch_delay_ms}
+    if backend is not None:
+        config["backend"] = backend
+    return backend_composition("memory", config, allow_parallel=allow_parallel)
 
-    The rows are the JSONL ones with the persistence row's plugin swapped, so every other row and its place stay the
-    standard composition's."""
+
+def backend_composition(backend: str, config: dict[str, Any], *,
+                        allow_parallel: bool = True) -> list[dict[str, Any]]:
+    """The standard composition persisted through the backend registered as ``backend``
+    (:mod:`~dsh_todo.harness.persistence.registry`) with its plugin's ``config``: the JSONL rows with the persistence
+    row's plugin swapped, so every other row and its place stay the standard composition's."""
     rows = composition(".", allow_parallel=allow_parallel)
+    plugin = backend_plugin(backend)
     persistence = next(row for row in rows if row["name"] == _JSONL)
-    persistence["name"] = _MEMORY
-    persistence["config"] = {"backend": backend if backend is not None else MemoryBackend(),
-                             "writeBatchMaxDelayMs": batch_delay_ms}
+    persistence["name"] = plugin.name
+    persistence["config"] = config
     return rows
 
 

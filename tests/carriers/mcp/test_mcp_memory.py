@@ -23,7 +23,6 @@ import pytest
 
 from dsh_todo.carriers.mcp.calls import KEEP_IN_MEMORY, Connections
 from dsh_todo.harness.loader import boot
-from dsh_todo.harness.persistence.memory import MemoryBackend
 from dsh_todo.standard import open_runtime
 from dsh_todo.testing import memory_log_composition
 from tests.carriers.mcp.test_mcp_stdio_wire import stored_events
@@ -71,7 +70,7 @@ def test_a_bounded_session_reads_older_events_back_from_its_log(tmp_path: Path, 
     """Both doors' sessions (stdio's own, one per ``--http`` MCP session) come from :class:`Connections`: bounded to
     a small tail, ``session.events`` still answers every index, slice and iteration with the whole log, as stored
     (in a JSONL root, read while its writer holds it)."""
-    ctx = (boot(memory_log_composition(MemoryBackend(), batch_delay_ms=5)) if store == "memory"
+    ctx = (boot(memory_log_composition(batch_delay_ms=5)) if store == "memory"
            else open_runtime(tmp_path / "sessions"))
     try:
         connections = Connections(ctx, cwd=str(tmp_path))

@@ -21,7 +21,7 @@ from dsh_todo.harness.persistence.contract import Batch
 from dsh_todo.harness.persistence.errors import SessionWriteError
 
 
-class MemoryWriter:
+class ListWriter:
     """A :class:`~dsh_todo.harness.persistence.contract.LogWriter` that keeps its batches in a list."""
 
     def __init__(self, session_id: str = "s") -> None:
@@ -64,7 +64,7 @@ def event(seq: int) -> dict[str, Any]:
 def test_a_window_opened_while_the_thread_lingers_is_written_without_a_flush(writes: WriteBehind) -> None:
     """Opening a window does not wake the writer thread when it will look in time anyway (it lingers, waking once
     per window, after a batch): the window must still be written when it closes."""
-    writer = MemoryWriter()
+    writer = ListWriter()
     queue = writes.open(writer)
     writes.enqueue(queue, event(0))
     writes.flush()
@@ -77,7 +77,7 @@ def test_a_window_opened_while_the_thread_lingers_is_written_without_a_flush(wri
 def test_a_window_opened_after_the_thread_stopped_lingering_wakes_it(writes: WriteBehind,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batching, "LINGER_S", 0.0)
-    writer = MemoryWriter()
+    writer = ListWriter()
     queue = writes.open(writer)
     writes.enqueue(queue, event(0))
     assert writer.wait_for(1)
@@ -91,7 +91,7 @@ def test_a_window_opened_after_the_thread_stopped_lingering_wakes_it(writes: Wri
 def test_flushes_racing_appends_write_every_event_once_in_order(writes: WriteBehind) -> None:
     """One thread appends (as a session does) while another flushes over and over and the writer thread writes
     the windows: no event is lost, none written twice, the batches continue one another exactly."""
-    writer = MemoryWriter()
+    writer = ListWriter()
     queue = writes.open(writer)
     total = 20_000
     done = threading.Event()
@@ -112,7 +112,7 @@ def test_flushes_racing_appends_write_every_event_once_in_order(writes: WriteBeh
     assert [seq for batch in writer.batches for seq in batch] == list(range(total))
 
 
-class FailingWriter(MemoryWriter):
+class FailingWriter(ListWriter):
     """Refuses its next ``failures`` batches as a full disk does, then writes."""
 
     def __init__(self) -> None:
@@ -146,7 +146,7 @@ def test_a_full_disk_is_said_once_per_episode_and_once_more_when_it_recovers(
                     ('session "s" is written again', False)] * 2
 
 
-class UnencodableWriter(MemoryWriter):
+class UnencodableWriter(ListWriter):
     """Refuses every batch as the encoder refuses a value JSON cannot carry (a set reached the queue)."""
 
     def __init__(self) -> None:

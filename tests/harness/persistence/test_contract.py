@@ -1,8 +1,9 @@
-"""The persistence contract, once per backend (raw JSONL, zstd JSONL, PostgreSQL, memory), through
-``ctx.session_persistence``.
+"""The persistence contract, once per registered backend and variant (raw JSONL, zstd JSONL, PostgreSQL, memory),
+through ``ctx.session_persistence``.
 
 Every test here talks only to :class:`~dsh_todo.harness.persistence.SessionPersistence` and the standard runtime, so
-a backend that drifts from the others fails the same test the others pass.
+a backend that drifts from the others fails the same test the others pass. The backends are the registered ones
+(:mod:`dsh_todo.harness.persistence.registry`): a new backend is held to this suite by its registration alone.
 """
 
 from __future__ import annotations
@@ -23,36 +24,38 @@ from dsh_todo.harness.persistence import (
     SessionNotFoundError,
     SessionPersistence,
 )
-from dsh_todo.harness.persistence.memory import MemoryBackend
-from dsh_todo.standard import composition
-from dsh_todo.testing import database_composition, memory_log_composition
+from dsh_todo.harness.persistence.registry import backend_plugin, backends
+from dsh_todo.testing import backend_composition
 from tests.conftest import BootFactory
 
 Boot = Callable[..., Context]
 PLAN = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
 
 
-@pytest.fixture(params=["none", "zstd", pytest.param("postgres", marks=pytest.mark.postgres), "memory"])
+MARKS = {"pg_url": pytest.mark.postgres}
+"""The marks a scratch store's fixtures put on a test (as ``tests/conftest.py`` puts them by fixture name)."""
+
+
+def registered() -> list[Any]:
+    """One param per registered backend and variant, marked by the fixtures its scratch store needs."""
+    params = []
+    for short in backends():
+        plugin = backend_plugin(short)
+        marks = [MARKS[need] for need in plugin.NEEDS if need in MARKS]
+        params += [pytest.param((short, variant), id=variant or short, marks=marks) for variant in plugin.VARIANTS]
+    return params
+
+
+@pytest.fixture(params=registered())
 def booter(request: pytest.FixtureRequest, tmp_path: Path, make_ctx: BootFactory) -> Boot:
-    """``booter(**options) -> Context``: the standard runtime persisting to one backend; disposed afterwards. Every
-    context a test boots shares the backend's store (one root, one schema, one :class:`MemoryBackend`)."""
-    if request.param == "memory":
-        backend = MemoryBackend()
-
-        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
-            return memory_log_composition(backend, batch_delay_ms=batch_delay_ms)
-    elif request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
-        schema: str = request.getfixturevalue("pg_schema")
-
-        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
-            return database_composition(url, schema=schema, batch_delay_ms=batch_delay_ms)
-    else:
-        def rows(batch_delay_ms: int) -> list[dict[str, Any]]:
-            return composition(tmp_path / "root", compression=request.param, batch_delay_ms=batch_delay_ms)
+    """``booter(**options) -> Context``: the standard runtime persisting to one backend's scratch store; disposed
+    afterwards. Every context a test boots shares the store (one root, one schema, one in-memory backend)."""
+    short, variant = request.param
+    plugin = backend_plugin(short)
+    config = plugin.scratch(tmp_path, request.getfixturevalue, variant)
 
     def make(batch_delay_ms: int = 200) -> Context:
-        return make_ctx(rows(batch_delay_ms))
+        return make_ctx(backend_composition(short, config(batch_delay_ms)))
 
     return make
 

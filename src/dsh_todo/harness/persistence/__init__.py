@@ -1,6 +1,7 @@
-"""Session persistence: one contract (:mod:`.contract`), one service (:mod:`.service`), and one folder per backend:
-DSH's JSONL logs on disk (:mod:`.jsonl`, raw or zstd, with DSH's crash recovery, SPEC §5.5), PostgreSQL
-(:mod:`.postgres`) and an in-memory store for tests (:mod:`.memory`).
+"""Session persistence: one contract (:mod:`.contract`; what a backend writes, :mod:`.recorder`), one service
+(:mod:`.service`), and one folder per backend, each registered in the entry point group ``dsh_todo.backends``
+(:mod:`.registry`): DSH's JSONL logs on disk (:mod:`.jsonl`, raw or zstd, with DSH's crash recovery, SPEC §5.5),
+PostgreSQL (:mod:`.postgres`) and an in-memory store for tests (:mod:`.memory`).
 
 Beside them, shared by every backend: :mod:`.header`, :mod:`.repair`, :mod:`.batching`, :mod:`.checkpoints` (a
 plugin of its own). Exported here: the contract and the errors, what a front door needs; a backend is imported from

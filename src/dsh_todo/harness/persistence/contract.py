@@ -5,7 +5,8 @@ PostgreSQL, memory): everything a session's life needs that is not about bytes (
 session, resuming like DSH, checkpoints at ``turn/end``) lives once, in the service and the checkpoint plugin; a
 backend only reads committed events, appends durable batches, holds the one-writer lock, lists sessions and stores a
 checkpoint (decision 0004). The value types below are every backend's, so a reader never needs to know which it
-holds; the levels of reading (``read_stored``, ``read``, ``resume``) mirror DSH's backend and coordinator.
+holds; the levels of reading (``read_stored``, ``read``, ``resume``) mirror DSH's backend and coordinator. What a
+backend must write is smaller than what it offers: :mod:`.recorder` (decision 0042).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dsh_todo.harness.persistence.errors import log_exists, not_stored, refuse_unknown_types
-from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, Meta, check_meta
+from dsh_todo.harness.persistence.errors import log_exists
+from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps_bytes
 
@@ -272,91 +273,6 @@ def same_start(session_id: str, stored: Sequence[Event], live: Sequence[Mapping[
     if len(stored) > len(live) or any(dumps_bytes(a) != dumps_bytes(b) for a, b in zip(stored, live, strict=False)):
         raise log_exists(session_id, where)
     return []
-
-
-class Positioned(LogWriter, Protocol):
-    """A writer :class:`WholeLogBackend` positions after the log it read under the writer's lock."""
-
-    cursor: int
-
-
-W = TypeVar("W", bound=Positioned, covariant=True)
-
-
-class WholeLogBackend(LogBackend, Protocol[W]):
-    """What the backends that keep a log in one piece (a database, memory) share, over what each has: ``lock``,
-    ``read_stored`` and ``read_from``. A batch is stored whole or not at all, so nothing is torn and recovery is
-    only the closers of an interrupted turn."""
-
-    def read_from(self, session_id: str, after_seq: int) -> list[Event]:
-        """The stored events after ``after_seq`` (refusing damage as :meth:`read_stored` does)."""
-
-    def lock(self, session_id: str, meta: Meta | None = None) -> W:
-        """Take the writer lock: a writer for the stored log (the caller positions it) or, with ``meta``, for a new
-        session whose log appears with its first batch, refused if one is stored (checked under the lock)."""
-
-    def read(self, session_id: str) -> StoredLog:
-        stored = self.read_stored(session_id)
-        refuse_unknown_types(session_id, stored.events, self.location)
-        return stored
-
-    def scan(self, session_id: str, observe: Observer | None = None, **spare: Any) -> Scan:
-        """The log read whole: the options that let a backend spare work have nothing to spare here."""
-        return scan_whole(self, session_id, observe)
-
-    def scan_checkpointed(self, session_id: str, start: Start, **spare: Any) -> Scan | None:
-        """Nothing to spare either: the log is read in one piece, and its checkpoint serves the service's restore
-        (:meth:`read_checkpointed`), not a proof for readers."""
-        return None
-
-    def resume(self, session_id: str) -> tuple[LoadedLog, W]:
-        """Take the writer lock and append the closers of an interrupted turn. A second resume finds nothing to do."""
-        if self.locate(session_id) is None:  # refused before the writer lock is looked at, as a file's resume
-            raise not_stored(session_id, f"in {self.location}")
-
-        def recover(stored: StoredLog) -> list[Event]:
-            refuse_unknown_types(session_id, stored.events, self.location)
-            return interrupted_turn_closers(stored.events, stored.meta)
-
-        stored, closers, writer = self._reopen(session_id, recover)
-        loaded = LoadedLog(self.location, stored.meta, [*stored.events, *closers], len(stored.events), closers,
-                           rewrote=bool(closers))
-        return loaded, writer
-
-    def create(self, meta: Mapping[str, Any]) -> W:
-        check_meta(meta)
-        return self.lock(meta["id"], {"version": SESSION_FORMAT_VERSION, **meta})  # v0 only when asked for
-
-    def continue_live(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> W:
-        return self._reopen(session_id, lambda stored: same_start(session_id, stored.events, events,
-                                                                  f"in {self.location}"))[2]
-
-    def _reopen(self, session_id: str, check: Callable[[StoredLog], list[Event]],
-                ) -> tuple[StoredLog, list[Event], W]:
-        """Lock a stored session, position a writer after its log and append what ``check`` returns (it may
-        refuse); the lock is let go again if anything fails."""
-        writer = self.lock(session_id)
-        try:
-            stored = self.read_stored(session_id)
-            writer.cursor = len(stored.events)
-            closers = check(stored)
-            writer.append(closers)
-        except BaseException:
-            writer.close()
-            raise
-        return stored, closers, writer
-
-    def checkpointed(self, session_id: str, rows: object) -> Checkpointed | None:
-        """A stored checkpoint's ``rows`` and the stored events from its earliest row's next seq on (refused as
-        :meth:`read` refuses them), or ``None`` when the rows are no checkpoint's."""
-        if not isinstance(rows, dict) or not rows:
-            return None
-        seqs: list[Any] = [row.get("seq") if isinstance(row, dict) else -1 for row in rows.values()]
-        if not all(type(seq) is int and seq >= 0 for seq in seqs):
-            return None
-        tail = self.read_from(session_id, min(seqs))
-        refuse_unknown_types(session_id, tail, self.location)
-        return Checkpointed(rows, tail, min(seqs) + 1)
 
 
 WrittenListener = Callable[[str, Batch], object]

@@ -30,7 +30,7 @@ from dsh_todo.harness.persistence.errors import RootEncodingError, log_changed, 
 from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, check_meta
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
-    identity_of,
+    log_identity,
     running_digest,
     usable_checkpoint,
     write_checkpoint,
@@ -212,7 +212,7 @@ class JsonlBackend(JsonlReader):
         size = os.stat(path).st_size
         if size < batch.end:
             raise log_changed(session_id, path, f"size {size}, expected at least {batch.end}")
-        checkpoint = Checkpoint(path.name, identity_of(header), batch.record_of(seq), rows)
+        checkpoint = Checkpoint(path.name, log_identity(header), batch.record_of(seq), rows)
         proof = running_digest(path, checkpoint.offset, checkpoint.sealed())
         write_checkpoint(path, checkpoint._replace(proof=proof))
 

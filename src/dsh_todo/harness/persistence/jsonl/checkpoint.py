@@ -63,8 +63,9 @@ class Checkpoint(NamedTuple):
         return dumps_bytes(value)
 
 
-def identity_of(header: Mapping[str, Any]) -> dict[str, Any]:
-    """``{createdAt, cwd?}`` of a log header (or of a session's header fields)."""
+def log_identity(header: Mapping[str, Any]) -> dict[str, Any]:
+    """``{createdAt, cwd?}`` of a log header (or of a session's header fields): what a stored checkpoint names its
+    log by, so a checkpoint of another log of the same id is never taken for this one's."""
     identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
     if header.get("cwd") is not None:
         identity["cwd"] = header["cwd"]
@@ -103,7 +104,7 @@ def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Check
         return None
     try:
         meta = backend.read_header(log_path)
-        if meta is None or identity_of(meta) != checkpoint.identity:
+        if meta is None or log_identity(meta) != checkpoint.identity:
             return None
         if checkpoint.offset > os.stat(log_path).st_size:
             return None

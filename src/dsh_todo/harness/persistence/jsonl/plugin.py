@@ -10,7 +10,9 @@ Config (DSH's names): ``root`` (required), ``compression`` (``"zstd"`` by defaul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context
@@ -19,11 +21,19 @@ from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.paths import Compression
 from dsh_todo.harness.persistence.service import backend_config, install, text_field
 
+__all__ = ["NEEDS", "VARIANTS", "Config", "apply", "inject", "name", "scratch"]
+
 name = "@deepseek-ai/dsh-session-persistence-jsonl"
 inject = ["sessions"]
 
 _KEYS: Final = frozenset({"root", "compression", "packChunks", "preparedSessionCacheSize"})
 """``preparedSessionCacheSize`` is DSH's too, accepted and ignored (this backend keeps no prepared sessions)."""
+
+VARIANTS: Final[tuple[str, ...]] = ("none", "zstd")
+"""The configurations the contract tests run this backend in: each encoding (:mod:`..registry`)."""
+
+NEEDS: Final[tuple[str, ...]] = ()
+"""The test fixtures a scratch store needs: none (a root in the test's own directory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +60,9 @@ class Config:
 def apply(ctx: Context, config: Config) -> None:
     backend = JsonlBackend(config.root, config.compression, pack_chunks=config.packChunks)
     install(ctx, backend, config.writeBatchMaxDelayMs)
+
+
+def scratch(place: Path, fixture: Callable[[str], Any], variant: str) -> Callable[[int], dict[str, Any]]:
+    """A throwaway store for a test: a root under ``place`` whose new logs are in ``variant``'s encoding."""
+    return lambda batch_delay_ms: {"root": str(place / "root"), "compression": variant,
+                                   "writeBatchMaxDelayMs": batch_delay_ms}

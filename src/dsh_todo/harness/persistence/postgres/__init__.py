@@ -11,7 +11,9 @@ Config: ``url`` (required: a libpq URI or connection string), ``schema`` (``"pub
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from dsh_todo.harness.context import Context
@@ -25,7 +27,13 @@ inject = ["sessions"]
 
 _KEYS: Final = frozenset({"url", "schema", "pollIntervalMs"})
 
-__all__ = ["Config", "PgBackend", "apply", "inject", "name"]
+VARIANTS: Final[tuple[str, ...]] = ("",)
+"""The configurations the contract tests run this backend in (:mod:`..registry`): one."""
+
+NEEDS: Final[tuple[str, ...]] = ("pg_url", "pg_schema")
+"""The test fixtures a scratch store needs: a server, and a schema of the test's own."""
+
+__all__ = ["NEEDS", "VARIANTS", "Config", "PgBackend", "apply", "inject", "name", "scratch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +60,9 @@ def apply(ctx: Context, config: Config) -> None:
     backend = PgBackend(config.url, schema=config.schema, poll_interval=config.pollIntervalMs / 1000)
     backend.open()
     install(ctx, backend, config.writeBatchMaxDelayMs)
+
+
+def scratch(place: Path, fixture: Callable[[str], Any], variant: str) -> Callable[[int], dict[str, Any]]:
+    """A throwaway store for a test: the test's own schema on the test server (``fixture`` gives both)."""
+    url, schema = fixture("pg_url"), fixture("pg_schema")
+    return lambda batch_delay_ms: {"url": url, "schema": schema, "writeBatchMaxDelayMs": batch_delay_ms}

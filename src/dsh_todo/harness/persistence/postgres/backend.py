@@ -31,7 +31,6 @@ from dsh_todo.harness.persistence.contract import (
     Scan,
     StoredLog,
     StoredSession,
-    WholeLogBackend,
     scan_whole,
 )
 from dsh_todo.harness.persistence.errors import (
@@ -45,7 +44,7 @@ from dsh_todo.harness.persistence.errors import (
     writer_closed,
 )
 from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
-from dsh_todo.harness.persistence.jsonl.checkpoint import identity_of
+from dsh_todo.harness.persistence.jsonl.checkpoint import log_identity
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.locking import (
@@ -57,6 +56,7 @@ from dsh_todo.harness.persistence.postgres.locking import (
     try_lock,
 )
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
+from dsh_todo.harness.persistence.recorder import WholeLogBackend
 from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
@@ -332,7 +332,7 @@ class PgBackend(WholeLogBackend["PgWriter"]):
         """
         if not storable(session_id):
             return
-        text = dumps({"identity": identity_of(header), "rows": rows})
+        text = dumps({"identity": log_identity(header), "rows": rows})
         query = (f"INSERT INTO {self.tables.checkpoints} (session_id, as_of_seq, record, updated_at) "
                  f"SELECT %s, %s, %s, now() FROM {self.tables.sessions} WHERE id = %s AND next_seq > %s "
                  "ON CONFLICT (session_id) DO UPDATE SET as_of_seq = EXCLUDED.as_of_seq, record = EXCLUDED.record, "
@@ -353,7 +353,7 @@ class PgBackend(WholeLogBackend["PgWriter"]):
             return None
         rows, identity = stored[0].get("rows"), stored[0].get("identity")
         if (not isinstance(rows, dict) or not rows or not isinstance(identity, dict)
-                or identity != identity_of(self.read_meta(session_id))):
+                or identity != log_identity(self.read_meta(session_id))):
             return None
         return self.checkpointed(session_id, rows)
 

@@ -1,4 +1,4 @@
-"""Session logs kept in memory: the persistence contract's third backend, for tests and throwaway runs.
+"""Session logs kept in memory: the persistence contract's third backend, and the worked example of a new one.
 
 What httpx's ``MockTransport`` is to its transports: DSH's JSONL files' and PostgreSQL's contract
 (:class:`~.contract.LogBackend`) and contract suite, without a directory or a server, and nothing kept after the
@@ -7,6 +7,11 @@ changes is refused or changed alike, and nothing a caller mutates later reaches 
 not at all (never a torn tail). Contexts booted on one :class:`MemoryBackend` share its logs and its one writer per
 session, as processes on one root do. Followers are fed on the appending thread as each batch is stored: nothing to
 poll, and a slow follower slows that writer, which a test backend can afford.
+
+A new backend's whole job: the seven members of :class:`~..recorder.Recorder` (``stored_sessions``, ``read_stored``,
+``writer_alive``, ``lock`` and its writer, ``write_checkpoint``, ``read_checkpointed``, ``follow``) and ``location``;
+:class:`~..recorder.WholeLogBackend` derives the rest of :class:`~..contract.LogBackend`. One derived member is
+overridden, for speed (``read_from``: a follower decodes only what is new).
 """
 
 from __future__ import annotations
@@ -17,26 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_todo.harness.context import Context
-from dsh_todo.harness.errors import ConfigError
-from dsh_todo.harness.persistence.contract import (
-    Batch,
-    Callback,
-    Checkpointed,
-    Event,
-    Rows,
-    StoredLog,
-    StoredSession,
-    WholeLogBackend,
-)
+from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, Event, Rows, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import locked, log_exists, not_stored, seq_mismatch, writer_closed
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
-from dsh_todo.harness.persistence.service import backend_config, install
+from dsh_todo.harness.persistence.recorder import WholeLogBackend
 from dsh_todo.jsonutil import dumps, loads
-
-name = "@deepseek-ai/dsh-session-persistence-memory"
-inject = ["sessions"]
 
 
 @dataclass
@@ -62,9 +53,6 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
 
     # -- reading --------------------------------------------------------------------------------------------
 
-    def locate(self, session_id: str) -> str | None:
-        return self.location if session_id in self._logs else None
-
     def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, in the order PostgreSQL lists them (``createdAt``, then id)."""
         with self._lock:
@@ -80,17 +68,11 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
             entry = self._logs.get(session_id)
             if entry is None:
                 raise not_stored(session_id, f"in {self.location}")
-            header = entry.header
-        return StoredLog(self.location, decode_header(loads(header)), self.read_from(session_id, -1))
-
-    def written(self) -> dict[str, int]:
-        """The ``time`` of each session's last event."""
-        with self._lock:
-            lasts = {session_id: entry.events[-1] for session_id, entry in self._logs.items() if entry.events}
-        return {session_id: time for session_id, text in lasts.items() if type(time := loads(text).get("time")) is int}
+            header, texts = entry.header, list(entry.events)
+        return StoredLog(self.location, decode_header(loads(header)), [loads(text) for text in texts])
 
     def read_from(self, session_id: str, after_seq: int) -> list[Event]:
-        """The stored events after ``after_seq`` (none for a session not stored)."""
+        """Derived, but overridden for speed: a follower decodes only the events after ``after_seq``, not the log."""
         with self._lock:
             entry = self._logs.get(session_id)
             texts = entry.events[max(after_seq + 1, 0):] if entry is not None else []
@@ -119,6 +101,7 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
                 entry.checkpoint = (seq, text)
 
     def read_checkpointed(self, session_id: str) -> Checkpointed | None:
+        """The kept rows with the stored events after them (:meth:`~..recorder.WholeLogBackend.checkpointed`)."""
         entry = self._logs.get(session_id)
         checkpoint = None if entry is None else entry.checkpoint
         return None if checkpoint is None else self.checkpointed(session_id, loads(checkpoint[1]))
@@ -130,10 +113,6 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
         with self._lock:
             self._follows.setdefault(session_id, []).append(follow)
         return follow.start()
-
-    def close(self) -> None:
-        """Nothing to let go of: the logs stay for whatever context mounts this backend next (that is what sharing
-        one is for); writers and followers are closed by their owners."""
 
 
 class MemoryWriter:
@@ -206,28 +185,3 @@ class _Follow(Follower):
             follows = self.backend._follows.get(self.session_id, [])
             if self in follows:
                 follows.remove(self)
-
-
-# -- the plugin ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    """``backend``: the :class:`MemoryBackend` to keep logs in (a new, empty one when absent; pass one object to
-    several boots to share it); ``writeBatchMaxDelayMs`` as the other persistence plugins."""
-
-    backend: MemoryBackend | None = None
-    writeBatchMaxDelayMs: int = 200
-
-    @classmethod
-    def parse(cls, raw: Any) -> Config:
-        raw, delay = backend_config(name, {} if raw is None else raw, keys=frozenset({"backend"}),
-                                    needs="at most a 'backend'")
-        backend = raw.get("backend")
-        if backend is not None and not isinstance(backend, MemoryBackend):
-            raise ConfigError(f"{name}: 'backend' must be a MemoryBackend, not {type(backend).__name__}")
-        return cls(backend=backend, writeBatchMaxDelayMs=delay)
-
-
-def apply(ctx: Context, config: Config) -> None:
-    install(ctx, config.backend if config.backend is not None else MemoryBackend(), config.writeBatchMaxDelayMs)
