@@ -1,0 +1,158 @@
+"""opencode's plans: the ``todo`` table of its SQLite store, and the ``todowrite`` calls in its ``part`` table.
+
+Found by running opencode 1.18.33 headless (decision 0048). Its home is ``$XDG_DATA_HOME/opencode``, else
+``~/.local/share/opencode``; the store is ``opencode.db`` there (``opencode-<channel>.db`` for a non-release build),
+or ``$OPENCODE_DB`` (absolute, or relative to that folder). One store holds every session:
+
+- ``session(id, parent_id, directory, title, time_updated, ...)``: ``parent_id`` is the session that delegated it
+  (its ``task`` tool), ``directory`` the folder it ran in;
+- ``todo(session_id, content, status, priority, position, ...)``: the standing list, replaced whole on each write,
+  in ``position`` order; opencode checks no status word, so any is kept as written;
+- ``part(id, session_id, time_created, data)``: one row per tool call, ``data`` a JSON object; a ``todowrite`` call
+  is ``{"type": "tool", "tool": "todowrite", "state": {"status", "input": {"todos": [...]}, "output", ...}}``, and
+  only a ``completed`` one changed the list (a call refused by its schema is stored with ``error``).
+
+Read-only, without a trace: opencode keeps the store in WAL mode and leaves ``-wal`` and ``-shm`` beside it even
+after it exits. A plain ``mode=ro`` connection still rewrites the ``-shm`` index and creates ``-wal``/``-shm`` when
+they are missing, so the store is opened by what is beside it (measured in decision 0048):
+
+- no ``-wal``: every row is in the main file: ``immutable=1`` (no lock, nothing created);
+- ``-wal`` and ``-shm``: ``readonly_shm=1`` (the index is mapped read-only; opencode may be writing meanwhile);
+- ``-wal`` without ``-shm``: the two files are copied into a private temporary folder and read there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from dsh_todo.coding_agents.base import AgentPlanItem, AgentSession, PlanWrite, items
+
+AGENT = "opencode"
+TOOL = "todowrite"
+ACCEPTED = "completed"
+"""A tool part's ``state.status`` once opencode ran the call; a refused call has ``error``."""
+STORE_PREFIX = "opencode"
+STORE_SUFFIX = ".db"
+
+
+class OpencodeReader:
+    """The :class:`~dsh_todo.coding_agents.base.Reader` of opencode's SQLite store."""
+
+    agent = AGENT
+
+    def default_home(self) -> Path:
+        """``$XDG_DATA_HOME/opencode`` when set, else ``~/.local/share/opencode`` (where opencode keeps its data)."""
+        base = os.environ.get("XDG_DATA_HOME")
+        return (Path(base) if base else Path.home() / ".local" / "share") / "opencode"
+
+    def session_paths(self, home: Path) -> list[Path]:
+        """The stores in ``home`` (``opencode.db``, ``opencode-<channel>.db``) and ``$OPENCODE_DB`` when it names one
+        (relative to ``home`` unless absolute); one store holds many sessions."""
+        try:
+            found = sorted(entry for entry in home.iterdir() if entry.name.startswith(STORE_PREFIX)
+                           and entry.name.endswith(STORE_SUFFIX) and entry.is_file())
+        except OSError:
+            found = []
+        named = os.environ.get("OPENCODE_DB")
+        if named and named != ":memory:":
+            store = Path(named) if Path(named).is_absolute() else home / named
+            if store.is_file() and store not in found:
+                found.append(store)
+        return found
+
+    def read(self, path: Path) -> list[AgentSession]:
+        """Every session the store holds, parents before their children as the store lists them; ``ValueError``
+        naming opencode and the file when it is not a store this version knows."""
+        try:
+            with _opened(path) as db:
+                return _sessions(db, path)
+        except sqlite3.Error as exc:
+            raise ValueError(f"opencode: cannot read {path}: {exc}") from exc
+
+
+READER = OpencodeReader()
+
+
+def _uri(path: Path, flag: str | None = None) -> str:
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + (f"&{flag}" if flag else "")
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path`` that writes, locks-for-writing and creates nothing beside it (see the
+    module's docstring for why each case is opened the way it is)."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if not path.is_file():
+        raise sqlite3.OperationalError("no such file")
+    if not wal.exists():
+        with closing(sqlite3.connect(_uri(path, "immutable=1"), uri=True)) as db:
+            yield db
+    elif shm.exists():
+        with closing(sqlite3.connect(_uri(path, "readonly_shm=1"), uri=True)) as db:
+            yield db
+    else:
+        with tempfile.TemporaryDirectory(prefix="dsh-todo-opencode-") as folder:
+            copy = Path(folder) / path.name
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, Path(f"{copy}-wal"))
+            with closing(sqlite3.connect(_uri(copy), uri=True)) as db:
+                yield db
+
+
+def _sessions(db: sqlite3.Connection, path: Path) -> list[AgentSession]:
+    plans: dict[str, list[AgentPlanItem]] = {}
+    for session_id, content, status in db.execute(
+            "SELECT session_id, content, status FROM todo ORDER BY session_id, position"):
+        plans.setdefault(session_id, []).append(AgentPlanItem(str(content), str(status)))
+    writes: dict[str, list[PlanWrite]] = {}
+    for session_id, created, data in db.execute(
+            "SELECT session_id, time_created, data FROM part WHERE data LIKE ? ORDER BY time_created, id",
+            (f'%"{TOOL}"%',)):
+        write = _write(data, created, path)
+        if write is not None:
+            writes.setdefault(session_id, []).append(write)
+    found = []
+    for session_id, parent, directory, title, updated in db.execute(
+            "SELECT id, parent_id, directory, title, time_updated FROM session ORDER BY time_created, id"):
+        own = tuple(writes.get(session_id, ()))
+        last = max([float(updated) / 1000, *(write.at for write in own if write.at is not None)])
+        plan = plans.get(session_id)
+        found.append(AgentSession(
+            agent=AGENT, id=str(session_id), path=path, project=directory, updated=last,
+            plan=tuple(plan) if plan else None, writes=own, parent=parent, title=title))
+    return found
+
+
+def _write(data: str, created: Any, path: Path) -> PlanWrite | None:
+    """The plan write one ``part`` row records, ``None`` for another part or a call opencode did not run."""
+    try:
+        part = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(part, dict) or part.get("type") != "tool" or part.get("tool") != TOOL:
+        return None
+    state = part.get("state")
+    if not isinstance(state, dict) or state.get("status") != ACCEPTED:
+        return None
+    todos = state.get("input", {}).get("todos") if isinstance(state.get("input"), dict) else None
+    if not isinstance(todos, list) or not all(_item(todo) for todo in todos):
+        raise ValueError(f"opencode: cannot read {path}: a {TOOL} call whose input.todos is not a list of "
+                         f"{{content, status}}: {json.dumps(state.get('input'))[:200]}")
+    end = state.get("time", {}).get("end") if isinstance(state.get("time"), dict) else None
+    at = end if isinstance(end, (int, float)) else created
+    return PlanWrite(items((todo["content"], todo["status"]) for todo in todos),
+                     float(at) / 1000 if isinstance(at, (int, float)) else None, TOOL, state.get("input"),
+                     state.get("output"))
+
+
+def _item(todo: Any) -> bool:
+    return isinstance(todo, dict) and isinstance(todo.get("content"), str) and isinstance(todo.get("status"), str)
