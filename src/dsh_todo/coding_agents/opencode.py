@@ -8,6 +8,8 @@ or ``$OPENCODE_DB`` (absolute, or relative to that folder). One store holds ever
   (its ``task`` tool), ``directory`` the folder it ran in;
 - ``todo(session_id, content, status, priority, position, ...)``: the standing list, replaced whole on each write,
   in ``position`` order; opencode checks no status word, so any is kept as written;
+- ``message(session_id, time_created, data)``: the last one says whether the turn ended (an assistant message
+  ``completed`` with a ``finish`` other than ``tool-calls``);
 - ``part(id, session_id, time_created, data)``: one row per tool call, ``data`` a JSON object; a ``todowrite`` call
   is ``{"type": "tool", "tool": "todowrite", "state": {"status", "input": {"todos": [...]}, "output", ...}}``, and
   only a ``completed`` one changed the list (a call refused by its schema is stored with ``error``).
@@ -55,8 +57,9 @@ class OpencodeReader:
         return (Path(base) if base else Path.home() / ".local" / "share") / "opencode"
 
     def session_paths(self, home: Path) -> list[Path]:
-        """The stores in ``home`` (``opencode.db``, ``opencode-<channel>.db``) and ``$OPENCODE_DB`` when it names one
-        (relative to ``home`` unless absolute); one store holds many sessions."""
+        """The stores in ``home`` (``opencode.db``, ``opencode-<channel>.db``) and the one ``$OPENCODE_DB`` names:
+        relative to ``home``, or absolute (then only for the default home: a home named by option is read as it
+        is); one store holds many sessions."""
         try:
             found = sorted(entry for entry in home.iterdir() if entry.name.startswith(STORE_PREFIX)
                            and entry.name.endswith(STORE_SUFFIX) and entry.is_file())
@@ -65,7 +68,8 @@ class OpencodeReader:
         named = os.environ.get("OPENCODE_DB")
         if named and named != ":memory:":
             store = Path(named) if Path(named).is_absolute() else home / named
-            if store.is_file() and store not in found:
+            mine = not Path(named).is_absolute() or home == self.default_home()
+            if mine and store.is_file() and store not in found:
                 found.append(store)
         return found
 
@@ -120,6 +124,10 @@ def _sessions(db: sqlite3.Connection, path: Path) -> list[AgentSession]:
         write = _write(data, created, path)
         if write is not None:
             writes.setdefault(session_id, []).append(write)
+    ended: dict[str, bool] = {}
+    for session_id, data, _ in db.execute(
+            "SELECT session_id, data, max(time_created) FROM message GROUP BY session_id"):
+        ended[session_id] = _ends_turn(data)
     found = []
     for session_id, parent, directory, title, updated in db.execute(
             "SELECT id, parent_id, directory, title, time_updated FROM session ORDER BY time_created, id"):
@@ -128,7 +136,8 @@ def _sessions(db: sqlite3.Connection, path: Path) -> list[AgentSession]:
         plan = plans.get(session_id)
         found.append(AgentSession(
             agent=AGENT, id=str(session_id), path=path, project=directory, updated=last,
-            plan=tuple(plan) if plan else None, writes=own, parent=parent, title=title))
+            plan=tuple(plan) if plan else None, writes=own, parent=parent, title=title,
+            turn_open=None if session_id not in ended else not ended[session_id]))
     return found
 
 
@@ -152,6 +161,20 @@ def _write(data: str, created: Any, path: Path) -> PlanWrite | None:
     return PlanWrite(items((todo["content"], todo["status"]) for todo in todos),
                      float(at) / 1000 if isinstance(at, (int, float)) else None, TOOL, state.get("input"),
                      state.get("output"))
+
+
+def _ends_turn(data: str) -> bool:
+    """Whether a session's last message ends its turn: the model's answer, completed, for a reason other than a
+    tool call (``finish`` ``stop``, ``length``, ...)."""
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return False
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return False
+    time = message.get("time")
+    completed = isinstance(time, dict) and isinstance(time.get("completed"), (int, float))
+    return completed and message.get("finish") not in (None, "tool-calls")
 
 
 def _item(todo: Any) -> bool:
