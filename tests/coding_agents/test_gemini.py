@@ -107,6 +107,7 @@ def test_a_message_written_again_replaces_itself_so_a_file_read_mid_run_is_what_
     assert one(path).plan is None and one(path).writes == ()
     path.write_text("".join(text[:first_call + 1]), encoding="utf-8")
     assert [pairs(write.items) for write in one(path).writes] == WRITES[:1]
+    assert one(path).turn_open is True
 
 
 def test_a_torn_last_line_is_skipped_as_gemini_cli_skips_it(tmp_path: Path) -> None:

@@ -89,6 +89,19 @@ def test_any_status_is_kept_and_a_cleared_list_is_no_plan(tmp_path: Path) -> Non
     assert sessions(store)[SUB_ID].plan is None
 
 
+def test_a_turn_is_open_until_the_model_s_last_message_completes_without_a_call(tmp_path: Path) -> None:
+    """The run's last message of each session is the model's final text (``finish`` ``stop``); without it the last
+    is a tool-call step, and the turn reads as still running."""
+    store = copy(tmp_path)
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM message WHERE id = (SELECT id FROM message WHERE session_id = ?"
+                   " ORDER BY time_created DESC LIMIT 1)", (MAIN_ID,))
+        db.execute("DELETE FROM message WHERE session_id = ?", (SUB_ID,))
+    db.close()
+    assert sessions(store)[MAIN_ID].turn_open is True
+    assert sessions(store)[SUB_ID].turn_open is None
+
+
 def test_session_paths_and_homes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     store = copy(tmp_path)
     home = store.parent

@@ -112,22 +112,33 @@ def _opened(path: Path) -> Iterator[sqlite3.Connection]:
                 yield db
 
 
+WRITES = """
+SELECT session_id, time_created, json_extract(data, '$.state.input'), json_extract(data, '$.state.output'),
+       json_extract(data, '$.state.time.end')
+FROM part
+WHERE data LIKE ? AND json_valid(data) AND json_extract(data, '$.type') = 'tool'
+  AND json_extract(data, '$.tool') = ? AND json_extract(data, '$.state.status') = ?
+ORDER BY time_created, id
+"""
+"""The accepted plan writes of every session, oldest first: SQLite picks the few fields out of each part (the
+``LIKE`` skips most rows unparsed), so Python parses only each call's arguments."""
+
+
 def _sessions(db: sqlite3.Connection, path: Path) -> list[AgentSession]:
     plans: dict[str, list[AgentPlanItem]] = {}
     for session_id, content, status in db.execute(
             "SELECT session_id, content, status FROM todo ORDER BY session_id, position"):
         plans.setdefault(session_id, []).append(AgentPlanItem(str(content), str(status)))
     writes: dict[str, list[PlanWrite]] = {}
-    for session_id, created, data in db.execute(
-            "SELECT session_id, time_created, data FROM part WHERE data LIKE ? ORDER BY time_created, id",
-            (f'%"{TOOL}"%',)):
-        write = _write(data, created, path)
-        if write is not None:
-            writes.setdefault(session_id, []).append(write)
+    for session_id, created, arguments, output, end in db.execute(WRITES, (f'%"{TOOL}"%', TOOL, ACCEPTED)):
+        writes.setdefault(session_id, []).append(_write(arguments, output, end if end is not None else created,
+                                                        path))
     ended: dict[str, bool] = {}
-    for session_id, data, _ in db.execute(
-            "SELECT session_id, data, max(time_created) FROM message GROUP BY session_id"):
-        ended[session_id] = _ends_turn(data)
+    for session_id, data in db.execute(
+            "SELECT id, (SELECT data FROM message WHERE session_id = session.id"
+            " ORDER BY time_created DESC, id DESC LIMIT 1) FROM session"):
+        if data is not None:
+            ended[session_id] = _ends_turn(data)
     found = []
     for session_id, parent, directory, title, updated in db.execute(
             "SELECT id, parent_id, directory, title, time_updated FROM session ORDER BY time_created, id"):
@@ -141,26 +152,19 @@ def _sessions(db: sqlite3.Connection, path: Path) -> list[AgentSession]:
     return found
 
 
-def _write(data: str, created: Any, path: Path) -> PlanWrite | None:
-    """The plan write one ``part`` row records, ``None`` for another part or a call opencode did not run."""
+def _write(arguments: Any, output: Any, at: Any, path: Path) -> PlanWrite:
+    """The plan write of one accepted ``todowrite`` part (its ``state.input`` as JSON text, ``state.output``, when
+    it ended in ms); ``ValueError`` when its list is not the shape this version knows."""
     try:
-        part = json.loads(data)
+        value = json.loads(arguments) if isinstance(arguments, str) else None
     except ValueError:
-        return None
-    if not isinstance(part, dict) or part.get("type") != "tool" or part.get("tool") != TOOL:
-        return None
-    state = part.get("state")
-    if not isinstance(state, dict) or state.get("status") != ACCEPTED:
-        return None
-    todos = state.get("input", {}).get("todos") if isinstance(state.get("input"), dict) else None
+        value = None
+    todos = value.get("todos") if isinstance(value, dict) else None
     if not isinstance(todos, list) or not all(_item(todo) for todo in todos):
         raise ValueError(f"opencode: cannot read {path}: a {TOOL} call whose input.todos is not a list of "
-                         f"{{content, status}}: {json.dumps(state.get('input'))[:200]}")
-    end = state.get("time", {}).get("end") if isinstance(state.get("time"), dict) else None
-    at = end if isinstance(end, (int, float)) else created
+                         f"{{content, status}}: {str(arguments)[:200]}")
     return PlanWrite(items((todo["content"], todo["status"]) for todo in todos),
-                     float(at) / 1000 if isinstance(at, (int, float)) else None, TOOL, state.get("input"),
-                     state.get("output"))
+                     float(at) / 1000 if isinstance(at, (int, float)) else None, TOOL, value, output)
 
 
 def _ends_turn(data: str) -> bool:
