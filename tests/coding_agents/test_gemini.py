@@ -132,6 +132,7 @@ def test_a_rewind_to_an_unknown_message_drops_them_all(tmp_path: Path) -> None:
     path = tmp_path / MAIN_FILE.name
     path.write_text(MAIN_FILE.read_text(encoding="utf-8") + '{"$rewindTo": "no-such-id"}\n', encoding="utf-8")
     assert one(path).plan is None and one(path).writes == () and one(path).turn_open is None
+    assert one(path).parent is None and one(path).project is None, "a chat outside chats/ has no parent, no project"
 
 
 def test_a_set_of_messages_replaces_every_message(tmp_path: Path) -> None:

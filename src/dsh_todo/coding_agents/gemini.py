@@ -166,8 +166,10 @@ class _Replay:
             raise _unreadable(self.path, "no session record (sessionId, projectHash) in it")
         writes = tuple(write for found, _ in self.messages.values() for write in found)
         plan: tuple[AgentPlanItem, ...] | None = writes[-1].items if writes and writes[-1].items else None
-        chats = self.path.parent if self.path.parent.name == "chats" else self.path.parent.parent
-        parent = self.path.parent.name if chats != self.path.parent else None
+        folder = self.path.parent
+        delegated = folder.name != "chats" and folder.parent.name == "chats"  # chats/<parent id>/: the link
+        chats = folder.parent if delegated else folder
+        parent = folder.name if delegated else None
         kind = self.metadata.get("kind")
         summary = self.metadata.get("summary")
         return AgentSession(
