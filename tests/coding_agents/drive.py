@@ -237,9 +237,10 @@ MAX_LINE = 4000
 system prompt and listings (tens of KB each, nothing a plan reader looks at)."""
 
 
-def save(folder: Path, home: Path, out: Path, keep: Sequence[str]) -> None:
-    """Copy the files of ``home`` matching the globs ``keep`` into ``out``, scrubbed, under scrubbed names; the
-    JSONL files without their lines over :data:`MAX_LINE` characters."""
+def save(folder: Path, home: Path, out: Path, keep: Sequence[str], *, trim: bool) -> None:
+    """Copy the files of ``home`` matching the globs ``keep`` into ``out``, scrubbed, under scrubbed names; with
+    ``trim``, the JSONL files without their lines over :data:`MAX_LINE` characters (Claude Code's; a Codex rollout
+    is kept whole: its first line, the ``session_meta`` a reader needs, holds the system prompt)."""
     for pattern in keep:
         for source in sorted(home.glob(pattern)):
             if not source.is_file():
@@ -247,7 +248,7 @@ def save(folder: Path, home: Path, out: Path, keep: Sequence[str]) -> None:
             target = out / scrub(str(source.relative_to(home)), folder)
             target.parent.mkdir(parents=True, exist_ok=True)
             text = source.read_text(encoding="utf-8")
-            if source.suffix == ".jsonl":
+            if trim and source.suffix == ".jsonl":
                 text = "".join(line for line in text.splitlines(keepends=True) if len(line) <= MAX_LINE)
             target.write_text(scrub(text, folder), encoding="utf-8")
 
@@ -267,7 +268,7 @@ def main(argv: Sequence[str]) -> int:
         home, run = run_claude(folder, cli, tasks=which == "claude-tasks")
         keep = ["projects/**/*.jsonl", "projects/**/*.meta.json", "tasks/**/*.json"]
     print(run.returncode, run.stdout, run.stderr[-3000:], file=sys.stderr)
-    save(folder, home, out, keep)
+    save(folder, home, out, keep, trim=which != "codex")
     return run.returncode
 
 
