@@ -91,7 +91,8 @@ def test_claude_task_files_win_and_unknown_statuses_are_kept(tmp_path: Path) -> 
 def test_claude_unknown_todo_status_is_kept(tmp_path: Path) -> None:
     home = copy_home(CLAUDE_TODOWRITE, tmp_path)
     path = home / "projects" / "-home-dev-project" / f"{CLAUDE_MAIN}.jsonl"
-    path.write_text(path.read_text().replace('Fix the parser","status":"completed', 'Fix the parser","status":"blocked'))
+    old, new = 'Fix the parser","status":"completed', 'Fix the parser","status":"blocked'
+    path.write_text(path.read_text().replace(old, new))
     [main] = CLAUDE_READER.read(path)
     assert pairs(main) == [("Reproduce the bug", "completed"), ("Fix the parser", "blocked")]
 
