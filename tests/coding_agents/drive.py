@@ -103,7 +103,7 @@ def _claude_results(body: Any) -> tuple[int, int]:
             if block.get("type") == "tool_use":
                 names[block["id"]] = block.get("name", "")
             elif block.get("type") == "tool_result":
-                if names.get(block.get("tool_use_id")) == "ToolSearch":
+                if names.get(str(block.get("tool_use_id"))) == "ToolSearch":
                     searches += 1
                 else:
                     count += 1
