@@ -14,7 +14,7 @@ import pytest
 from dsh_todo.coding_agents.base import AgentSession
 from dsh_todo.coding_agents.claude import READER as CLAUDE_READER
 from dsh_todo.coding_agents.codex import READER as CODEX_READER
-from dsh_todo.coding_agents.discover import discover, find
+from dsh_todo.coding_agents.discover import Discovery, discover, find
 from tests.coding_agents.common import CLAUDE_TASKS, CLAUDE_TODOWRITE, CODEX_HOME, copy_home, pairs, snapshot
 
 CLAUDE_MAIN = "dae93792-d946-4018-8bd9-43cedd786c3b"
@@ -219,3 +219,23 @@ def test_a_huge_transcript_is_read_in_bounded_memory(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert pairs(main) == WRITES[-1]
     assert peak < 4_000_000, f"reading a 40 MB transcript peaked at {peak} bytes"
+
+
+def test_discovery_rereads_only_what_changed(tmp_path: Path) -> None:
+    """A board asks every second: unchanged files are not read again; a changed transcript, a changed task file
+    and a new session are."""
+    homes = {"claude": copy_home(CLAUDE_TASKS, tmp_path / "c"), "codex": copy_home(CODEX_HOME, tmp_path / "x")}
+    discovery = Discovery(["claude", "codex"], homes)
+    assert len(discovery.sessions()) == 4 and discovery.reads == 4
+    assert len(discovery.sessions()) == 4 and discovery.reads == 4
+    task = homes["claude"] / "tasks" / CLAUDE_TASKS_MAIN / "2.json"
+    task.write_text(json.dumps({**json.loads(task.read_text()), "status": "completed", "pad": "changed size"}))
+    found = by_id(discovery.sessions())
+    assert discovery.reads == 5
+    assert pairs(found[CLAUDE_TASKS_MAIN]) == [("Reproduce the bug", "completed"), ("Fix the parser", "completed")]
+    [rollout] = [path for path in CODEX_READER.session_paths(homes["codex"]) if CODEX_SUB in path.name]
+    copy = rollout.with_name(rollout.name.replace(CODEX_SUB, "01a249d7-ffff-7000-8000-000000000000"))
+    copy.write_text(rollout.read_text().replace(CODEX_SUB, "01a249d7-ffff-7000-8000-000000000000"))
+    assert len(discovery.sessions()) == 5 and discovery.reads == 6
+    copy.unlink()
+    assert len(discovery.sessions()) == 4 and discovery.reads == 6

@@ -7,8 +7,10 @@ reader's line (naming the agent and the file), so a new release that changes its
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from dsh_todo.coding_agents.base import AgentSession, Reader, reader
 
@@ -35,13 +37,69 @@ def read_file(found: Reader, path: Path) -> list[AgentSession]:
 
 def discover(agents: Iterable[str], homes: Mapping[str, Path] | None = None) -> list[AgentSession]:
     """The sessions of every agent in ``agents``, each from its home (see :func:`home_of`), most recent first."""
-    sessions: list[AgentSession] = []
-    for agent in agents:
-        found = reader(agent)
-        for path in found.session_paths(home_of(agent, homes)):
-            sessions += read_file(found, path)
-    sessions.sort(key=lambda session: session.updated, reverse=True)
-    return sessions
+    return Discovery(agents, homes).sessions()
+
+
+class Discovery:
+    """:func:`discover` asked again and again (a live board, ``watch``): each call lists the homes, but reads only
+    the files whose size or mtime changed since the last call (or a folder their reader named in
+    ``extra["watch"]``, such as Claude Code's task list), keeping the rest as they were read. Files gone are
+    forgotten."""
+
+    def __init__(self, agents: Iterable[str], homes: Mapping[str, Path] | None = None) -> None:
+        self.agents = list(agents)
+        self.homes = dict(homes or {})
+        self._read: dict[tuple[str, Path], tuple[Any, list[AgentSession]]] = {}
+        self.reads = 0
+        """How many files the calls so far have read (the rest came from what was kept)."""
+
+    def sessions(self) -> list[AgentSession]:
+        """Every chosen agent's sessions now, most recently changed first."""
+        sessions: list[AgentSession] = []
+        kept: dict[tuple[str, Path], tuple[Any, list[AgentSession]]] = {}
+        for agent in self.agents:
+            found = reader(agent)
+            for path in found.session_paths(home_of(agent, self.homes)):
+                before = self._read.get((agent, path))
+                stamp = _stamp(path, before[1] if before is not None else [])
+                if before is not None and before[0] == stamp:
+                    read = before[1]
+                else:  # stamped before the read: a change during it is read next time
+                    read = read_file(found, path)
+                    self.reads += 1
+                    if _folders(read) != _folders(before[1] if before is not None else []):
+                        stamp = _stamp(path, read)
+                kept[agent, path] = (stamp, read)
+                sessions += read
+        self._read = kept
+        sessions.sort(key=lambda session: session.updated, reverse=True)
+        return sessions
+
+
+def _stamp(path: Path, read: list[AgentSession]) -> Any:
+    """What says a file (and the folders its sessions' reader watches) changed: sizes and mtimes."""
+    return (_stat(path), [sorted((entry.name, _stat(Path(entry.path))) for entry in _entries(folder))
+                          for folder in _folders(read)])
+
+
+def _folders(read: list[AgentSession]) -> list[str]:
+    return sorted({str(folder) for session in read for folder in session.extra.get("watch", ())})
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
 
 
 def find(agents: Iterable[str], homes: Mapping[str, Path] | None, session_id: str) -> AgentSession | None:
