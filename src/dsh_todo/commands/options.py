@@ -6,6 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
+from dsh_todo.coding_agents.base import AGENTS, UnknownAgentError, selected
 from dsh_todo.harness.errors import CommandError
 from dsh_todo.harness.persistence.contract import LogReader
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
@@ -124,8 +125,6 @@ def add_agents_option(parser: argparse.ArgumentParser) -> None:
 def agents_of(args: argparse.Namespace) -> tuple[list[str], dict[str, Path]]:
     """The agents chosen (``--agents``, else ``$DSH_TODO_AGENTS``, else none) and the homes named instead of
     theirs; a value naming no agent is the one-line error (exit 2)."""
-    from dsh_todo.coding_agents.base import AGENTS, UnknownAgentError, selected
-
     try:
         agents = selected(getattr(args, "agents", None))
     except UnknownAgentError as exc:

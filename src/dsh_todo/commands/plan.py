@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh_todo.carriers.terminal import plan_lines, safe
+from dsh_todo.coding_agents.base import AgentSession
+from dsh_todo.coding_agents.discover import find
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_agents_option, add_storage_options, agents_of
@@ -15,9 +17,6 @@ from dsh_todo.harness.errors import CommandError
 from dsh_todo.jsonutil import dumps
 from dsh_todo.logview import Refusal, read_plan, read_session
 from dsh_todo.logview.plan import PlanFold
-
-if TYPE_CHECKING:
-    from dsh_todo.coding_agents.base import AgentSession
 
 STANDARD = ("pending", "in_progress", "completed")
 
@@ -49,8 +48,6 @@ def _run(args: argparse.Namespace) -> int:
 def agent_session(agents: list[str], homes: dict[str, Any], session: str) -> AgentSession | None:
     """The chosen agents' session named ``session`` (its id or file path); one that does not read is the reader's
     one-line error."""
-    from dsh_todo.coding_agents.discover import find
-
     found = find(agents, homes, session)
     if found is not None and found.extra.get("error"):
         raise CommandError(str(found.extra["error"]))

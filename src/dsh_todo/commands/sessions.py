@@ -6,18 +6,17 @@ import argparse
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh_todo.carriers.terminal import progress_label, safe
+from dsh_todo.coding_agents.base import AgentSession
+from dsh_todo.coding_agents.discover import discover
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.options import add_agents_option, add_storage_options, agents_of
 from dsh_todo.commands.reading import backend_of, close
 from dsh_todo.harness.errors import CommandError
 from dsh_todo.logview import list_sessions
 from dsh_todo.quoting import shell_path
-
-if TYPE_CHECKING:
-    from dsh_todo.coding_agents.base import AgentSession
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +67,6 @@ def _agent_sessions(agents: Sequence[str], homes: dict[str, Any]) -> list[AgentS
     """The other agents' sessions, most recently changed first, each subagent right after its parent."""
     if not agents:
         return []
-    from dsh_todo.coding_agents.discover import discover
-
     found = discover(agents, homes)
     ids = {(session.agent, session.id) for session in found}
     children: dict[tuple[str, str], list[AgentSession]] = {}

@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh_todo.carriers.terminal import plan_delta, plan_lines
+from dsh_todo.coding_agents.base import AgentSession, reader
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_agents_option, add_storage_options, agents_of
@@ -16,9 +17,6 @@ from dsh_todo.commands.plan import agent_plan_lines, agent_session
 from dsh_todo.commands.reading import close, reading_of
 from dsh_todo.harness.errors import CommandError
 from dsh_todo.logview import Refusal, read_plan, resolve
-
-if TYPE_CHECKING:
-    from dsh_todo.coding_agents.base import AgentSession
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +86,6 @@ def _watch_agent(args: argparse.Namespace, session: AgentSession) -> int:
     """Follow another agent's session: re-read its file when it (or a folder its reader names, such as Claude
     Code's task list) changes, and print each plan change as for ours; a file that stops reading is said once on
     stderr, and watching goes on."""
-    from dsh_todo.coding_agents.base import reader
-
     found = reader(session.agent)
     watched = [session.path, *(Path(folder) for folder in session.extra.get("watch", ()))]
     interactive = sys.stdout.isatty()
