@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.coding_agents.common import CLAUDE_TASKS, CLAUDE_TODOWRITE, CODEX_HOME, copy_home, snapshot
 from tests.coding_agents.test_readers import CLAUDE_MAIN, CLAUDE_SUB, CLAUDE_TASKS_MAIN, CODEX_MAIN, CODEX_SUB
 
@@ -129,3 +131,21 @@ def test_watch_prints_each_plan_change_an_agent_writes(tmp_path: Path) -> None:
     finally:
         _, err = watch.communicate(timeout=10)
     assert (watch.returncode, err) == (0, "")
+
+
+def test_web_hands_the_choice_to_run_web(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import dsh_todo.carriers.web.server as server
+    from dsh_todo.cli import main
+
+    seen: dict[str, object] = {}
+
+    def run_web(storage: object, **options: object) -> int:
+        seen.update(options)
+        return 0
+
+    monkeypatch.setattr(server, "run_web", run_web)
+    monkeypatch.delenv("DSH_TODO_AGENTS", raising=False)
+    assert main(["web", "--root", str(tmp_path), "--agents", "codex,claude", "--agent-home", f"codex={tmp_path}"]) == 0
+    assert (seen["agents"], seen["agent_homes"]) == (["codex", "claude"], {"codex": tmp_path})
+    assert main(["web", "--root", str(tmp_path)]) == 0
+    assert (seen["agents"], seen["agent_homes"]) == ([], {})

@@ -106,9 +106,10 @@ def test_codex_plans_writes_and_subagent() -> None:
     assert [write.result for write in main.writes] == ["Plan updated"] * 3
     assert main.writes[0].arguments == {"explanation": "Plan", "plan": [
         {"step": "Reproduce the bug", "status": "in_progress"}, {"step": "Fix the parser", "status": "pending"}]}
-    assert (main.project, main.parent, main.turn_open, main.waiting) == ("/home/dev/project", None, False, False)
+    assert (main.project, main.parent, main.title, main.turn_open, main.waiting) == (
+        "/home/dev/project", None, "Fix the bug", False, False)
     assert pairs(sub) == SUB_PLAN and written(sub) == [SUB_PLAN]
-    assert sub.parent == CODEX_MAIN
+    assert sub.parent == CODEX_MAIN and sub.title == "Ampere"  # the name Codex gave the subagent
 
 
 def test_codex_unknown_status_is_kept(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from dsh_todo.coding_agents.jsonl import cannot, epoch, mtime, records
 AGENT = "codex"
 PLAN_TOOL = "update_plan"
 ACCEPTED = "Plan updated"
+TITLE_CHARS = 80
 QUESTION_TOOL = "request_user_input"
 """A call of this tool still unanswered means the thread waits on the person."""
 
@@ -37,6 +38,7 @@ class _Fold:
     writes: list[PlanWrite] = field(default_factory=list)
     turn_open: bool | None = None
     question: str | None = None
+    title: str | None = None
 
     def see(self, record: dict[str, Any]) -> None:
         kind, payload = record.get("type"), record.get("payload")
@@ -56,7 +58,9 @@ class _Fold:
         if kind != "response_item":
             return
         item = payload.get("type")
-        if item == "function_call":
+        if item == "message" and payload.get("role") == "user" and self.title is None:
+            self.title = _prompt(payload.get("content"))
+        elif item == "function_call":
             name, call_id = payload.get("name"), str(payload.get("call_id"))
             if name == PLAN_TOOL:
                 self.pending[call_id] = (str(payload.get("arguments")), epoch(record.get("timestamp")))
@@ -87,6 +91,13 @@ class _Fold:
                 raise ValueError(cannot(AGENT, self.path, f"an update_plan step is not {{step, status}}: {step!r:.80}"))
             pairs.append((step["step"], step["status"]))
         return PlanWrite(items(pairs), at, PLAN_TOOL, arguments, output)
+
+
+def _prompt(content: Any) -> str | None:
+    """The person's words in a user message (Codex's own ``<environment_context>`` and the like left out)."""
+    texts = [part.get("text") for part in content if isinstance(part, dict)] if isinstance(content, list) else []
+    words = " ".join(text for text in texts if isinstance(text, str) and not text.lstrip().startswith("<"))
+    return " ".join(words.split())[:TITLE_CHARS] or None
 
 
 def _text(output: Any) -> str | None:
@@ -140,7 +151,7 @@ class CodexReader:
         nickname = meta.get("agent_nickname")
         return [AgentSession(AGENT, thread, path, cwd if isinstance(cwd, str) else None, mtime(path),
                              standing(fold.writes), tuple(fold.writes), parent=_parent(meta),
-                             title=nickname if isinstance(nickname, str) else None, turn_open=fold.turn_open,
+                             title=nickname if isinstance(nickname, str) else fold.title, turn_open=fold.turn_open,
                              waiting=fold.question is not None,
                              extra={"version": meta.get("cli_version")})]
 
