@@ -240,3 +240,60 @@ def test_discovery_rereads_only_what_changed(tmp_path: Path) -> None:
     assert len(discovery.sessions()) == 5 and discovery.reads == 6
     copy.unlink()
     assert len(discovery.sessions()) == 4 and discovery.reads == 6
+
+
+def plan_record(call: str, steps: list[tuple[str, str]]) -> str:
+    """An accepted ``update_plan`` call and its answer, as Codex 0.171 appends them."""
+    arguments = json.dumps({"plan": [{"step": step, "status": status} for step, status in steps]})
+    return "".join(json.dumps({"timestamp": "2026-12-06T06:00:00.000Z", "type": "response_item", "payload": payload})
+                   + "\n" for payload in ({"type": "function_call", "name": "update_plan", "call_id": call,
+                                           "arguments": arguments},
+                                          {"type": "function_call_output", "call_id": call, "output": "Plan updated"}))
+
+
+def test_a_growing_file_is_read_on_from_where_the_last_read_ended(tmp_path: Path) -> None:
+    """Proof that the lines read before are not read again: bytes already read are overwritten with garbage of the
+    same length (a full read would refuse the file), then a write is appended: the next call sees only it."""
+    home = copy_home(CODEX_HOME, tmp_path)
+    [path] = [path for path in CODEX_READER.session_paths(home) if CODEX_MAIN in path.name]
+    discovery = Discovery(["codex"], {"codex": home})
+    discovery.sessions()
+    start = sum(len(line) for line in path.read_bytes().splitlines(keepends=True)[:5])  # where line 6 begins
+    with path.open("r+b") as handle:
+        handle.seek(start)
+        handle.write(b"#" * 10)
+        handle.seek(0, os.SEEK_END)
+        handle.write(plan_record("c9", [("Ship it", "in_progress")]).encode())
+    main = by_id(discovery.sessions())[CODEX_MAIN]
+    assert pairs(main) == [("Ship it", "in_progress")]
+    assert len(main.writes) == 4
+    with pytest.raises(ValueError, match="line 6 is not JSON"):
+        CODEX_READER.read(path)
+
+
+def test_a_record_split_across_two_reads_counts_once(tmp_path: Path) -> None:
+    home = copy_home(CODEX_HOME, tmp_path)
+    [path] = [path for path in CODEX_READER.session_paths(home) if CODEX_MAIN in path.name]
+    discovery = Discovery(["codex"], {"codex": home})
+    discovery.sessions()
+    record = plan_record("c9", [("Ship it", "in_progress")])
+    with path.open("a") as handle:
+        handle.write(record[:50])
+    assert pairs(by_id(discovery.sessions())[CODEX_MAIN]) == WRITES[-1]
+    with path.open("a") as handle:
+        handle.write(record[50:])
+    main = by_id(discovery.sessions())[CODEX_MAIN]
+    assert pairs(main) == [("Ship it", "in_progress")] and len(main.writes) == 4
+
+
+def test_a_file_replaced_or_cut_is_read_again_from_the_start(tmp_path: Path) -> None:
+    home = copy_home(CODEX_HOME, tmp_path)
+    [path] = [path for path in CODEX_READER.session_paths(home) if CODEX_MAIN in path.name]
+    discovery = Discovery(["codex"], {"codex": home})
+    discovery.sessions()
+    header = path.read_text().splitlines(keepends=True)[0]
+    replacement = path.with_name("replacement")
+    replacement.write_text(header + plan_record("c1", [("Only this", "pending")]))
+    replacement.replace(path)
+    main = by_id(discovery.sessions())[CODEX_MAIN]
+    assert pairs(main) == [("Only this", "pending")] and len(main.writes) == 1

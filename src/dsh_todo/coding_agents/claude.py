@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.coding_agents.base import AgentPlanItem, AgentSession, PlanWrite, items, standing
-from dsh_todo.coding_agents.jsonl import cannot, epoch, mtime, records
+from dsh_todo.coding_agents.jsonl import Lines, cannot, epoch, fed, mtime
 
 AGENT = "claude"
 TODO_TOOL = "TodoWrite"
@@ -50,8 +50,10 @@ class _Fold:
     title: str | None = None
     turn_open: bool | None = None
     question: str | None = None
+    seen: int = 0
 
     def see(self, record: dict[str, Any]) -> None:
+        self.seen += 1
         if self.cwd is None and isinstance(record.get("cwd"), str):
             self.cwd = record["cwd"]
         if self.session_id is None and isinstance(record.get("sessionId"), str):
@@ -182,12 +184,17 @@ class ClaudeReader:
         return sorted([*projects.glob("*/*.jsonl"), *projects.glob("*/*/subagents/agent-*.jsonl")])
 
     def read(self, path: Path) -> list[AgentSession]:
-        fold = _Fold(path)
-        seen = False
-        for record in records(path, AGENT):
-            seen = True
-            fold.see(record)
-        if seen and fold.session_id is None:
+        return self.read_more(path, None)[0]
+
+    def read_more(self, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
+        """:meth:`read`, going on from ``state`` (what the last call returned; ``None`` the first time): only the
+        lines written since are read. Returns the sessions and the state for the next call."""
+        lines, fold = state if state is not None else (Lines(AGENT), _Fold(path))
+        fold = fed(lines, path, fold, lambda: _Fold(path))
+        return self._sessions(path, fold), (lines, fold)
+
+    def _sessions(self, path: Path, fold: _Fold) -> list[AgentSession]:
+        if fold.seen and fold.session_id is None:
             raise ValueError(cannot(AGENT, path, "no record names its sessionId"))
         sub = path.parent.name == "subagents" and path.stem.startswith("agent-")
         updated = mtime(path)

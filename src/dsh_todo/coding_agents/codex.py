@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.coding_agents.base import AgentSession, PlanWrite, items, standing
-from dsh_todo.coding_agents.jsonl import cannot, epoch, mtime, records
+from dsh_todo.coding_agents.jsonl import Lines, cannot, epoch, fed, mtime
 
 AGENT = "codex"
 PLAN_TOOL = "update_plan"
@@ -41,6 +41,8 @@ class _Fold:
     title: str | None = None
 
     def see(self, record: dict[str, Any]) -> None:
+        if self.meta is None and record.get("type") != "session_meta":
+            raise ValueError(cannot(AGENT, self.path, "its first record is not session_meta"))
         kind, payload = record.get("type"), record.get("payload")
         if not isinstance(payload, dict):
             return
@@ -136,11 +138,16 @@ class CodexReader:
         return sorted(found)
 
     def read(self, path: Path) -> list[AgentSession]:
-        fold = _Fold(path)
-        for record in records(path, AGENT):
-            if fold.meta is None and record.get("type") != "session_meta":
-                raise ValueError(cannot(AGENT, path, "its first record is not session_meta"))
-            fold.see(record)
+        return self.read_more(path, None)[0]
+
+    def read_more(self, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
+        """:meth:`read`, going on from ``state`` (what the last call returned; ``None`` the first time): only the
+        lines written since are read. Returns the sessions and the state for the next call."""
+        lines, fold = state if state is not None else (Lines(AGENT), _Fold(path))
+        fold = fed(lines, path, fold, lambda: _Fold(path))
+        return self._sessions(path, fold), (lines, fold)
+
+    def _sessions(self, path: Path, fold: _Fold) -> list[AgentSession]:
         meta = fold.meta
         if meta is None:
             return []  # created, nothing written yet

@@ -23,16 +23,27 @@ def home_of(agent: str, homes: Mapping[str, Path] | None = None) -> Path:
 
 def read_file(found: Reader, path: Path) -> list[AgentSession]:
     """The sessions of one file; one that does not read becomes a session carrying the error (see the module)."""
+    return read_on(found, path, None)[0]
+
+
+def read_on(found: Reader, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
+    """The sessions of one file and what to go on from next time: through the reader's ``read_more(path, state)``
+    where it has one (the lines written since ``state`` only), else its ``read``. A file that does not read becomes
+    a session carrying the error, and the next read starts over."""
+    more = getattr(found, "read_more", None)
     try:
-        return found.read(path)
+        if more is None:
+            return found.read(path), None
+        sessions, state = more(path, state)
+        return list(sessions), state
     except FileNotFoundError:
-        return []  # gone between the listing and the read
+        return [], None  # gone between the listing and the read
     except (ValueError, OSError) as exc:
         try:
             updated = path.stat().st_mtime
         except OSError:
             updated = 0.0
-        return [AgentSession(found.agent, path.stem, path, None, updated, None, extra={"error": str(exc)})]
+        return [AgentSession(found.agent, path.stem, path, None, updated, None, extra={"error": str(exc)})], None
 
 
 def discover(agents: Iterable[str], homes: Mapping[str, Path] | None = None) -> list[AgentSession]:
@@ -43,33 +54,33 @@ def discover(agents: Iterable[str], homes: Mapping[str, Path] | None = None) -> 
 class Discovery:
     """:func:`discover` asked again and again (a live board, ``watch``): each call lists the homes, but reads only
     the files whose size or mtime changed since the last call (or a folder their reader named in
-    ``extra["watch"]``, such as Claude Code's task list), keeping the rest as they were read. Files gone are
-    forgotten."""
+    ``extra["watch"]``, such as Claude Code's task list), keeping the rest as they were read; a reader with
+    ``read_more`` reads only the lines written since. Files gone are forgotten."""
 
     def __init__(self, agents: Iterable[str], homes: Mapping[str, Path] | None = None) -> None:
         self.agents = list(agents)
         self.homes = dict(homes or {})
-        self._read: dict[tuple[str, Path], tuple[Any, list[AgentSession]]] = {}
+        self._read: dict[tuple[str, Path], tuple[Any, list[AgentSession], Any]] = {}
         self.reads = 0
         """How many files the calls so far have read (the rest came from what was kept)."""
 
     def sessions(self) -> list[AgentSession]:
         """Every chosen agent's sessions now, most recently changed first."""
         sessions: list[AgentSession] = []
-        kept: dict[tuple[str, Path], tuple[Any, list[AgentSession]]] = {}
+        kept: dict[tuple[str, Path], tuple[Any, list[AgentSession], Any]] = {}
         for agent in self.agents:
             found = reader(agent)
             for path in found.session_paths(home_of(agent, self.homes)):
                 before = self._read.get((agent, path))
                 stamp = _stamp(path, before[1] if before is not None else [])
                 if before is not None and before[0] == stamp:
-                    read = before[1]
+                    read, state = before[1], before[2]
                 else:  # stamped before the read: a change during it is read next time
-                    read = read_file(found, path)
+                    read, state = read_on(found, path, before[2] if before is not None else None)
                     self.reads += 1
                     if _folders(read) != _folders(before[1] if before is not None else []):
                         stamp = _stamp(path, read)
-                kept[agent, path] = (stamp, read)
+                kept[agent, path] = (stamp, read, state)
                 sessions += read
         self._read = kept
         sessions.sort(key=lambda session: session.updated, reverse=True)

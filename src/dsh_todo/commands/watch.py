@@ -10,6 +10,7 @@ from typing import Any
 
 from dsh_todo.carriers.terminal import plan_delta, plan_lines
 from dsh_todo.coding_agents.base import AgentSession, reader
+from dsh_todo.coding_agents.discover import read_on
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_agents_option, add_storage_options, agents_of
@@ -83,11 +84,12 @@ def _watch(args: argparse.Namespace, reading: dict[str, Any]) -> int:
 
 
 def _watch_agent(args: argparse.Namespace, session: AgentSession) -> int:
-    """Follow another agent's session: re-read its file when it (or a folder its reader names, such as Claude
-    Code's task list) changes, and print each plan change as for ours; a file that stops reading is said once on
-    stderr, and watching goes on."""
+    """Follow another agent's session: read what was written to its file when it (or a folder its reader names,
+    such as Claude Code's task list) changes, and print each plan change as for ours; a file that stops reading is
+    said once on stderr, and watching goes on."""
     found = reader(session.agent)
     watched = [session.path, *(Path(folder) for folder in session.extra.get("watch", ()))]
+    state: Any = None
     interactive = sys.stdout.isatty()
     last_plan: object = object()
     last_said = ""
@@ -98,11 +100,9 @@ def _watch_agent(args: argparse.Namespace, session: AgentSession) -> int:
             stamp = [_stamp(path) if path.is_file() else _folder_stamp(path) for path in watched]
             if stamp != last_stamp:
                 last_stamp = stamp
-                said = ""
-                try:
-                    current = next((each for each in found.read(session.path) if each.id == session.id), None)
-                except (ValueError, OSError) as exc:
-                    current, said = None, str(exc)
+                read, state = read_on(found, session.path, state)
+                current = next((each for each in read if each.id == session.id), None)
+                said = str(read[0].extra["error"]) if read and read[0].extra.get("error") else ""
                 if said and said != last_said:
                     print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
                 last_said = said
