@@ -149,3 +149,17 @@ def test_web_hands_the_choice_to_run_web(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert (seen["agents"], seen["agent_homes"]) == (["codex", "claude"], {"codex": tmp_path})
     assert main(["web", "--root", str(tmp_path)]) == 0
     assert (seen["agents"], seen["agent_homes"]) == ([], {})
+
+
+def test_sessions_lists_ours_first_then_the_agents_and_plan_still_reads_ours(tmp_path: Path) -> None:
+    from tests.cli.test_latest import write_sessions
+
+    root = tmp_path / "sessions"
+    write_sessions(root, [("ours-1", str(tmp_path), "Write the parser")])
+    done = dsh_todo("sessions", "--root", str(root), "--agents", "codex", *HOMES, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["ours-1", CODEX_MAIN, CODEX_SUB]
+    ours = dsh_todo("plan", "--root", str(root), "--agents", "codex", *HOMES, "ours-1", "--json", cwd=tmp_path)
+    assert ours.stdout == '[{"content":"Write the parser","status":"in_progress"}]\n'
+    missing = dsh_todo("sessions", "--root", str(tmp_path / "none"), "--agents", "codex", *HOMES, cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (2, f"dsh-todo sessions: {tmp_path / 'none'} is not a directory\n")
