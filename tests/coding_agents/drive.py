@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -229,7 +230,8 @@ def scrub(text: str, folder: Path) -> str:
     mangle it into a folder name: every character outside ``[A-Za-z0-9]`` turned into ``-``)."""
     mangled = re.sub(r"[^A-Za-z0-9]", "-", str(folder))
     text = text.replace(str(folder), PLACEHOLDER).replace(mangled, re.sub(r"[^A-Za-z0-9]", "-", PLACEHOLDER))
-    return re.sub(r"/tmp/claude-\d+", f"{PLACEHOLDER}/.claude-tmp", text)  # Claude Code's own scratch folder
+    scratch = re.escape(tempfile.gettempdir()) + r"/claude-\d+"  # Claude Code's own scratch folder
+    return re.sub(scratch, f"{PLACEHOLDER}/.claude-tmp", text)
 
 
 MAX_LINE = 4000
@@ -257,7 +259,7 @@ def main(argv: Sequence[str]) -> int:
     from tests.carriers.mcp.agents.install import binary
 
     which, out = argv[0], Path(argv[1])
-    folder = Path(argv[2]) if len(argv) > 2 else Path("/tmp") / f"dsh-todo-drive-{which}"
+    folder = Path(argv[2]) if len(argv) > 2 else Path(tempfile.gettempdir()) / f"dsh-todo-drive-{which}"
     shutil.rmtree(folder, ignore_errors=True)
     cli = binary("codex" if which == "codex" else "claude")
     assert not isinstance(cli, str), cli
