@@ -297,3 +297,20 @@ def test_a_file_replaced_or_cut_is_read_again_from_the_start(tmp_path: Path) -> 
     replacement.replace(path)
     main = by_id(discovery.sessions())[CODEX_MAIN]
     assert pairs(main) == [("Only this", "pending")] and len(main.writes) == 1
+
+
+def test_find_reads_only_the_files_named_for_the_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both CLIs name a session's file after its id, so looking up an id (ours, say) reads none of the others."""
+    opened: list[str] = []
+    read_more = CODEX_READER.read_more
+
+    def spy(path: Path, state: object) -> tuple[list[AgentSession], object]:
+        opened.append(path.name)
+        return read_more(path, state)
+
+    monkeypatch.setattr(CODEX_READER, "read_more", spy)
+    assert find(["codex"], {"codex": CODEX_HOME}, "ours-1") is None
+    assert opened == []
+    sub = find(["codex"], {"codex": CODEX_HOME}, CODEX_SUB)
+    assert sub is not None and sub.parent == CODEX_MAIN
+    assert len(opened) == 1 and CODEX_SUB in opened[0]

@@ -172,6 +172,9 @@ class ClaudeReader:
     """Claude Code's :class:`~dsh_todo.coding_agents.base.Reader`."""
 
     agent = AGENT
+    names_hold_ids = True
+    """``<sessionId>.jsonl``, ``agent-<agentId>.jsonl``: :func:`~dsh_todo.coding_agents.discover.find` reads no
+    other file for an id."""
 
     def default_home(self) -> Path:
         configured = os.environ.get("CLAUDE_CONFIG_DIR")

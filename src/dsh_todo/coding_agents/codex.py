@@ -125,6 +125,9 @@ class CodexReader:
     """Codex's :class:`~dsh_todo.coding_agents.base.Reader`."""
 
     agent = AGENT
+    names_hold_ids = True
+    """``rollout-<time>-<threadId>.jsonl``: :func:`~dsh_todo.coding_agents.discover.find` reads no other file for
+    an id."""
 
     def default_home(self) -> Path:
         configured = os.environ.get("CODEX_HOME")

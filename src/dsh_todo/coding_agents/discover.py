@@ -115,7 +115,8 @@ def _entries(folder: str) -> list[os.DirEntry[str]]:
 
 def find(agents: Iterable[str], homes: Mapping[str, Path] | None, session_id: str) -> AgentSession | None:
     """The session named ``session_id`` (its id, or the path of its file) among ``agents``' homes, ``None`` when
-    none holds it. Files whose names hold the id are read first; the rest only when none of them has it."""
+    none holds it. Files whose names hold the id are read first; the rest only when none of them has it and the
+    reader does not say (``names_hold_ids = True``) that a session's file name always holds its id."""
     chosen = list(agents)
     candidate = Path(session_id)
     for agent in chosen:
@@ -130,7 +131,8 @@ def find(agents: Iterable[str], homes: Mapping[str, Path] | None, session_id: st
                     return sessions[0]
             continue
         likely = [path for path in paths if session_id in path.name]
-        for group in (likely, [path for path in paths if session_id not in path.name]):
+        rest = [] if getattr(found, "names_hold_ids", False) else [path for path in paths if path not in likely]
+        for group in (likely, rest):
             for path in group:
                 for session in read_file(found, path):
                     if session.id == session_id:
