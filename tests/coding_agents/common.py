@@ -14,11 +14,14 @@ from tests.carriers.mcp.agents.install import PINNED, binary
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agent-plans"
 CLAUDE_VERSION = PINNED["@anthropic-ai/claude-code"]
 CODEX_VERSION = PINNED["@openai/codex"]
-CLAUDE_TODOWRITE = FIXTURES / f"claude-{CLAUDE_VERSION}" / "todowrite"
+SAVED = {"claude": "2.1.332", "codex": "0.171.0"}
+"""The versions whose files the fixtures hold (``test_the_fixtures_are_of_the_pinned_versions`` says when a pin
+moved without them)."""
+CLAUDE_TODOWRITE = FIXTURES / f"claude-{SAVED['claude']}" / "todowrite"
 """A Claude Code home after a ``TodoWrite`` run (``CLAUDE_CODE_ENABLE_TASKS=0``), saved by :mod:`.drive`."""
-CLAUDE_TASKS = FIXTURES / f"claude-{CLAUDE_VERSION}" / "tasks"
+CLAUDE_TASKS = FIXTURES / f"claude-{SAVED['claude']}" / "tasks"
 """A Claude Code home after a run with its default Task tools."""
-CODEX_HOME = FIXTURES / f"codex-{CODEX_VERSION}"
+CODEX_HOME = FIXTURES / f"codex-{SAVED['codex']}"
 """A Codex home (its ``sessions`` folder) after an ``update_plan`` run."""
 
 

@@ -15,7 +15,17 @@ from dsh_todo.coding_agents.base import AgentSession
 from dsh_todo.coding_agents.claude import READER as CLAUDE_READER
 from dsh_todo.coding_agents.codex import READER as CODEX_READER
 from dsh_todo.coding_agents.discover import Discovery, discover, find
-from tests.coding_agents.common import CLAUDE_TASKS, CLAUDE_TODOWRITE, CODEX_HOME, copy_home, pairs, snapshot
+from tests.coding_agents.common import (
+    CLAUDE_TASKS,
+    CLAUDE_TODOWRITE,
+    CLAUDE_VERSION,
+    CODEX_HOME,
+    CODEX_VERSION,
+    SAVED,
+    copy_home,
+    pairs,
+    snapshot,
+)
 
 CLAUDE_MAIN = "dae93792-d946-4018-8bd9-43cedd786c3b"
 CLAUDE_SUB = "a0971d554bb514d87"
@@ -314,3 +324,12 @@ def test_find_reads_only_the_files_named_for_the_id(tmp_path: Path, monkeypatch:
     sub = find(["codex"], {"codex": CODEX_HOME}, CODEX_SUB)
     assert sub is not None and sub.parent == CODEX_MAIN
     assert len(opened) == 1 and CODEX_SUB in opened[0]
+
+
+def test_the_fixtures_are_of_the_pinned_versions() -> None:
+    """A pin raised in tests/carriers/mcp/agents/install.py needs these files saved again from the new version."""
+    pinned = {"claude": CLAUDE_VERSION, "codex": CODEX_VERSION}
+    assert pinned == SAVED, (
+        f"the CLIs are pinned at {pinned}, the fixtures hold {SAVED}: save them again with `python -m "
+        "tests.coding_agents.drive claude|claude-tasks|codex tests/fixtures/agent-plans/<agent>-<version>[/todowrite"
+        "|/tasks]`, then update SAVED and the ids in this file")
