@@ -333,3 +333,23 @@ def test_the_fixtures_are_of_the_pinned_versions() -> None:
         f"the CLIs are pinned at {pinned}, the fixtures hold {SAVED}: save them again with `python -m "
         "tests.coding_agents.drive claude|claude-tasks|codex tests/fixtures/agent-plans/<agent>-<version>[/todowrite"
         "|/tasks]`, then update SAVED and the ids in this file")
+
+
+def test_claude_open_turn_and_question(tmp_path: Path) -> None:
+    """An assistant record that stopped for a tool leaves the turn open; an ``AskUserQuestion`` call without its
+    result is the session waiting on the person (the result closes it)."""
+    path = tmp_path / "projects" / "-w" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    ask = {"type": "assistant", "sessionId": "s1", "cwd": "/w", "message": {
+        "role": "assistant", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "q1", "name": "AskUserQuestion", "input": {"questions": []}}]}}
+    path.write_text(json.dumps({"type": "user", "sessionId": "s1", "cwd": "/w", "message": {
+        "role": "user", "content": "Plan it"}}) + "\n" + json.dumps(ask) + "\n")
+    [session] = CLAUDE_READER.read(path)
+    assert (session.turn_open, session.waiting, session.title, session.plan) == (True, True, "Plan it", None)
+    answer = {"type": "user", "sessionId": "s1", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "q1", "content": "Yes"}]}}
+    with path.open("a") as handle:
+        handle.write(json.dumps(answer) + "\n")
+    [session] = CLAUDE_READER.read(path)
+    assert (session.turn_open, session.waiting) == (True, False)
