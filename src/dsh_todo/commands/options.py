@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
+from dsh_todo.coding_agents.base import AGENTS, UnknownAgentError, selected
 from dsh_todo.harness.errors import CommandError
 from dsh_todo.harness.persistence.contract import LogReader
 from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
@@ -108,3 +110,31 @@ def seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"a positive number of seconds, not {text!r}")
     return value
+
+
+def add_agents_option(parser: argparse.ArgumentParser) -> None:
+    """``--agents`` (which other coding agents' sessions to read as well) and ``--agent-home AGENT=DIR`` (a home
+    to read instead of that agent's own), resolved by :func:`agents_of`."""
+    parser.add_argument("--agents", metavar="LIST",
+                        help="also read the sessions of other coding agents: all, none or a comma list of "
+                             "claude,codex,gemini,opencode (default $DSH_TODO_AGENTS, else none)")
+    parser.add_argument("--agent-home", metavar="AGENT=DIR", action="append", default=[],
+                        help="read AGENT's sessions from DIR instead of its own home (repeatable)")
+
+
+def agents_of(args: argparse.Namespace) -> tuple[list[str], dict[str, Path]]:
+    """The agents chosen (``--agents``, else ``$DSH_TODO_AGENTS``, else none) and the homes named instead of
+    theirs; a value naming no agent is the one-line error (exit 2)."""
+    try:
+        agents = selected(getattr(args, "agents", None))
+    except UnknownAgentError as exc:
+        raise CommandError(str(exc)) from None
+    homes: dict[str, Path] = {}
+    for pair in getattr(args, "agent_home", None) or []:
+        agent, equals, folder = pair.partition("=")
+        if not equals or not folder:
+            raise CommandError(f"--agent-home takes AGENT=DIR, not {pair!r}")
+        if agent not in AGENTS:
+            raise CommandError(f"--agent-home: unknown agent {agent!r}: choose one of {','.join(AGENTS)}")
+        homes[agent] = Path(folder).expanduser()
+    return agents, homes

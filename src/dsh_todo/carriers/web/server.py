@@ -29,6 +29,9 @@ from dsh_todo.harness.errors import ListenError
 from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
     from dsh_todo.runtime import Storage, Telemetry
 
 log = logging.getLogger("dsh_todo.web")
@@ -130,7 +133,8 @@ def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
 
 
 def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-            out: Any = None, err: Any = None, telemetry: Telemetry = "disabled") -> int:
+            out: Any = None, err: Any = None, telemetry: Telemetry = "disabled", agents: Sequence[str] = (),
+            agent_homes: Mapping[str, Path] | None = None) -> int:
     """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
     out = out or sys.stdout
     err = err or sys.stderr
