@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 
 from dsh_todo.coding_agents.gemini import READER
+from tests import needs
 from tests.carriers.mcp.agents.common import Reply, Request, fake_model, run_cli
 from tests.carriers.mcp.agents.gemini_fake import _reply, _side
 from tests.carriers.mcp.agents.install import PINNED, binary
 from tests.coding_agents.test_gemini import snapshot
-from tests.dsh.runtime import required
 
 pytestmark = pytest.mark.slow
 
@@ -122,7 +122,7 @@ def run_gemini(gemini: Path, base: Path) -> Path:
 def _gemini() -> Path:
     found = binary("gemini")
     if isinstance(found, str):
-        required(f"Gemini CLI {VERSION}: {found}")
+        needs.unavailable(f"Gemini CLI {VERSION}: {found}")
         raise AssertionError("unreachable")
     return found
 

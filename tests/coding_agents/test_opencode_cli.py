@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 
 from dsh_todo.coding_agents.opencode import READER
+from tests import needs
 from tests.carriers.mcp.agents.common import Reply, Request, fake_model, run_cli
 from tests.carriers.mcp.agents.install import PINNED, binary
 from tests.carriers.mcp.agents.openai_fake import MODEL, _chunk, _usage, chat_tools, chat_turns
 from tests.carriers.mcp.agents.test_opencode import QUIET, plugin_dependency_installed
 from tests.coding_agents.test_gemini import snapshot
-from tests.dsh.runtime import required
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +124,7 @@ def run_opencode(opencode: Path, base: Path) -> Path:
 def _opencode() -> Path:
     found = binary("opencode")
     if isinstance(found, str):
-        required(f"opencode {VERSION}: {found}")
+        needs.unavailable(f"opencode {VERSION}: {found}")
         raise AssertionError("unreachable")
     return found
 
