@@ -1,15 +1,14 @@
-"""What the coding-agent reader tests share: the saved runs (fixtures) and the CLIs, fetched or failed in CI."""
+"""What the coding-agent reader tests share: the saved runs (fixtures) and the CLIs (:func:`cli`: installed on first
+use, or stopped through :mod:`tests.needs`)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 from dsh_todo.coding_agents.base import AgentSession
-from tests.carriers.mcp.agents.install import PINNED, binary
+from tests.carriers.mcp.agents.conftest import cli as cli
+from tests.carriers.mcp.agents.install import PINNED
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agent-plans"
 CLAUDE_VERSION = PINNED["@anthropic-ai/claude-code"]
@@ -23,16 +22,6 @@ CLAUDE_TASKS = FIXTURES / f"claude-{SAVED['claude']}" / "tasks"
 """A Claude Code home after a run with its default Task tools."""
 CODEX_HOME = FIXTURES / f"codex-{SAVED['codex']}"
 """A Codex home (its ``sessions`` folder) after an ``update_plan`` run."""
-
-
-def cli(name: str) -> Path:
-    """One pinned CLI's command; without it the test fails in CI (``CI=true``), saying why, and skips elsewhere."""
-    found = binary(name)
-    if isinstance(found, str):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{name}: {found}")
-        pytest.skip(found)
-    return found
 
 
 def copy_home(source: Path, tmp_path: Path) -> Path:
