@@ -56,11 +56,11 @@ class FixtureReader:
 def use_fixture_readers() -> Iterator[None]:
     """``base.reader`` gives a :class:`FixtureReader` for every agent while this is open."""
     original = base.reader
-    base.reader = FixtureReader  # type: ignore[assignment]
+    base.reader = FixtureReader
     try:
         yield
     finally:
-        base.reader = original  # type: ignore[assignment]
+        base.reader = original
 
 
 def write_session(home: Path, session_id: str, writes: Sequence[dict[str, Any]], **facts: Any) -> Path:
