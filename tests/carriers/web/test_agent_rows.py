@@ -74,6 +74,18 @@ def test_a_missing_home_is_never_created(agent_web: Web, homes: dict[str, Path])
     assert not homes["codex"].exists()
 
 
+def test_reading_leaves_every_home_as_it_was(agent_web: Web, homes: dict[str, Path]) -> None:
+    """Read-only by rule: after the first reading and a few polls, no file was added, changed or touched."""
+    def snapshot() -> dict[str, tuple[int, int]]:
+        return {str(path): (path.stat().st_mtime_ns, path.stat().st_size)
+                for path in sorted((homes["claude"].parent).rglob("*"))}
+
+    before = snapshot()
+    rows_of(agent_web)
+    time.sleep(0.6)
+    assert snapshot() == before
+
+
 def test_a_changed_file_reaches_the_mux_within_a_second(agent_web: Web, homes: dict[str, Path]) -> None:
     rows_of(agent_web)
     stream = agent_web.open_stream("?agents=1")

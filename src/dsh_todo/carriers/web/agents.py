@@ -2,9 +2,10 @@
 
 The user chooses the agents (``--agents``); each agent's :class:`~dsh_todo.coding_agents.base.Reader` says where its
 session files are and reads one. An :class:`AgentWatch` keeps, per file, its ``(mtime, size)`` and the sessions it
-held. A poller thread lists and stats every file every :data:`POLL_S` (a stat costs microseconds; a read costs a
-parse) and hands only the files whose ``(mtime, size)`` changed to one worker thread, one batch at a time, so a
-burst of writes never queues more than one read per file, and a thousand idle files cost a thousand stats a tick.
+held. A poller thread lists and stats every file every :data:`POLL_S` (a stat costs microseconds, a read costs a
+parse; a SQLite store's ``-wal`` is stat'ed too) and hands only the files whose ``(mtime, size)`` changed to one
+worker thread, one batch at a time, so a burst of writes never queues more than one read per file, and a thousand
+idle files cost a thousand stats a tick (about 20 ms for 800 files on a loaded core: 5 % of one core).
 What the worker read becomes board rows (:func:`row_of`) and is handed to ``on_change``, which the web app turns
 into ``agents/session`` frames on the mux.
 
@@ -19,6 +20,7 @@ rows and pinned plan strip work for every agent as they do for DSH's ``todo_writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -114,15 +116,19 @@ class _Source:
         self.home = home
 
 
+SQLITE_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
+"""A store with one of these suffixes may be SQLite, whose writes land in its ``-wal`` first."""
+
+
 def _stat(path: Path) -> Stat | None:
     try:
         info = os.stat(path)
     except OSError:
         return None
-    try:
-        wal = os.stat(f"{path}-wal").st_size
-    except OSError:
-        wal = -1
+    wal = -1
+    if path.suffix in SQLITE_SUFFIXES:
+        with contextlib.suppress(OSError):
+            wal = os.stat(f"{path}-wal").st_size
     return info.st_mtime_ns, info.st_size, wal
 
 

@@ -161,7 +161,7 @@ export function listRow(model, t, { current, onOpen, href }) {
   },
   el('span', { class: 'srow-head' },
     el('span', { class: 'srow-title', 'data-testid': 'row-title', title: model.label }, model.label),
-    stateBadge(model, t)),
+    agentBadge(model), stateBadge(model, t)),
   meta, plan);
   return el('li', null, link);
 }
