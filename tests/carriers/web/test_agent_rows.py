@@ -118,6 +118,32 @@ def test_an_unreadable_file_is_a_refused_row_with_the_readers_reason(agent_web: 
     assert refused[0]["error"]["message"].startswith("gemini: cannot read broken.json")
 
 
+def test_a_reader_that_fails_refuses_that_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.carriers.web.agent_fixtures import FixtureReader
+
+    home = tmp_path / "claude"
+    write_session(home, "good", [write("TodoWrite", ("a", "pending"))])
+    write_session(home, "bad", [write("TodoWrite", ("b", "pending"))])
+    original = FixtureReader.read
+
+    def read(self: FixtureReader, path: Path) -> Any:
+        if path.name == "bad.json":
+            raise RuntimeError("a defect")
+        return original(self, path)
+
+    monkeypatch.setattr(FixtureReader, "read", read)
+    with use_fixture_readers():
+        watch = AgentWatch(["claude"], {"claude": home})
+        watch.start()
+        try:
+            rows = {row["sessionId"]: row for row in watch.rows()}
+        finally:
+            watch.stop()
+    assert rows["claude:good"]["projections"]["values"]["todos"] == [{"content": "a", "status": "pending"}]
+    refused = [row for row in rows.values() if row["state"] == "refused"]
+    assert [row["error"]["message"] for row in refused] == ["claude: cannot read bad.json: RuntimeError('a defect')"]
+
+
 def test_a_foreign_session_has_a_page_of_its_plan_writes(agent_web: Web, homes: dict[str, Path]) -> None:
     write_session(homes["gemini"], "g1", [write("write_todos", ("a", "pending")),
                                           write("write_todos", ("a", "completed"), ("b", "cancelled"))],

@@ -211,6 +211,23 @@ def test_an_agents_page_shows_its_plan_writes_as_diffs(board: Web, new_page: Any
     expect(page.get_by_test_id("todo-panel")).to_be_visible()
 
 
+def test_an_agents_page_follows_its_new_writes(board: Web, homes: dict[str, Path], new_page: Any) -> None:
+    page = new_page("en-US", viewport={"width": 1100, "height": 700})
+    page.goto(board.url("/?session=gemini%3Agemini-1"))
+    expect(page.locator("body")).to_have_attribute("data-stream", "open")
+    expect(page.locator('[data-tool="write_todos"]')).to_have_count(1)
+    write_session(homes["gemini"], "gemini-1", [write("write_todos", *GEMINI_PLAN),
+                                                write("write_todos", ("Draft the page", "completed"),
+                                                      ("Ship it", "completed"))],
+                  project="/home/dev/site", title="Build the page", turnOpen=False)
+    rows = page.locator('[data-tool="write_todos"]')
+    expect(rows).to_have_count(2)
+    diff = rows.nth(1).get_by_test_id("plan-diff").locator("li")
+    expect(diff).to_have_count(3)
+    assert [diff.nth(i).get_attribute("data-change") for i in range(3)] == ["same", "removed", "status"]
+    expect(page.get_by_test_id("todo-progress")).to_have_text("2 completed")
+
+
 # -- diff rows of DSH's own todo_write --------------------------------------------------------------------------
 
 

@@ -228,9 +228,13 @@ class AgentWatch:
             try:
                 sessions = reader.read(path)
                 rows = [row_of(session) for session in sessions]
-            except (ValueError, OSError) as exc:
+            except (ValueError, OSError) as exc:  # the reader's own refusal: its line is the reason shown
                 sessions = []
                 rows = [refused_row(agent, path, str(exc), stat[0] / 1e9)]
+            except Exception as exc:  # a reader's defect: this file is refused, the others are still read
+                log.warning("the %s reader failed on %s", agent, path, exc_info=True)
+                sessions = []
+                rows = [refused_row(agent, path, f"{agent}: cannot read {path.name}: {exc!r}", stat[0] / 1e9)]
             fresh[path] = (stat, rows, sessions)
         added: list[dict[str, Any]] = []
         removed: list[str] = []

@@ -135,7 +135,10 @@ class Hub:
             events = self.source.agent_events(session_id) if targeted else None
             if targeted and events is not None:
                 for subscriber in list(targeted):
-                    subscriber.catch_up(session_id, events, None, _no_view)
+                    for event in events[subscriber.covered(session_id) + 1:]:
+                        # the list a write left is the session's `todos` (its page's strip follows it)
+                        changes = [Change("todos", event["data"]["todos"])] if event["type"] == "todo/write" else []
+                        subscriber.take(Post(session_id, event, changes, _no_view))
 
 
     def _receivers(self, session_id: str) -> list[Subscriber]:
