@@ -171,7 +171,10 @@ def test_a_foreign_sessions_page_is_replayed_and_then_followed(agent_web: Web, h
         write_session(homes["gemini"], "g1", [write("write_todos", ("a", "completed"), ("b", "cancelled")),
                                               write("write_todos", ("a", "completed"))], turnOpen=False)
         seen = stream.payloads_until(lambda p: p.get("event", {}).get("seq") == 5)
-        assert [p["event"]["type"] for p in seen] == ["tool/call", "todo/write", "tool/result"]
+        assert [p["event"]["type"] if p["type"] == "session/event" else p["type"] for p in seen] == [
+            "tool/call", "todo/write", "session/projection", "tool/result"]
+        assert seen[2] == {"type": "session/projection", "sessionId": "gemini:g1", "key": "todos",
+                           "value": [{"content": "a", "status": "completed"}], "seq": 4}
     finally:
         stream.close()
 
