@@ -231,7 +231,7 @@ def test_an_agents_page_follows_its_new_writes(board: Web, homes: dict[str, Path
 # -- diff rows of DSH's own todo_write --------------------------------------------------------------------------
 
 
-def test_todo_write_rows_show_the_diff_against_the_previous_write(web: Web, new_page: Any) -> None:
+def test_todo_write_rows_show_the_diff_against_the_previous_write(web: Web, new_page: Any, artifacts: Path) -> None:
     writer = web.other_process()
     session = writer.sessions.create("fx-diff", cwd="/home/dev/shop")
     run_turn(writer, session, "plan it", [
@@ -261,6 +261,7 @@ def test_todo_write_rows_show_the_diff_against_the_previous_write(web: Web, new_
     expect(rows.nth(1).get_by_test_id("tool-in")).to_contain_text('"content": "test"')
     expect(rows.nth(1).get_by_test_id("tool-out")).to_be_visible()
     expect(rows.nth(1).get_by_test_id("tool-inspect")).to_have_attribute("aria-expanded", "true")
+    page.screenshot(path=str(artifacts / "plan-diff-rows.png"))
 
 
 def test_the_plan_strip_stays_pinned_while_the_rows_scroll(web: Web, new_page: Any) -> None:
