@@ -8,12 +8,19 @@ working (its writer holds the lock: live, two tasks in parallel), one whose proc
 (interrupted), one whose turn was cancelled (aborted), and the whole demo (ended, its plan cleared by the second
 turn). A second runtime serves that root, as ``dsh-todo web --root`` would, and Debian's Chromium (through
 Playwright) takes the picture. Nothing here is drawn by hand: if the page or the demo changes, so does the picture.
+
+Beside them, other coding agents' sessions (``--agents``): read by each agent's own reader from the session files
+under ``tests/fixtures/agent-plans/<agent>/`` (``home/`` in it when there is one) when that folder exists and the
+reader is installed, else the plans below in the test suite's stand-in format
+(``tests/carriers/web/agent_fixtures.py``), so the picture shows plans from at least three agents, one with a
+subagent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -32,6 +39,50 @@ from dsh_todo.standard import open_runtime
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_BYTES = 200_000
+AGENT_FIXTURES = REPO / "tests" / "fixtures" / "agent-plans"
+AGENTS = ("claude", "codex", "gemini", "opencode")
+
+
+def fixture_homes() -> dict[str, Path]:
+    """Each agent whose real session files are in the fixtures and whose reader is installed: the home to read."""
+    from dsh_todo.coding_agents import base
+
+    homes: dict[str, Path] = {}
+    for agent in AGENTS:
+        folder = AGENT_FIXTURES / agent
+        if not folder.is_dir():
+            continue
+        try:
+            base.reader(agent)
+        except ImportError:
+            continue
+        homes[agent] = folder / "home" if (folder / "home").is_dir() else folder
+    return homes
+
+
+def stand_in_homes(scratch: Path) -> dict[str, Path]:
+    """Three agents' plans in the stand-in format (Claude Code with a subagent that stopped with an item open, Codex
+    waiting on the person, Gemini CLI with a status of its own)."""
+    sys.path.insert(0, str(REPO))
+    from tests.carriers.web.agent_fixtures import write, write_session
+
+    homes = {agent: scratch / "homes" / agent for agent in ("claude", "codex", "gemini")}
+    write_session(homes["claude"], "c-main", [write("TodoWrite", ("Reproduce the 429 storm", "completed"),
+                                                    ("Add jittered backoff", "in_progress"),
+                                                    ("Load-test the client", "pending"))],
+                  project="/home/dev/shop-api", title="Retry the payment client with backoff", turnOpen=True)
+    write_session(homes["claude"], "c-sub", [write("TodoWrite", ("Find every caller", "completed"),
+                                                   ("List the timeouts", "pending"))],
+                  project="/home/dev/shop-api", title="Survey the callers", parent="c-main", turnOpen=False)
+    write_session(homes["codex"], "x-1", [write("update_plan", ("Read the schema", "completed"),
+                                                ("Write the migration", "in_progress"),
+                                                ("Backfill old rows", "pending"))],
+                  project="/home/dev/billing", title="Add invoice currency column", turnOpen=True, waiting=True)
+    write_session(homes["gemini"], "g-1", [write("write_todos", ("Draft the landing page", "completed"),
+                                                 ("Try the carousel", "cancelled"),
+                                                 ("Check contrast", "in_progress"))],
+                  project="/home/dev/site", title="Refresh the landing page", turnOpen=True)
+    return homes
 
 
 class Paused(ScriptedModel):
@@ -84,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "board.png")
     parser.add_argument("--width", type=int, default=1280)
-    parser.add_argument("--height", type=int, default=560)
+    parser.add_argument("--height", type=int, default=600)
     parser.add_argument("--locale", default="en-US")
     args = parser.parse_args(argv)
     chromium = shutil.which("chromium")
@@ -101,7 +152,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         thread.start()
         running = asyncio.run_coroutine_threadsafe(play_sessions(writer), loop).result(timeout=60)
         reader = open_runtime(root, batch_delay_ms=5)
-        server = BackgroundServer(reader)
+        stack = contextlib.ExitStack()
+        homes = fixture_homes()
+        stand_in = len(homes) < 3
+        if stand_in:
+            homes = stand_in_homes(Path(scratch))
+            from tests.carriers.web.agent_fixtures import use_fixture_readers
+
+            stack.enter_context(use_fixture_readers())
+        server = BackgroundServer(reader, agents=list(homes), agent_homes=homes)
         try:
             url = server.start()
             with sync_playwright() as playwright:
@@ -110,12 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 page = browser.new_page(viewport={"width": args.width, "height": args.height}, locale=args.locale,
                                         color_scheme="light")
                 page.goto(url)
-                expect(page.get_by_test_id("card")).to_have_count(4, timeout=15_000)
-                expect(page.locator('[data-testid=card][data-state="live"]')).to_have_count(1)
+                expect(page.locator('[data-testid=card][data-agent="dsh"]')).to_have_count(4, timeout=15_000)
+                page.wait_for_function("""() => new Set([...document.querySelectorAll(
+                    '[data-testid=card] > header [data-testid=card-agent]')].map((n) => n.dataset.agent)).size >= 3""",
+                                       timeout=15_000)
+                opened = page.locator("[data-testid=card-children] > summary")
+                for index in range(opened.count()):
+                    opened.nth(index).click()
                 page.screenshot(path=str(args.out), animations="disabled")
                 browser.close()
         finally:
             server.stop()
+            stack.close()
             reader.dispose()
             for task in running:
                 loop.call_soon_threadsafe(task.cancel)

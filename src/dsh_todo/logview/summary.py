@@ -27,12 +27,19 @@ class Summary(NamedTuple):
     """``title``: the first user message's text, whitespace collapsed and trimmed (``None``: no user message yet);
     ``last_time``: the ``time`` of the last event (``None``: no event); ``turn_end``: the ``reason.kind`` of the last
     ``turn/end`` (``None``: none yet); ``turn_open``: a ``turn/start`` came after it (the turn is running, or its
-    writer is gone and recovery would close it as interrupted)."""
+    writer is gone and recovery would close it as interrupted); ``waiting``: the open turn waits on the person, as
+    DSH 0.2 records it: an ``approval/asked`` with no ``approval/decided`` of its ``id`` yet, or an
+    ``ask_user_question`` call with no result yet."""
 
     title: str | None
     last_time: int | None
     turn_end: str | None
     turn_open: bool
+    waiting: bool = False
+
+
+QUESTION_TOOL: Final = "ask_user_question"
+"""DSH 0.2's tool that asks the person a question (the turn waits for the answer)."""
 
 
 def message_text(data: Any) -> str:
@@ -62,6 +69,8 @@ class SummaryFold:
         self.last_time: int | None = None
         self.turn_end: str | None = None
         self.turn_open = False
+        self.asked: set[Any] = set()
+        """Approvals asked and not yet decided, and questions not yet answered (their ids), in the open turn."""
 
     def see(self, events: Sequence[Mapping[str, Any]], _types: Sequence[Any] | None = None) -> None:
         for event in events:
@@ -71,8 +80,12 @@ class SummaryFold:
                     self.title = title_of(message_text(event.get("data")))
             elif kind == "turn/start":
                 self.turn_open = True
+                self.asked.clear()
+            elif kind in ("approval/asked", "approval/decided", "tool/call", "tool/result"):
+                self._ask(kind, event.get("data"))
             elif kind == "turn/end":
                 self.turn_open = False
+                self.asked.clear()
                 data = event.get("data")
                 reason = data.get("reason") if isinstance(data, Mapping) else None
                 end = reason.get("kind") if isinstance(reason, Mapping) else None
@@ -82,8 +95,27 @@ class SummaryFold:
             if type(time) is int:
                 self.last_time = time
 
+    def _ask(self, kind: str, data: Any) -> None:
+        if not isinstance(data, Mapping):
+            return
+        if kind == "approval/asked":
+            self.asked.add(("approval", data.get("id")))
+        elif kind == "approval/decided":
+            self.asked.discard(("approval", data.get("id")))
+        elif kind == "tool/call":
+            if data.get("name") == QUESTION_TOOL:
+                self.asked.add(("call", data.get("callId")))
+        else:
+            message = data.get("message")
+            if isinstance(message, Mapping):
+                call_id = message.get("toolCallId")
+                if call_id is None and isinstance(message.get("content"), list):  # format v0's tool-result block
+                    call_id = next((block.get("toolCallId") for block in message["content"]
+                                    if isinstance(block, Mapping) and block.get("type") == "tool-result"), None)
+                self.asked.discard(("call", call_id))
+
     def summary(self) -> Summary:
-        return Summary(self.title, self.last_time, self.turn_end, self.turn_open)
+        return Summary(self.title, self.last_time, self.turn_end, self.turn_open, self.turn_open and bool(self.asked))
 
 
 def summarize(backend: Backend, session_id: str, path: Path | None) -> Summary | None:

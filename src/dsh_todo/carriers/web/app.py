@@ -8,14 +8,17 @@ Routes (all behind :class:`~dsh_todo.carriers.web.security.Guard`):
 - ``POST /api/session.list`` — the sessions this server can show (live ones first, then the persistence root), each
   with its title, last write, state and plan (:mod:`.rows`);
 - ``GET /api/events.mux`` — Server-Sent Events (see :mod:`.mux`), for one session, several (``sessionId`` repeated:
-  the board), or every live one.
+  the board), or every live one; with ``agents=1``, also every change of another coding agent's session.
+
+With ``agents`` chosen (``--agents``), the list and the mux include those agents' sessions, read from their homes
+(``agent_homes`` names a home to read instead of an agent's default) by :class:`~.agents.AgentWatch`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from dsh_todo.carriers.web.agents import AgentWatch
 from dsh_todo.carriers.web.frames import Subscriber
 from dsh_todo.carriers.web.history import HistorySource, history_page
 from dsh_todo.carriers.web.mux import Hub
@@ -53,6 +57,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 PING_SECONDS = 15
 MAX_WATCHED = 64
 """Sessions one mux connection may watch."""
+IDLE_MINUTES = 10.0
+"""A card says "idle" when its session has had an item in progress and no write for this long (``idle_minutes``)."""
 PAGE_WORKERS = 2
 """History pages built at once (each a pass over its log, on a thread of its own pool): more requests wait their
 turn there instead of taking every thread of asyncio's default pool, which the session list and the followers use."""
@@ -98,9 +104,12 @@ class WebApp:
     """One booted context served over HTTP. ``asgi`` is what a server runs; ``hub`` exists while it runs."""
 
     def __init__(self, ctx: Context, *, token: str | None = None, port: int = 0,
-                 max_body: int = MAX_BODY_BYTES) -> None:
+                 max_body: int = MAX_BODY_BYTES, agents: Sequence[str] = (),
+                 agent_homes: Mapping[str, Path] | None = None, idle_minutes: float = IDLE_MINUTES) -> None:
         self.ctx = ctx
-        self.source = HistorySource(ctx)
+        self.agents = AgentWatch(agents, agent_homes) if agents else None
+        self.idle_minutes = idle_minutes
+        self.source = HistorySource(ctx, self.agents)
         self.max_body = max_body
         self.hub: Hub | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -121,9 +130,14 @@ class WebApp:
         hub = Hub(self.source, self.loop)
         hub.start()
         self.hub = hub
+        if self.agents is not None:
+            self.agents.on_change = hub.agents_changed
+            self.agents.start()
         try:
             yield
         finally:
+            if self.agents is not None:
+                self.agents.stop()
             hub.close()
             self.pages.shutdown(wait=False, cancel_futures=True)
 
@@ -161,12 +175,16 @@ class WebApp:
         except RpcError as exc:
             exc.rpc_id = rpc_id
             raise
-        return Response(ok_response(rpc_id, {"sessions": rows}), media_type=JSON)
+        value: dict[str, Any] = {"sessions": rows, "idleAfterMs": int(self.idle_minutes * 60_000)}
+        if self.agents is not None:
+            value["agents"] = self.agents.agents
+        return Response(ok_response(rpc_id, value), media_type=JSON)
 
     async def events_mux(self, request: Request) -> Response:
         raw_ids = request.query_params.getlist("sessionId")
-        if len(raw_ids) > 1:
-            return self._watch_many(raw_ids, request.query_params.getlist("afterSeq"))
+        agents = request.query_params.get("agents") == "1"
+        if len(raw_ids) > 1 or agents:
+            return self._watch_many(raw_ids, request.query_params.getlist("afterSeq"), agents=agents)
         raw_id = request.query_params.get("sessionId")
         session_id = None if raw_id is None else session_id_of(raw_id)
         after_seq = int_param(request.query_params.get("afterSeq"), "afterSeq", minimum=-1)
@@ -182,9 +200,10 @@ class WebApp:
         stream: Any = hub.stream(subscriber, after_seq)
         return EventSourceResponse(stream, ping=PING_SECONDS, sep="\n")
 
-    def _watch_many(self, raw_ids: list[str], raw_afters: list[str]) -> Response:
+    def _watch_many(self, raw_ids: list[str], raw_afters: list[str], *, agents: bool = False) -> Response:
         """``?sessionId=a&sessionId=b…`` (at most :data:`MAX_WATCHED`), each with its ``afterSeq`` in the same order
-        (all or none): one connection for the board's sessions, since a browser opens only a few per server."""
+        (all or none): one connection for the board's sessions, since a browser opens only a few per server; with
+        ``agents=1`` (any number of ids, none included) it also carries the other agents' changes."""
         if len(raw_ids) > MAX_WATCHED:
             raise RpcError("invalid-request", f"a connection watches at most {MAX_WATCHED} sessions")
         ids = [session_id_of(raw) for raw in raw_ids]
@@ -198,5 +217,6 @@ class WebApp:
             raise RpcError("unavailable", "the server is starting or stopping", status=503)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         subscribers = [Subscriber(session_id, queue=queue) for session_id in ids]
-        stream: Any = hub.stream_many(subscribers, afters)
+        watcher = Subscriber(None, queue=queue) if agents else None
+        stream: Any = hub.stream_many(subscribers, afters, watcher)
         return EventSourceResponse(stream, ping=PING_SECONDS, sep="\n")

@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dsh_todo.carriers.web.agents import AgentWatch, synthetic_events
 from dsh_todo.carriers.web.protocol import RpcError
 from dsh_todo.carriers.web.rows import RowFacts
 from dsh_todo.harness.agent_loop import parse_arguments
@@ -55,9 +56,19 @@ class HistorySource:
     """Where the page's sessions and their history come from: the carrier's read side over one booted context (live
     sessions first, then the persistence root's logs, read through :mod:`dsh_todo.logview`)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, agents: AgentWatch | None = None) -> None:
         self.ctx = ctx
         self.facts = RowFacts()
+        self.agents = agents
+        """The other coding agents' sessions the user chose to show (``None``: none chosen)."""
+
+    def agent_events(self, session_id: str) -> list[dict[str, Any]] | None:
+        """A foreign session's page as events (:func:`~dsh_todo.carriers.web.agents.synthetic_events`), ``None``
+        when ``session_id`` is not one."""
+        if self.agents is None or not self.agents.owns(session_id):
+            return None
+        session = self.agents.session(session_id)
+        return None if session is None else synthetic_events(session)
 
     @property
     def backend(self) -> LogBackend | None:
@@ -110,6 +121,7 @@ class HistorySource:
                 meta = view.meta or {}
                 if isinstance(meta.get("cwd"), str):
                     row["cwd"] = meta["cwd"]
+                row.update(lineage(meta))
                 created = meta.get("createdAt")
                 if type(created) is int:
                     row["createdAt"] = created
@@ -120,6 +132,9 @@ class HistorySource:
                 self.facts.stored_row(row, view, backend)
                 rows[view.session_id] = row
             self.facts.forget_except(set(rows))
+        if self.agents is not None:
+            for row in self.agents.rows():
+                rows.setdefault(row["sessionId"], row)
         return sorted(rows.values(), key=lambda r: (-int(r.get("lastEventAt", r.get("createdAt", 0))), r["sessionId"]))
 
     def projections(self, events: Sequence[Event]) -> dict[str, Any] | None:
@@ -156,6 +171,19 @@ class HistorySource:
         if view is not None:
             item["view"] = view
         return item
+
+
+def lineage(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Who delegated a DSH session: the header's ``parentSession``, ``origin`` and ``delegationDepth`` (when set)."""
+    row: dict[str, Any] = {}
+    if isinstance(meta.get("parentSession"), str):
+        row["parentId"] = meta["parentSession"]
+    if isinstance(meta.get("origin"), str):
+        row["origin"] = meta["origin"]
+    depth = meta.get("delegationDepth")
+    if type(depth) is int and depth > 0:
+        row["delegationDepth"] = depth
+    return row
 
 
 def refusal(session_id: str, health: Health) -> RpcError:
@@ -275,6 +303,9 @@ def history_page(source: HistorySource, session_id: str, *, before: int | None,
     """The ``value`` of a ``session.history`` answer (blocking for stored logs). Raises :class:`RpcError` when it
     cannot be given."""
     tail = before is None
+    foreign = source.agent_events(session_id)
+    if foreign is not None:
+        return agent_page(foreign, before, max_messages)
     session = source.live(session_id)
     tail_error: RpcError | None = None
     if session is not None:
@@ -325,4 +356,15 @@ def history_page(source: HistorySource, session_id: str, *, before: int | None,
                 # SPEC §13.10: a hand-written event the view schema refuses fails the tail read with ``internal``.
                 raise RpcError("internal", f"could not build the session's projections: {exc}", status=500) from None
             value["projections"] = block
+    return value
+
+
+def agent_page(events: Sequence[Event], before: int | None, max_messages: int) -> dict[str, Any]:
+    """A foreign session's history page, cut from its synthetic events as a DSH log's page is; the tail page's
+    ``todos`` is the list its last write left."""
+    start, end = page_bounds(events, before, max_messages)
+    value: dict[str, Any] = {"events": [{"event": event} for event in events[start:end]], "hasMore": start > 0}
+    if before is None:
+        plans = [event["data"]["todos"] for event in events if event["type"] == "todo/write"]
+        value["projections"] = {"asOfSeq": len(events) - 1, "values": {"todos": plans[-1] if plans else None}}
     return value

@@ -24,6 +24,11 @@ history tail page instead.
 A session that is not live here but stored under the root is followed (:mod:`.follow`); when it becomes live in
 this process, the live feed takes over. A connection that names no session receives every live session's frames
 from now on.
+
+A connection with ``?agents=1`` (the board, when other agents are chosen) also receives an ``agents/session`` frame
+for each foreign session whose files changed (its new row) and an ``agents/removed`` frame for each that is gone
+(:mod:`.agents`). A foreign session's own page (its id is ``<agent>:<id>``) is served from its synthetic events:
+replayed on subscription, then sent what each new reading added.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from dsh_todo.carriers.web.follow import Follower
-from dsh_todo.carriers.web.frames import Post, Subscriber, subscribed_frame
+from dsh_todo.carriers.web.frames import Frame, Post, Subscriber, subscribed_frame
 from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.protocol import CONNECTED
 from dsh_todo.harness.context import Disposer
@@ -60,6 +65,7 @@ class Hub:
         self.linger = linger
         self._targeted: dict[str, set[Subscriber]] = {}
         self._everything: set[Subscriber] = set()
+        self._agent_watchers: set[Subscriber] = set()
         self._followers: dict[str, Follower] = {}
         self._disposers: list[Disposer] = []
         self._closed = False
@@ -87,9 +93,11 @@ class Hub:
         for follower in self._followers.values():
             follower.stop()
         self._followers.clear()
-        for subscriber in [*self._everything, *(s for subs in self._targeted.values() for s in subs)]:
+        for subscriber in [*self._everything, *self._agent_watchers,
+                           *(s for subs in self._targeted.values() for s in subs)]:
             subscriber.close()
         self._everything.clear()
+        self._agent_watchers.clear()
         self._targeted.clear()
 
     # -- hooks (any thread) ---------------------------------------------------------------------------------
@@ -109,7 +117,30 @@ class Hub:
         if not self._closed and session.id in self._targeted:
             self._post(self._session_opened, session)
 
+    def agents_changed(self, rows: Sequence[dict[str, Any]], removed: Sequence[str]) -> None:
+        """Foreign sessions read again (any thread): their rows to the board, their new events to their pages."""
+        if not self._closed:
+            self._post(self._deliver_agents, list(rows), list(removed))
+
     # -- fan-out (loop thread) ------------------------------------------------------------------------------
+
+    def _deliver_agents(self, rows: list[dict[str, Any]], removed: list[str]) -> None:
+        frames = [Frame({"type": "agents/session", "sessionId": row["sessionId"], "row": row}) for row in rows]
+        frames += [Frame({"type": "agents/removed", "sessionId": session_id}) for session_id in removed]
+        for subscriber in list(self._agent_watchers):
+            for frame in frames:
+                subscriber.offer(frame.data)
+        for row in rows:
+            session_id = row["sessionId"]
+            targeted = self._targeted.get(session_id)
+            events = self.source.agent_events(session_id) if targeted else None
+            if targeted and events is not None:
+                for subscriber in list(targeted):
+                    for event in events[subscriber.covered(session_id) + 1:]:
+                        # the list a write left is the session's `todos` (its page's strip follows it)
+                        changes = [Change("todos", event["data"]["todos"])] if event["type"] == "todo/write" else []
+                        subscriber.take(Post(session_id, event, changes, _no_view))
+
 
     def _receivers(self, session_id: str) -> list[Subscriber]:
         return [*self._targeted.get(session_id, ()), *self._everything]
@@ -147,6 +178,10 @@ class Hub:
         # Register before reading the log: an append racing with this read is then either in the copy or still on
         # its way to _deliver, and the watermarks drop whichever arrives second.
         self._targeted.setdefault(session_id, set()).add(subscriber)
+        foreign = self.source.agent_events(session_id)
+        if foreign is not None:
+            self._replay(subscriber, session_id, foreign, after_seq)
+            return
         attached = self.source.live(session_id)
         if attached is not None:
             self._replay(subscriber, session_id, attached.events[:], after_seq)
@@ -205,8 +240,17 @@ class Hub:
         """Where the connection's replay starts: after ``afterSeq`` (clamped to the log), or at the end."""
         subscriber.start_at(session_id, last if after_seq is None else min(after_seq, last))
 
+    def watch_agents(self, subscriber: Subscriber) -> None:
+        """Send this connection every foreign session's change from now on (its rows came with ``session.list``)."""
+        if self._closed:
+            subscriber.close()
+            return
+        subscriber.on_close = lambda: self.unsubscribe(subscriber)
+        self._agent_watchers.add(subscriber)
+
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self._everything.discard(subscriber)
+        self._agent_watchers.discard(subscriber)
         session_id = subscriber.session_id
         if session_id is None:
             return
@@ -232,21 +276,27 @@ class Hub:
         store = self.source.ctx.get("sessions")
         return [] if store is None else list(store.list())
 
-    async def stream_many(self, subscribers: Sequence[Subscriber],
-                          after_seqs: Sequence[int | None]) -> AsyncIterator[bytes]:
+    async def stream_many(self, subscribers: Sequence[Subscriber], after_seqs: Sequence[int | None],
+                          agents: Subscriber | None = None) -> AsyncIterator[bytes]:
         """The bytes of one connection that watches several sessions (the board): one subscriber per session, all
         sharing one queue, each subscribed as a single-session connection is. One that cannot be followed ends
         alone; one that falls behind ends the connection (its page reconnects with what it has), as does the hub."""
 
         def on_drop(subscriber: Subscriber) -> None:
             if subscriber.dropped:
-                for other in subscribers:
+                for other in [*subscribers, *([agents] if agents is not None else [])]:
                     other.close()
 
         try:
             yield CONNECTED
-            for subscriber, after_seq in zip(subscribers, after_seqs, strict=True):
-                await self.subscribe(subscriber, after_seq)
+            subscribing: list[tuple[Subscriber, int | None]] = list(zip(subscribers, after_seqs, strict=True))
+            if agents is not None:
+                subscribing.append((agents, None))
+            for subscriber, after_seq in subscribing:
+                if subscriber is agents:
+                    self.watch_agents(subscriber)
+                else:
+                    await self.subscribe(subscriber, after_seq)
                 unsubscribe = subscriber.on_close
                 if unsubscribe is not None:
                     def closed(subscriber: Subscriber = subscriber, unsubscribe: Any = unsubscribe) -> None:
@@ -254,11 +304,12 @@ class Hub:
                         on_drop(subscriber)
 
                     subscriber.on_close = closed
-            queue = subscribers[0].queue
+            everyone = [subscriber for subscriber, _after in subscribing]
+            queue = everyone[0].queue
             while True:
                 data = await queue.get()
                 if data is None:
-                    if self._closed or any(s.dropped for s in subscribers) or all(s.closed for s in subscribers):
+                    if self._closed or any(s.dropped for s in everyone) or all(s.closed for s in everyone):
                         return
                     continue
                 batch = [data]
@@ -266,13 +317,15 @@ class Hub:
                     more = queue.get_nowait()
                     if more is not None:
                         batch.append(more)
-                    elif self._closed or any(s.dropped for s in subscribers):
+                    elif self._closed or any(s.dropped for s in everyone):
                         yield b"".join(batch)
                         return
                 yield b"".join(batch)
         finally:
             for subscriber in subscribers:
                 self.unsubscribe(subscriber)
+            if agents is not None:
+                self.unsubscribe(agents)
 
     async def stream(self, subscriber: Subscriber, after_seq: int | None) -> AsyncIterator[bytes]:
         """The bytes of one mux connection: ``: connected``, then frames until the hub or the client ends it."""
@@ -301,3 +354,8 @@ class Hub:
         finally:
             self.unsubscribe(subscriber)
 
+
+
+def _no_view(_event: Any) -> None:
+    """A foreign session's synthetic events carry no ``view`` (no DSH tool presents them)."""
+    return None

@@ -6,7 +6,8 @@ on top of it:
 
 - ``title``: the first user message, trimmed (the page shows the id when there is none);
 - ``lastEventAt``: the ``time`` of the last event (epoch ms);
-- ``turnEnd``: the ``reason.kind`` of the last ``turn/end``;
+- ``turnEnd``: the ``reason.kind`` of the last ``turn/end``; ``turnOpen``: a turn started after it;
+- ``waiting``: the open turn waits on the person (an approval asked, a question not yet answered);
 - ``state``: ``live`` when a writer holds the session's lock now (the backend is asked: in this process or another,
   on this machine or, with PostgreSQL, another), else ``refused`` (the reader's verdict, with the listing's
   ``error``), else from the last ``turn/end``: ``ended`` (completed, or any kind but these), ``interrupted`` (also a
@@ -61,6 +62,10 @@ def facts(summary: Summary | None) -> dict[str, Any]:
         row["lastEventAt"] = summary.last_time
     if summary.turn_end is not None:
         row["turnEnd"] = summary.turn_end
+    if summary.turn_open is not None:
+        row["turnOpen"] = summary.turn_open
+    if summary.waiting:
+        row["waiting"] = True
     return row
 
 

@@ -14,7 +14,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -22,16 +23,13 @@ import uvicorn
 
 from dsh_todo.carriers.connection_slots import ConnectionSlots, connection_cap
 from dsh_todo.carriers.stopping import STOPPING
-from dsh_todo.carriers.web.app import WebApp
+from dsh_todo.carriers.web.app import IDLE_MINUTES, WebApp
 from dsh_todo.carriers.web.security import binding_problem
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
 from dsh_todo.standard import open_storage
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from pathlib import Path
-
     from dsh_todo.runtime import Storage, Telemetry
 
 log = logging.getLogger("dsh_todo.web")
@@ -63,7 +61,9 @@ def url_for(host: str, port: int, token: str | None) -> str:
 class BackgroundServer:
     """A uvicorn server on its own thread and event loop."""
 
-    def __init__(self, ctx: Context, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+    def __init__(self, ctx: Context, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 agents: Sequence[str] = (), agent_homes: Mapping[str, Path] | None = None,
+                 idle_minutes: float = IDLE_MINUTES) -> None:
         problem = binding_problem(host, token)
         if problem is not None:
             raise ValueError(problem)
@@ -71,7 +71,12 @@ class BackgroundServer:
         self.token = token
         self._sock = bind(host, port)
         self.port: int = self._sock.getsockname()[1]
-        self.app = WebApp(ctx, token=token, port=self.port)
+        try:
+            self.app = WebApp(ctx, token=token, port=self.port, agents=agents, agent_homes=agent_homes,
+                              idle_minutes=idle_minutes)
+        except BaseException:
+            self._sock.close()
+            raise
         # Each connection may hold a second descriptor for a while (a log being read for it): two apiece.
         self.slots = ConnectionSlots(connection_cap(fds_each=2), label="dsh-todo web", log=log)
         config = self.slots.config(self.app.asgi, log_config=None, access_log=False, lifespan="on",
@@ -125,17 +130,21 @@ class BackgroundServer:
         self._sock.close()
 
 
-def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0,
-                        token: str | None = None) -> tuple[str, Callable[[], None]]:
-    """Serve the page for ``ctx`` (live sessions and, with persistence, the root) on a thread: ``(url, stop)``."""
-    server = BackgroundServer(ctx, host=host, port=port, token=token)
+def serve_in_background(ctx: Context, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                        agents: Sequence[str] = (), agent_homes: Mapping[str, Path] | None = None,
+                        idle_minutes: float = IDLE_MINUTES) -> tuple[str, Callable[[], None]]:
+    """Serve the page for ``ctx`` (live sessions and, with persistence, the root) on a thread: ``(url, stop)``;
+    ``agents`` adds those coding agents' sessions (read from ``agent_homes`` or their default homes)."""
+    server = BackgroundServer(ctx, host=host, port=port, token=token, agents=agents, agent_homes=agent_homes,
+                              idle_minutes=idle_minutes)
     return server.start(), server.stop
 
 
 def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
             out: Any = None, err: Any = None, telemetry: Telemetry = "disabled", agents: Sequence[str] = (),
-            agent_homes: Mapping[str, Path] | None = None) -> int:
-    """``dsh-todo web``: serve the sessions in ``storage`` until interrupted; print the URL once it answers."""
+            agent_homes: Mapping[str, Path] | None = None, idle_minutes: float = IDLE_MINUTES) -> int:
+    """``dsh-todo web``: serve the sessions in ``storage`` (and the chosen ``agents``' sessions) until interrupted;
+    print the URL once it answers."""
     out = out or sys.stdout
     err = err or sys.stderr
     problem = binding_problem(host, token)
@@ -148,7 +157,8 @@ def run_web(storage: Storage, *, host: str = "127.0.0.1", port: int = 8765, toke
         ctx = open_storage(storage, telemetry=telemetry)
         try:
             try:
-                server = BackgroundServer(ctx, host=host, port=port, token=token)
+                server = BackgroundServer(ctx, host=host, port=port, token=token, agents=agents,
+                                          agent_homes=agent_homes, idle_minutes=idle_minutes)
             except OSError as exc:
                 print(f"dsh-todo web: {ListenError(host, port, exc)}", file=err)
                 return 2

@@ -61,8 +61,20 @@ class SessionView {
     this.store = new ProjectionStore();
     this.rows = new Map();
     this.expanded = new Set();
+    this.resetPlans();
+  }
+
+  // Which plan write each plan row shows: the rows of plan tools waiting for the `todo/write` that follows their
+  // call, and the list the last write left (the next row's diff is against it).
+  resetPlans() {
+    this.planRows = [];
+    this.lastPlan = null;
+    this.lastRow = null;
   }
 }
+
+// The plan tools whose rows show a diff (DSH's own and the other agents', as their pages name them).
+const PLAN_TOOLS = new Set(['todo_write', 'TodoWrite', 'update_plan', 'write_todos', 'todowrite']);
 
 class App {
   constructor() {
@@ -129,14 +141,16 @@ class App {
   }
 
   async refreshList() {
+    let value;
     try {
-      const value = await rpc('session.list', {});
+      value = await rpc('session.list', {});
       this.sessions = Array.isArray(value.sessions) ? value.sessions : [];
     } catch {
       return;
     }
     this.renderList();
     this.markRecoveredEnd();
+    this.board.setOptions({ agents: value.agents, idleAfterMs: value.idleAfterMs });
     this.board.setRows(this.sessions);
     document.body.dataset.listed = String(this.sessions.length);
   }
@@ -343,6 +357,7 @@ class App {
     container.replaceChildren();
     if (!view) return;
     view.rows = new Map();
+    view.resetPlans();
     if (view.hasMore) {
       container.append(el('button', {
         type: 'button', class: 'load-earlier', 'data-testid': 'load-earlier',
@@ -385,7 +400,21 @@ class App {
           argsRaw: typeof data.arguments === 'string' ? data.arguments : '', result: null,
         }, t, view.expanded);
         view.rows.set(callId, row);
+        view.lastRow = row;
+        if (PLAN_TOOLS.has(row.call.name)) view.planRows.push(row);
         container.append(row.node);
+        break;
+      }
+      case 'todo/write': {
+        // The list a plan call left: the oldest plan row still waiting for one, else the call just before it.
+        const todos = Array.isArray(data.todos) ? data.todos : null;
+        const row = view.planRows.shift() ?? (view.lastRow && view.lastRow.call.after === undefined ? view.lastRow : null);
+        if (row && todos !== null) {
+          row.call.before = view.lastPlan;
+          row.call.after = todos;
+          row.render();
+        }
+        if (todos !== null) view.lastPlan = todos;
         break;
       }
       case 'tool/result': {
@@ -401,6 +430,7 @@ class App {
           code: data.error && typeof data.error.code === 'string' ? data.error.code : null,
         };
         let row = view.rows.get(callId);
+        if (row) view.planRows = view.planRows.filter((waiting) => waiting !== row); // a refused write left no list
         if (!row) {
           // The page cut the call off: a row from the result alone (the generic summary falls back to the id).
           row = new ToolRow({ callId, name: '', argsRaw: '', result }, t, view.expanded);

@@ -3,9 +3,15 @@
 // holds their lock) are watched over one mux connection (`?sessionId=a&sessionId=b…`), whose `session/projection`
 // frames replace a card's plan by the store's rule (higher seq wins) and whose `session/event` frames move its last
 // activity. Only a page of cards is in the DOM at a time; more are added as the reader scrolls.
+//
+// Other coding agents' sessions (when the server reads some) are rows too; the same connection, opened with
+// `agents=1`, brings each one's new row as its files change (`agents/session`, `agents/removed`). A session another
+// delegated (a subagent: DSH's `parentSession`, another agent's parent link) sits folded under its parent's card,
+// which counts its open items. "Needs me" keeps the cards whose session (or a subagent) stopped with items open,
+// waits on the person, or has been idle with an item in progress.
 
 import { el } from './dom.js';
-import { STATES, boardCard, rowModel, searchText } from './sessions.js';
+import { STATES, boardCard, childBlock, needsMe, needsOf, rowModel, searchText } from './sessions.js';
 
 export const PAGE_CARDS = 48;
 const MAX_WATCHED = 64;
@@ -20,7 +26,11 @@ export class Board {
     this.rows = [];
     this.models = new Map();
     this.shown = PAGE_CARDS;
-    this.filters = { state: '', project: '', query: '' };
+    this.filters = { state: '', project: '', query: '', needs: false };
+    this.agents = [];
+    this.idleAfterMs = 10 * 60 * 1000;
+    this.expanded = new Set();
+    this.children = new Map();
     this.source = null;
     this.watched = '';
     this.active = false;
@@ -41,6 +51,11 @@ export class Board {
       class: 'board-filter', 'data-testid': 'board-project',
       onchange: () => { this.filters.project = this.projectSelect.value; this.shown = PAGE_CARDS; this.render(); },
     });
+    this.needsBox = el('input', {
+      type: 'checkbox', 'data-testid': 'board-needs',
+      onchange: () => { this.filters.needs = this.needsBox.checked; this.shown = PAGE_CARDS; this.render(); },
+    });
+    this.needsLabel = el('span');
     this.count = el('span', { class: 'board-count', 'data-testid': 'board-count', role: 'status' });
     this.grid = el('div', { class: 'board-grid', 'data-testid': 'board-grid' });
     this.more = el('button', {
@@ -48,7 +63,8 @@ export class Board {
       onclick: () => { this.shown += PAGE_CARDS; this.render(); },
     });
     this.root.replaceChildren(
-      el('div', { class: 'board-bar' }, this.search, this.stateSelect, this.projectSelect, this.count),
+      el('div', { class: 'board-bar' }, this.search, this.stateSelect, this.projectSelect,
+        el('label', { class: 'board-needs' }, this.needsBox, this.needsLabel), this.count),
       this.grid, this.more);
     // Scrolling near the end shows the next page of cards (the button does the same without scrolling).
     this.observer = new IntersectionObserver((entries) => {
@@ -67,6 +83,7 @@ export class Board {
     this.search.setAttribute('aria-label', t('board.search'));
     this.stateSelect.setAttribute('aria-label', t('board.state'));
     this.projectSelect.setAttribute('aria-label', t('board.project'));
+    this.needsLabel.textContent = t('needs.me');
     this.stateSelect.replaceChildren(el('option', { value: '' }, t('board.allStates')),
       ...STATES.map((state) => el('option', { value: state }, t(`state.${state}`))));
     this.stateSelect.value = this.filters.state;
@@ -85,6 +102,12 @@ export class Board {
     this.projectSelect.value = this.filters.project;
   }
 
+  // What the server said besides the rows: the agents it reads, and after how long an active session is idle.
+  setOptions({ agents, idleAfterMs }) {
+    this.agents = Array.isArray(agents) ? agents : [];
+    if (Number.isFinite(idleAfterMs)) this.idleAfterMs = idleAfterMs;
+  }
+
   // A fresh `session.list` answer. The plan a frame brought stays when it is newer than the row's.
   setRows(rows) {
     const previous = this.models;
@@ -94,7 +117,7 @@ export class Board {
       model.seq = row.projections && Number.isInteger(row.projections.asOfSeq) ? row.projections.asOfSeq : -1;
       const old = previous.get(model.id);
       if (old && old.seq > model.seq) {
-        Object.assign(model, { todos: old.todos, done: old.done, total: old.total, active: old.active, seq: old.seq });
+        Object.assign(model, { todos: old.todos, done: old.done, total: old.total, active: old.active, open: old.open, seq: old.seq });
       }
       if (old && old.at !== null && (model.at === null || old.at > model.at)) model.at = old.at;
       model.search = searchText(model);
@@ -105,14 +128,43 @@ export class Board {
     if (this.active) this.watch();
   }
 
-  sorted() {
-    return [...this.models.values()].sort((a, b) => (b.at ?? 0) - (a.at ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // The subagents of each session whose parent is on the board; the others are top-level cards.
+  nest() {
+    this.children = new Map();
+    const top = [];
+    for (const model of this.models.values()) {
+      if (model.parentId !== null && model.parentId !== model.id && this.models.has(model.parentId)) {
+        if (!this.children.has(model.parentId)) this.children.set(model.parentId, []);
+        this.children.get(model.parentId).push(model);
+      } else {
+        top.push(model);
+      }
+    }
+    return top;
+  }
+
+  // A session's subagents, theirs included (a delegation chain), most recently active first.
+  descendants(model, seen = new Set()) {
+    const out = [];
+    for (const child of this.children.get(model.id) ?? []) {
+      if (seen.has(child.id)) continue;
+      seen.add(child.id);
+      out.push(child, ...this.descendants(child, seen));
+    }
+    return out.sort((a, b) => (b.at ?? 0) - (a.at ?? 0));
+  }
+
+  sorted(models = [...this.models.values()]) {
+    return models.sort((a, b) => (b.at ?? 0) - (a.at ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   matching() {
-    const { state, project, query } = this.filters;
-    return this.sorted().filter((model) => (state === '' || model.state === state)
-      && (project === '' || model.cwd === project) && (query === '' || model.search.includes(query)));
+    const { state, project, query, needs } = this.filters;
+    const now = Date.now();
+    return this.sorted(this.nest()).filter((model) => (state === '' || model.state === state)
+      && (project === '' || model.cwd === project)
+      && (query === '' || model.search.includes(query) || this.descendants(model).some((child) => child.search.includes(query)))
+      && (!needs || [model, ...this.descendants(model)].some((one) => needsMe(needsOf(one, this.idleAfterMs, now)))));
   }
 
   render() {
@@ -128,20 +180,39 @@ export class Board {
     this.more.textContent = t('board.more', { count: left });
   }
 
-  card(model) {
-    return boardCard(model, this.t, {
+  links(model) {
+    return {
       href: this.hrefFor(model.id),
       onOpen: (event) => {
         if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
         event.preventDefault();
         this.onOpen(model.id);
       },
+    };
+  }
+
+  card(model) {
+    const now = Date.now();
+    const children = this.descendants(model);
+    return boardCard(model, this.t, {
+      ...this.links(model),
+      needs: needsOf(model, this.idleAfterMs, now),
+      children,
+      childOpen: children.reduce((sum, child) => sum + child.open, 0),
+      expanded: this.expanded.has(model.id),
+      onToggle: (open) => { if (open) this.expanded.add(model.id); else this.expanded.delete(model.id); },
+      childCard: (child) => childBlock(child, this.t, { ...this.links(child), needs: needsOf(child, this.idleAfterMs, now) }),
     });
   }
 
+  // A session changed: its card, or the card of the parent it sits under, is drawn again.
   rerenderCard(model) {
-    const node = [...this.grid.children].find((child) => child.getAttribute('data-session-id') === model.id);
-    if (node) node.replaceWith(this.card(model));
+    let top = model;
+    for (let hops = 0; top.parentId !== null && this.models.has(top.parentId) && hops < 16; hops += 1) {
+      top = this.models.get(top.parentId);
+    }
+    const node = [...this.grid.children].find((child) => child.getAttribute('data-session-id') === top.id);
+    if (node) node.replaceWith(this.card(top));
   }
 
   // -- live --------------------------------------------------------------------------------------------------
@@ -164,18 +235,20 @@ export class Board {
   // One connection for the live sessions (the most recently active first, at most MAX_WATCHED), reopened when that
   // set changes; each resumes after the seq its row was read at.
   watch() {
-    const live = this.sorted().filter((model) => model.state === 'live').slice(0, MAX_WATCHED);
-    const key = live.map((model) => model.id).join('\n');
+    const agents = this.agents.length > 0;
+    const live = this.sorted().filter((model) => model.state === 'live' && model.agent === null).slice(0, MAX_WATCHED);
+    const key = (agents ? 'agents\n' : '') + live.map((model) => model.id).join('\n');
     if (key === this.watched && this.source) return;
     if (this.source) this.source.close();
     this.source = null;
     this.watched = key;
-    if (live.length === 0) return;
+    if (live.length === 0 && !agents) return;
     const query = new URLSearchParams();
     for (const model of live) query.append('sessionId', model.id);
     for (const model of live) query.append('afterSeq', String(model.seq));
+    if (agents) query.append('agents', '1');
     // One session is the plain single-session connection (a list of one is the same thing).
-    const source = new EventSource(`/api/events.mux?${live.length === 1 ? single(live[0]) : query}`);
+    const source = new EventSource(`/api/events.mux?${live.length === 1 && !agents ? single(live[0]) : query}`);
     this.source = source;
     source.onmessage = (message) => {
       let envelope;
@@ -195,11 +268,24 @@ export class Board {
   }
 
   onFrame(frame) {
+    if (frame.type === 'agents/session' && frame.row && typeof frame.row === 'object') {
+      const model = rowModel(frame.row);
+      model.seq = frame.row.projections && Number.isInteger(frame.row.projections.asOfSeq) ? frame.row.projections.asOfSeq : -1;
+      model.search = searchText(model);
+      this.models.set(model.id, model);
+      this.fillProjects();
+      this.render();
+      return;
+    }
+    if (frame.type === 'agents/removed') {
+      if (this.models.delete(frame.sessionId)) this.render();
+      return;
+    }
     const model = this.models.get(frame.sessionId);
     if (!model) return;
     if (frame.type === 'session/projection' && frame.key === 'todos' && Number.isInteger(frame.seq) && frame.seq > model.seq) {
       const fresh = rowModel({ sessionId: model.id, projections: { values: { todos: frame.value } } });
-      Object.assign(model, { todos: fresh.todos, done: fresh.done, total: fresh.total, active: fresh.active, seq: frame.seq });
+      Object.assign(model, { todos: fresh.todos, done: fresh.done, total: fresh.total, active: fresh.active, open: fresh.open, seq: frame.seq });
       model.search = searchText(model);
       this.rerenderCard(model);
     } else if (frame.type === 'session/event' && frame.event && Number.isInteger(frame.event.time)) {

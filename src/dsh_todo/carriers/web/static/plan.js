@@ -142,3 +142,47 @@ export function prettyArgs(argsRaw) {
     return argsRaw;
   }
 }
+
+// The statuses that leave an item open ("stopped with N open"): anything but completed (and Gemini's cancelled,
+// which is closed without being done).
+export const CLOSED = new Set(['completed', 'cancelled']);
+
+export function openCount(todos) {
+  if (!Array.isArray(todos)) return 0;
+  return todos.filter((item) => isObject(item) && !CLOSED.has(item.status)).length;
+}
+
+// A plan write as a diff against the previous one, in order: each item of the new list as `same`, `added` or
+// `status` (its status changed: `from` is the old one), with each item the new list dropped (`removed`) placed before
+// the first new item that came after it in the old list. Items are matched by their text (a repeated text matches
+// its occurrences in order). `before` null or absent: no earlier write, every item is added.
+export function planDiff(before, after) {
+  const old = Array.isArray(before) ? before.filter(isObject) : [];
+  const fresh = Array.isArray(after) ? after.filter(isObject) : [];
+  const used = new Array(old.length).fill(false);
+  const matches = fresh.map((item) => {
+    const index = old.findIndex((candidate, at) => !used[at] && candidate.content === item.content);
+    if (index >= 0) used[index] = true;
+    return index;
+  });
+  const out = [];
+  let flushed = 0;
+  const flush = (upTo) => {
+    for (; flushed < upTo; flushed += 1) {
+      if (!used[flushed]) out.push({ kind: 'removed', content: old[flushed].content, status: old[flushed].status });
+    }
+  };
+  fresh.forEach((item, at) => {
+    const index = matches[at];
+    if (index < 0) {
+      out.push({ kind: 'added', content: item.content, status: item.status });
+      return;
+    }
+    flush(index);
+    const from = old[index].status;
+    out.push(from === item.status ? { kind: 'same', content: item.content, status: item.status }
+      : { kind: 'status', content: item.content, status: item.status, from });
+  });
+  flush(old.length);
+  return out;
+}
