@@ -154,7 +154,9 @@ async def _serve_and_trace(root: Path) -> Walk:
     from dsh_todo.carriers.mcp.stdio import serve_stdio
     from dsh_todo.standard import open_runtime
 
-    ctx = open_runtime(root)
+    # A window longer than any traced call (a loaded machine, the profiler's cost): the call's own flush writes the
+    # batch, never the writer thread, so the fsync is always on the traced thread.
+    ctx = open_runtime(root, compression="zstd", batch_delay_ms=60_000)
     connections = Connections(ctx, cwd=str(root))
     in_read, in_write = os.pipe()
     out_read, out_write = os.pipe()
