@@ -246,6 +246,8 @@ class Connections:
                 self.bound.close()
 
 
+# The direct answers (the module's docstring) ---------------------------------------------------------------------
+
 SERVER_NAME: Final = "dsh-todo"
 
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
