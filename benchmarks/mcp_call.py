@@ -130,7 +130,7 @@ class Piped:
 
 
 CACHED_CODE = """import sys
-from dsh_todo.carriers.mcp.direct import Direct
+from dsh_todo.carriers.mcp.calls import Direct
 from dsh_todo.cli import main
 call, answers = Direct._call, []
 async def cached(self, request_id, name, arguments):

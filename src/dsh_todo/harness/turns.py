@@ -178,6 +178,7 @@ class Turns:
         """Calls running right now, by the thread that runs them (``threading.get_ident``)."""
         self._quiescing = 0
         """Turn ends waiting for the calls in flight on other threads; a call arriving meanwhile waits for them."""
+        self._format_version: int | None = None
 
     @classmethod
     def of(cls, ctx: Context, agent: Agent) -> Turns:
@@ -188,19 +189,30 @@ class Turns:
     def session(self) -> Session:
         return self.agent.session
 
+    @property
+    def format_version(self) -> int:
+        """The session's log format (:attr:`Session.format_version`), read once: its header does not change while
+        a writer writes it, and the shape of every advertised call and result depends on it."""
+        version = self._format_version
+        if version is None:
+            version = self._format_version = self.session.format_version
+        return version
+
     def position(self) -> OpenTurn | None:
         """The open turn at the end of the log (:func:`open_turn`), remembered while no one else moves it."""
         events = self.session.events
         seen, count = self._seen, len(events)
         if seen != count:  # (nothing appended since the last look: the answer stands, without building a scan)
-            if seen < 0 or seen > count or any(events[seq]["type"] in BOUNDARIES for seq in range(seen, count)):
+            # The events since the last look in one slice: a read of the log per event was a trip into the session
+            # module and back each (decision 0046).
+            if seen < 0 or seen > count or any(event["type"] in BOUNDARIES for event in events[seen:count]):
                 self._where = open_turn(self.session)
             self._seen = count
         return self._where
 
     def _mark(self, type: str, data: Mapping[str, Any], where: OpenTurn | None) -> Event:
         event = self.session.append(type, data)
-        self._where, self._seen = where, self.session.seq
+        self._where, self._seen = where, event["seq"] + 1
         return event
 
     def _inside(self) -> OpenTurn:
@@ -491,7 +503,7 @@ class Turns:
         message = frozen_object(role="assistant", content=frozen_array((block,)), source=EXTERNAL_MODEL,
                                 id=random_uuid())
         data = (frozen_object(turn=where.turn, step=where.step, message=message)
-                if self.session.format_version == 0 else
+                if self.format_version == 0 else
                 frozen_object(turn=where.turn, step=where.step, message=message, stream=frozen_array(())))
         self.session.append("assistant/message", data, surface_op="append")
 
@@ -509,7 +521,7 @@ class Turns:
         if type(call_id) is not str:  # not the string its type says: checked and frozen, as the append would
             call_id = lossless_data("tool/result", call_id, "data.message.source.callId")
         source = frozen_object(kind="tool", callId=call_id)
-        if self.session.format_version == 0:  # DSH 0.1's user message wrapping one tool-result block
+        if self.format_version == 0:  # DSH 0.1's user message wrapping one tool-result block
             blocks = lossless_data("tool/result", result.content, "data.message.content[0].content")
             content = frozen_object(type="tool-result", toolCallId=call_id, content=blocks, isError=result.is_error)
             message = frozen_object(source=source, content=frozen_array((content,)), role="user", id=random_uuid())

@@ -1,4 +1,4 @@
-"""The stdio server's direct answers (``carriers/mcp/direct.py``) against the SDK's, byte for byte.
+"""The stdio server's direct answers (``carriers/mcp/calls.py``, :class:`Direct`) against the SDK's, byte for byte.
 
 The server's own pieces run in process (``build_server`` and ``stdio_transport`` over two pipes): once with the
 direct path, once without it, on the same lines. Every answer must be the same bytes (session ids aside) and both
@@ -32,8 +32,7 @@ needs.module("mcp")
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from dsh_todo.carriers.jsonrpc import Lines, read_line
-from dsh_todo.carriers.mcp.calls import Connections
-from dsh_todo.carriers.mcp.direct import HANDSHAKE_VERSIONS, LATEST_VERSION, Direct
+from dsh_todo.carriers.mcp.calls import HANDSHAKE_VERSIONS, LATEST_VERSION, Connections, Direct
 from dsh_todo.carriers.mcp.stdio import serve_stdio
 from dsh_todo.carriers.mcp.wire import MAX_DEPTH, Request
 from dsh_todo.harness import Context

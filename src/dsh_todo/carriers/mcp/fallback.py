@@ -2,7 +2,7 @@
 
 Started by the transport on the first such message (importing this module imports the SDK, about a second), on the
 same :class:`~dsh_todo.carriers.mcp.calls.Connections` as the direct path. It is first told the handshake the direct
-path answered (:meth:`dsh_todo.carriers.mcp.direct.Direct.replay`: the client's own ``initialize`` under a private
+path answered (:meth:`dsh_todo.carriers.mcp.calls.Direct.replay`: the client's own ``initialize`` under a private
 id, whose answer nobody gets, and ``notifications/initialized``), so the SDK's connection negotiates the same version
 and opens its gate exactly as it would have. Each message is validated by the SDK's models here; one they fail gets
 the refusal :func:`dsh_todo.carriers.jsonrpc.refusal` gives it, under its id, or no answer where nobody waits.
@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from dsh_todo.carriers import jsonrpc
-from dsh_todo.carriers.mcp.direct import REPLAYED_ID, Direct
+from dsh_todo.carriers.mcp.calls import REPLAYED_ID, Direct
 from dsh_todo.carriers.mcp.server import build_server
 from dsh_todo.carriers.mcp.wire import (
     CONNECTION_CLOSED,

@@ -33,8 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 
-from dsh_todo.carriers.mcp.calls import ABSENT, Connections, call_result
-from dsh_todo.carriers.mcp.direct import LATEST_VERSION, SERVER_NAME, tool_entries
+from dsh_todo.carriers.mcp.calls import ABSENT, LATEST_VERSION, SERVER_NAME, Connections, call_result, tool_entries
 
 __all__ = ["SERVER_NAME", "build_server", "check_sdk", "sdk_connection", "tool_listing"]
 

@@ -1,10 +1,11 @@
 """``dsh-todo mcp``: one client over stdin/stdout (or many over HTTP), each connection one agent session.
 
-This module owns the connection: the :class:`~dsh_todo.carriers.mcp.calls.Connections` (the agent sessions), the
-direct path that answers the handshake and the hot methods (:mod:`.direct`), the transport (:mod:`.wire`) and the
-SDK half, started only when a message needs it (:mod:`.fallback`). It imports no SDK, so ``initialize`` is answered
-within tens of milliseconds of the spawn: clients such as ``codex exec`` list a server's tools for the model about
-50 ms after starting it, and a server still importing the SDK then is missing from the model's tools.
+This module owns the connection: the :class:`~dsh_todo.carriers.mcp.calls.Connections` (the agent sessions), the direct
+path that answers the handshake and the hot methods (:class:`~dsh_todo.carriers.mcp.calls.Direct`), the transport
+(:mod:`.wire`) and the SDK half, started only when a message needs it (:mod:`.fallback`). It imports no SDK, so
+``initialize`` is answered within tens of milliseconds of the spawn: clients such as ``codex exec`` list a server's
+tools for the model about 50 ms after starting it, and a server still importing the SDK then is missing from the model's
+tools.
 
 The connection ends when input does or at the first SIGTERM, SIGINT or SIGHUP (what clients send their servers:
 Codex closes stdin and sends SIGTERM at once, Gemini CLI sends SIGTERM with stdin open, Claude Code SIGINT then
@@ -26,8 +27,7 @@ from functools import partial
 from typing import TYPE_CHECKING, BinaryIO
 
 from dsh_todo import __version__
-from dsh_todo.carriers.mcp.calls import CallSession, Connections
-from dsh_todo.carriers.mcp.direct import Direct
+from dsh_todo.carriers.mcp.calls import CallSession, Connections, Direct
 from dsh_todo.carriers.mcp.wire import Emit, Fallback, serve_lines
 from dsh_todo.carriers.stopping import STOP_SIGNALS, STOPPING
 from dsh_todo.harness.errors import ListenError, SessionLogChangedError

@@ -9,7 +9,7 @@ hold becomes a :class:`~dsh_todo.carriers.jsonrpc.RawNumber`, which the registry
 :func:`~dsh_todo.carriers.jsonrpc.raw_json` writes back verbatim into ``tool/call``.
 
 A request of the plain shape (:class:`Request`) is offered first to the :class:`Shortcut` (the server's
-:class:`~dsh_todo.carriers.mcp.direct.Direct`, which answers the handshake and the hot methods); whatever it declines,
+:class:`~dsh_todo.carriers.mcp.calls.Direct`, which answers the handshake and the hot methods); whatever it declines,
 and every other message, goes to the :class:`Fallback` (the SDK half, :mod:`.fallback`), started on the first such
 message, since importing the SDK takes about a second. So that a direct answer never overtakes the SDK's, a request is
 offered to the shortcut only while no request handed to the SDK waits for its answer. A ``notifications/cancelled``
@@ -111,7 +111,7 @@ class Request:
 
 
 class Shortcut(Protocol):
-    """Answers some :class:`Request` s without the SDK (:class:`dsh_todo.carriers.mcp.direct.Direct`)."""
+    """Answers some :class:`Request` s without the SDK (:class:`dsh_todo.carriers.mcp.calls.Direct`)."""
 
     def serve(self, request: Request) -> Awaitable[bytes] | None:
         """The answer line to ``request``, to be awaited, or ``None`` to leave it to the SDK."""
