@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 
 from dsh_todo.harness.context import Context
-from dsh_todo.harness.invariants import InvariantViolation
+from dsh_todo.harness.invariants import INVARIANTS, InvariantViolation
 from dsh_todo.harness.session import Event, Session
 
 name = "@deepseek-ai/dsh-session/invariant"
@@ -51,4 +51,4 @@ class _TurnTracker:
 
 def apply(ctx: Context) -> None:
     tracker = _TurnTracker()
-    ctx.invariants.register(PACKAGE, tracker.check, tracker.check_history)
+    ctx[INVARIANTS].register(PACKAGE, tracker.check, tracker.check_history)
