@@ -1,12 +1,12 @@
 """Services by typed key and by name (decision 0044): the context keeps them by name and imports none of them.
 
 Each service module declares its key beside its class; ``ctx[KEY]`` is what our own code spells (mypy types it),
-``ctx.tools`` and ``ctx.get("tools")`` are the same lookup by name that DESIGN promises code outside dsh-todo.
+``ctx.tools`` (for the names DESIGN promises code outside dsh-todo) and ``ctx.get("tools")`` are the same lookup by
+name.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, assert_type
 
 import pytest
@@ -44,7 +44,7 @@ def test_the_typed_key_and_the_name_reach_the_same_service() -> None:
     ctx.provide(CLOCK, clock)
     assert_type(ctx[CLOCK], Clock)
     assert_type(ctx.get(CLOCK), Clock | None)
-    assert ctx[CLOCK] is ctx.get(CLOCK) is ctx["clock"] is ctx.get("clock") is ctx.clock is clock
+    assert ctx[CLOCK] is ctx.get(CLOCK) is ctx["clock"] is ctx.get("clock") is clock
     assert ctx.has(CLOCK) and ctx.has("clock")
 
 
@@ -61,12 +61,15 @@ def test_a_missing_service_fails_alike_by_key_and_by_name() -> None:
     """``ctx[KEY]`` raises the ``AttributeError`` ``ctx.tools`` always raised, so moving a caller from one spelling
     to the other changes nothing it catches."""
     ctx = Context()
-    for get in (lambda: ctx[CLOCK], lambda: ctx["clock"], lambda: ctx.clock):
+    for get in (lambda: ctx[CLOCK], lambda: ctx["clock"]):
         with pytest.raises(AttributeError) as caught:
             get()
         assert str(caught.value) == MISSING.format("clock")
+    with pytest.raises(AttributeError) as caught:
+        _ = ctx.tools
+    assert str(caught.value) == MISSING.format("tools")
     assert ctx.get(CLOCK) is None
-    assert not hasattr(ctx, "clock")
+    assert not hasattr(ctx, "sessions")
 
 
 def test_a_key_provides_once_and_its_disposer_withdraws_it() -> None:
@@ -89,14 +92,15 @@ def test_inject_takes_keys_and_names_alike() -> None:
     ctx.dispose()
 
 
-def test_private_names_are_never_looked_up_as_services() -> None:
-    """Repro: ``copy`` probes a new, empty instance for ``__setstate__``; a lookup by name would reach for the
-    service table that instance does not have yet, and recurse."""
+def test_the_design_names_are_read_per_access_not_kept() -> None:
+    """``ctx.tools`` follows the service table: withdrawn, then provided anew, it is the new service."""
     ctx = Context()
-    ctx.provide(CLOCK, Clock())
-    assert copy.copy(ctx).clock is ctx.clock
-    with pytest.raises(AttributeError):
-        _ = ctx._clock
+    first, second = object(), object()
+    withdraw = ctx.provide("tools", first)
+    assert ctx.tools is first
+    withdraw()
+    ctx.provide("tools", second)
+    assert ctx.tools is second
 
 
 def test_a_key_shows_its_name() -> None:
