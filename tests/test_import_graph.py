@@ -1,10 +1,10 @@
-"""The imports show the graph (issue 24, goal 6; decision 0030): no circle at run time, and a function-local import
-only at the door to an optional heavy dependency.
+"""The imports show the graph (issue 24, goal 6; decision 0030): no circle, not even through a type-only import
+(issue 35, goal 2; decision 0044), and a function-local import only at the door to an optional heavy dependency.
 
 A module that needs an SDK, psycopg, uvicorn or YAML imports it at its top; the one place that decides to use that
 module opens it where it decides. Every other import sits at the top of its module, where a reader, ``grimp`` and
-go-to-definition all see it. ``grimp`` (which ``lint-imports`` runs on) builds the graph; imports under
-``TYPE_CHECKING`` are left out, since they never run.
+go-to-definition all see it. The circle check walks every import statement itself; the other checks use
+``grimp``'s graph (which ``lint-imports`` runs on) without the imports under ``TYPE_CHECKING``, since they never run.
 
 No module outside a backend's folder imports a backend, except the few that choose one (:data:`CHOOSERS`): every
 reader and command speaks the persistence contract (issue 24, goal 1).
