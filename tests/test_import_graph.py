@@ -1,10 +1,10 @@
-"""The imports show the graph (issue 24, goal 6; decision 0030): no circle at run time, and a function-local import
-only at the door to an optional heavy dependency.
+"""The imports show the graph (issue 24, goal 6; decision 0030): no circle, not even through a type-only import
+(issue 35, goal 2; decision 0044), and a function-local import only at the door to an optional heavy dependency.
 
 A module that needs an SDK, psycopg, uvicorn or YAML imports it at its top; the one place that decides to use that
 module opens it where it decides. Every other import sits at the top of its module, where a reader, ``grimp`` and
-go-to-definition all see it. ``grimp`` (which ``lint-imports`` runs on) builds the graph; imports under
-``TYPE_CHECKING`` are left out, since they never run.
+go-to-definition all see it. The circle check walks every import statement itself; the other checks use
+``grimp``'s graph (which ``lint-imports`` runs on) without the imports under ``TYPE_CHECKING``, since they never run.
 
 No module outside a backend's folder imports a backend, except the few that choose one (:data:`CHOOSERS`): every
 reader and command speaks the persistence contract (issue 24, goal 1).
@@ -108,44 +108,122 @@ def unique_local_imports() -> list[LocalImport]:
     return sorted(set(local_imports()))
 
 
-def circles() -> list[list[str]]:
-    """The strongly connected components of the run-time import graph with more than one module (Tarjan)."""
-    imports = graph()
+class Edge(NamedTuple):
+    importer: str
+    imported: str
+    path: str
+    line: int
+
+
+def every_import() -> list[Edge]:
+    """One edge per module of ours each ``import`` statement in ``src`` names: at a module's top, in a function, and
+    under ``TYPE_CHECKING`` alike (a type-only import is still a dependency a reader and mypy follow)."""
+    files = sorted(SRC.rglob("*.py"))
+    ours = {".".join(file.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__") for file in files}
+    edges = []
+    for file in files:
+        parts = file.relative_to(SRC).with_suffix("").parts
+        module = ".".join(parts).removesuffix(".__init__")
+        package = module if parts[-1] == "__init__" else ".".join(parts[:-1])
+        path = file.relative_to(SRC).as_posix()
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+                named = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in ours else base for alias in node.names]
+            else:
+                continue
+            edges += [Edge(module, name, path, node.lineno) for name in named if name in ours and name != module]
+    return edges
+
+
+def circles(edges: list[Edge]) -> list[str]:
+    """Each strongly connected component of the import graph with more than one module (Tarjan), told as one circle
+    through it: ``a (a.py:3) -> b (b.py:7) -> a``, each arrow the statement that imports the next module."""
+    imports: dict[str, dict[str, Edge]] = {}
+    for edge in edges:
+        imports.setdefault(edge.importer, {}).setdefault(edge.imported, edge)
     order: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    found: list[list[str]] = []
+    found: list[str] = []
 
     def visit(module: str) -> None:
         order[module] = low[module] = len(order)
         stack.append(module)
-        for imported in sorted(imports.find_modules_directly_imported_by(module)):
+        for imported in sorted(imports.get(module, {})):
             if imported not in order:
                 visit(imported)
                 low[module] = min(low[module], low[imported])
             elif imported in stack:
                 low[module] = min(low[module], order[imported])
         if low[module] == order[module]:
-            component = []
+            component = set()
             while True:
                 member = stack.pop()
-                component.append(member)
+                component.add(member)
                 if member == module:
                     break
             if len(component) > 1:
-                found.append(sorted(component))
+                circle = tell(min(component), component)
+                tied = "" if circle.count(" -> ") == len(component) else f" (one circle of {sorted(component)})"
+                found.append(circle + tied)
 
-    for module in sorted(imports.modules):
+    def tell(start: str, component: set[str]) -> str:
+        """The shortest way from ``start`` back to itself inside ``component`` (breadth first)."""
+        came: dict[str, Edge] = {}
+        queue = [start]
+        while start not in came:
+            module = queue.pop(0)
+            for imported, edge in sorted(imports.get(module, {}).items()):
+                if imported in component and imported not in came:
+                    came[imported] = edge
+                    queue.append(imported)
+        steps = [came[start]]
+        while steps[-1].importer != start:
+            steps.append(came[steps[-1].importer])
+        return " -> ".join([start, *(f"{edge.imported} ({edge.path}:{edge.line})" for edge in reversed(steps))])
+
+    for module in sorted({edge.importer for edge in edges}):
         if module not in order:
             visit(module)
     return found
 
 
-def test_no_module_takes_part_in_an_import_circle_at_run_time() -> None:
-    """Repro: ``harness.context`` and ``harness.loader`` imported each other (the context's half inside
-    ``Context.plugin``), and so did ``carriers.mcp.server``, ``.bodies`` and ``.fallback``; in persistence,
-    ``jsonl_backend``, ``checkpoint_file`` and ``tail``, and ``postgres.backend`` and ``.feed``."""
-    assert circles() == []
+def test_no_module_takes_part_in_an_import_circle_not_even_through_types() -> None:
+    """Repro: the plugin tree imported the six services it hosts for their types, and each service imports the tree,
+    an 8-module knot (``context``, ``session``, ``invariants``, ``projections``, ``persistence.contract``,
+    ``tools.registry``, ``telemetry.service`` and ``.record``); ``telemetry.otel_sdk`` imported ``.otel`` for its
+    ``Config`` type, ``persistence.jsonl.checkpoint`` the JSONL reader and ``postgres.feed`` the PostgreSQL backend,
+    each imported by the other (decision 0044). Before decision 0030 there were run-time circles too:
+    ``harness.context`` and ``harness.loader`` (the context's half inside ``Context.plugin``), ``carriers.mcp.server``,
+    ``.bodies`` and ``.fallback``; in persistence, ``jsonl_backend``, ``checkpoint_file`` and ``tail``."""
+    assert circles(every_import()) == []
+
+
+def test_every_import_sees_every_edge_grimp_sees() -> None:
+    """The walker above misses nothing the graph ``lint-imports`` checks holds (type-only imports included)."""
+    full = grimp.build_graph("dsh_todo", exclude_type_checking_imports=False, cache_dir=None)
+    seen = {(edge.importer, edge.imported) for edge in every_import()}
+    assert sorted({(importer, imported) for importer in full.modules
+                   for imported in full.find_modules_directly_imported_by(importer)} - seen) == []
+
+
+def test_the_plugin_tree_names_no_service() -> None:
+    """The context keeps services by name and each service module declares its typed key (decision 0044): nothing the
+    context imports, however indirectly, is a service's module."""
+    reached: set[str] = set()
+    todo = ["dsh_todo.harness.context"]
+    edges = every_import()
+    while todo:
+        module = todo.pop()
+        for edge in edges:
+            if edge.importer == module and edge.imported not in reached:
+                reached.add(edge.imported)
+                todo.append(edge.imported)
+    assert sorted(reached) == ["dsh_todo.harness.disposer", "dsh_todo.harness.errors", "dsh_todo.harness.plugin_shape",
+                               "dsh_todo.harness.service_key"]
 
 
 def test_src_holds_at_most_25_function_local_imports_each_at_a_door() -> None:

@@ -25,7 +25,10 @@ from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import ListenError
 from dsh_todo.harness.llm import ModelReply, ModelRequest, ScriptedModel, ToolCallRequest
-from dsh_todo.harness.session import Session
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
+from dsh_todo.harness.projections import SESSION_PROJECTIONS
+from dsh_todo.harness.session import SESSIONS, Session
+from dsh_todo.harness.tools.registry import TOOLS
 from dsh_todo.jsonutil import dumps
 from dsh_todo.quoting import shell_path, shell_word
 from dsh_todo.runtime import Storage, Telemetry
@@ -72,7 +75,7 @@ async def play(ctx: Context, session: Session, *, pause: float = 0.0) -> None:
                 await asyncio.sleep(pause)
             return await super().complete(request)
 
-    loop = AgentLoop(ctx.tools, PacedModel(demo_replies(), model="demo-script"))
+    loop = AgentLoop(ctx[TOOLS], PacedModel(demo_replies(), model="demo-script"))
     agent = Agent("demo", session)
     for prompt in PROMPTS:
         await loop.run_turn(agent, prompt)
@@ -153,13 +156,13 @@ def run_demo(storage: Storage, *, web: bool = False, port: int = 0, pace: float 
                 raise ListenError("127.0.0.1", port, exc) from None
             pause = pace
         # The session exists before any URL is printed: a page (or a script) that opens the URL at once finds it.
-        session = ctx.sessions.create(session_id, cwd=os.getcwd())
+        session = ctx[SESSIONS].create(session_id, cwd=os.getcwd())
         if url is not None:
             printer.say(f"watch it live: {url.rstrip('/')}/?session={session_id}")
         asyncio.run(play(ctx, session, pause=pause))
-        plan = ctx.session_projections.snapshot(session)["values"]["todos"]
-        ctx.session_persistence.flush()
-        where = ctx.session_persistence.locate(session_id)
+        plan = ctx[SESSION_PROJECTIONS].snapshot(session)["values"]["todos"]
+        ctx[SESSION_PERSISTENCE].flush()
+        where = ctx[SESSION_PERSISTENCE].locate(session_id)
         printer.say(f"standing plan after the last turn: {dumps(plan)} (the second turn's start cleared it)")
         printer.say(f"session log (DSH format): {where}")
         printer.say("look at it again:")

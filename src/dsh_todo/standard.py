@@ -27,7 +27,7 @@ import dsh_todo.tool_todo as tool_todo
 import dsh_todo.tool_todo.invariant as todo_invariant
 from dsh_todo.harness.loader import boot, resolve
 from dsh_todo.harness.otlp import SHARING, endpoint, spans_endpoint
-from dsh_todo.harness.telemetry.service import SHARES
+from dsh_todo.harness.telemetry.service import SESSION_TELEMETRY, SHARES
 from dsh_todo.runtime import Storage, Telemetry
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def telemetry_disclosure(ctx: Context) -> str | None:
     """The one line a front door prints once it has booted: what leaves the machine and where, from the mounted
     backend's own disclosure (``session_telemetry.sharing``, worded by the seam's :data:`SHARES`); ``None`` when no
     telemetry is mounted or it shares nothing, so a default run says nothing it did not say before."""
-    seam = ctx.get("session_telemetry")
+    seam = ctx.get(SESSION_TELEMETRY)
     sharing = seam.sharing if seam is not None else None
     if sharing is None or sharing == "disabled":
         return None

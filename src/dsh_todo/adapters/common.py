@@ -54,8 +54,9 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionNotFoundError
 from dsh_todo.harness.frozen import thaw
 from dsh_todo.harness.llm.base import ToolCallRequest
-from dsh_todo.harness.session import Session
-from dsh_todo.harness.tools.registry import ToolDefinition, ToolResult
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
+from dsh_todo.harness.session import SESSIONS, Session
+from dsh_todo.harness.tools.registry import TOOLS, ToolDefinition, ToolResult
 from dsh_todo.harness.turns import Turns, TurnScope, open_turn, parse_arguments, turn_end_reason
 from dsh_todo.ids import random_call_id, random_uuid
 from dsh_todo.jsonutil import dumps
@@ -106,7 +107,7 @@ class TodoBinding:
     # What the model sees ------------------------------------------------------------------------------------
 
     def definition(self) -> ToolDefinition:
-        definition = self.ctx.tools.get(TOOL_NAME)
+        definition = self.ctx[TOOLS].get(TOOL_NAME)
         if definition is None:
             raise RuntimeError(f"{TOOL_NAME} is not mounted in this context (boot @deepseek-ai/dsh-tool-todo)")
         return definition
@@ -214,14 +215,14 @@ def bind_todo(ctx: Context | None = None, *, session: Session | str | None = Non
 
 def _open_session(ctx: Context, session_id: str | None, cwd: str | None) -> Session:
     session_id = session_id or random_uuid()
-    live = ctx.sessions.get(session_id)
+    live = ctx[SESSIONS].get(session_id)
     if live is not None:
         return live
-    persistence = ctx.get("session_persistence")
+    persistence = ctx.get(SESSION_PERSISTENCE)
     if persistence is not None:
         try:
             loaded: Session = persistence.load(session_id)
             return loaded
         except SessionNotFoundError:
             pass
-    return ctx.sessions.create(session_id, cwd=cwd if cwd is not None else os.getcwd())
+    return ctx[SESSIONS].create(session_id, cwd=cwd if cwd is not None else os.getcwd())

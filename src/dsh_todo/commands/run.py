@@ -16,6 +16,9 @@ from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop
 from dsh_todo.harness.errors import CommandError, SessionLogError, SessionNotFoundError
 from dsh_todo.harness.llm import ModelError, describe, make_model
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
+from dsh_todo.harness.session import SESSIONS
+from dsh_todo.harness.tools.registry import TOOLS
 from dsh_todo.harness.turns import aborted
 from dsh_todo.ids import random_uuid
 from dsh_todo.standard import open_storage
@@ -54,7 +57,7 @@ def _run_turn(args: argparse.Namespace) -> int:
     ctx = open_storage(storage, allow_parallel=not args.single_active, telemetry=telemetry)
     try:
         printer = PlanPrinter(ctx)
-        mounted = ", ".join(ctx.tools.names()) or "none"
+        mounted = ", ".join(ctx[TOOLS].names()) or "none"
         print(f"tools mounted: {mounted} (allowParallelInProgress: {str(not args.single_active).lower()})",
               file=sys.stderr)
         if not args.script:  # which endpoint and wire the turn talks to (a script needs no saying)
@@ -62,15 +65,15 @@ def _run_turn(args: argparse.Namespace) -> int:
         session_id = args.session or random_uuid()
         try:
             try:
-                session = ctx.session_persistence.load(session_id)
+                session = ctx[SESSION_PERSISTENCE].load(session_id)
                 printer.say(f"resuming session {session_id} at seq {session.seq}")
             except SessionNotFoundError:  # another process may be creating it this very moment: same refusal
-                session = ctx.sessions.create(session_id, cwd=os.getcwd())
+                session = ctx[SESSIONS].create(session_id, cwd=os.getcwd())
         except SessionLogError as exc:
             raise CommandError(str(exc)) from None
-        loop = AgentLoop(ctx.tools, model, persistence=ctx.session_persistence)  # each call durable as it returns
+        loop = AgentLoop(ctx[TOOLS], model, persistence=ctx[SESSION_PERSISTENCE])  # each call durable as it returns
         reason = asyncio.run(_turn(loop, Agent("dsh-todo", session), args.prompt))
-        path = ctx.session_persistence.locate(session_id)
+        path = ctx[SESSION_PERSISTENCE].locate(session_id)
     finally:
         ctx.dispose()
     print(f"session {safe(session_id)}: {safe(path)}", file=sys.stderr)

@@ -12,30 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from dsh_todo.harness.disposer import Disposer as Disposer
 from dsh_todo.harness.errors import DshTodoError
 from dsh_todo.harness.plugin_shape import Plugin as Plugin
 from dsh_todo.harness.plugin_shape import accepts_config, check_plugin_shape, parse_config
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.invariants import InvariantRegistry
-    from dsh_todo.harness.persistence.contract import SessionPersistence
-    from dsh_todo.harness.projections import ProjectionRegistry
-    from dsh_todo.harness.session import SessionStore
-    from dsh_todo.harness.telemetry.service import SessionTelemetry
-    from dsh_todo.harness.tools.registry import ToolRegistry
+from dsh_todo.harness.service_key import ServiceKey as ServiceKey
+from dsh_todo.harness.service_key import name_of
 
 log = logging.getLogger("dsh_todo.context")
 
 T = TypeVar("T")
-
-
-def _present(name: str, service: T | None) -> T:
-    if service is None:
-        raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
-    return service
 
 
 class _Scoped:
@@ -175,16 +163,42 @@ class PluginHandle:
         self._scope.dispose()
 
 
+class _ByName:
+    """``ctx.tools``: the service named like the attribute, as ``ctx["tools"]`` (``Any``: the context imports no
+    service module; our own code spells ``ctx[TOOLS]``, which is typed). A descriptor per name rather than a
+    ``__getattr__`` for any name: a miss through ``__getattr__`` cost 867 ns against 134 for the old property, and a
+    type with one loses the interpreter's specialised attribute loads on every ``ctx.get`` and ``self._root``
+    (decision 0044)."""
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, ctx: Context | None, owner: type | None = None) -> Any:
+        return self if ctx is None else ctx[self.name]
+
+
 class Context:
-    """A plugin's view of the tree. ``ctx.tools``, ``ctx.sessions`` … are the services, seen from this scope."""
+    """A plugin's view of the tree. ``ctx[TOOLS]`` (typed by the key its service module declares), ``ctx.tools``
+    and ``ctx.get("tools")`` are the services, seen from this scope."""
 
     def __init__(self, root: Root | None = None, scope: Scope | None = None) -> None:
         self._root = root if root is not None else Root()
         self._scope = scope
 
     # -- services -------------------------------------------------------------------------------------------
-    def provide(self, name: str, service: object) -> Disposer:
+    # The context imports no service: each is provided and got by a name, which a service module types by declaring
+    # a key beside its class (``TOOLS: ServiceKey[ToolRegistry]``). Our code spells ``ctx[TOOLS]``; ``ctx.tools`` and
+    # ``ctx.get("tools")`` are the same lookup by name, for plugins and compositions written with strings.
+    @overload
+    def provide(self, key: ServiceKey[T], service: T) -> Disposer: ...
+    @overload
+    def provide(self, key: str, service: object) -> Disposer: ...
+
+    def provide(self, key: str | ServiceKey[Any], service: object) -> Disposer:
         """Publish a service; scopes that inject it start now. The disposer withdraws it again."""
+        name = name_of(key)
         root = self._root
         if name in root.services:
             raise ValueError(f'service "{name}" is already provided')
@@ -202,58 +216,45 @@ class Context:
         return disposer
 
     @overload
-    def get(self, name: Literal["tools"]) -> ToolRegistry | None: ...
+    def get(self, key: ServiceKey[T]) -> T | None: ...
     @overload
-    def get(self, name: Literal["sessions"]) -> SessionStore | None: ...
-    @overload
-    def get(self, name: Literal["session_projections"]) -> ProjectionRegistry | None: ...
-    @overload
-    def get(self, name: Literal["invariants"]) -> InvariantRegistry | None: ...
-    @overload
-    def get(self, name: Literal["session_persistence"]) -> SessionPersistence | None: ...
-    @overload
-    def get(self, name: Literal["session_telemetry"]) -> SessionTelemetry | None: ...
-    @overload
-    def get(self, name: str) -> Any: ...
+    def get(self, key: str) -> Any: ...
 
-    def get(self, name: str) -> Any:
-        """The service seen from this scope, or ``None`` (for optional services not in ``inject``). The harness's
-        own services are typed by name, so callers need no casts."""
-        service = self._root.services.get(name)
+    def get(self, key: str | ServiceKey[Any]) -> Any:
+        """The service seen from this scope, or ``None`` (for optional services not in ``inject``)."""
+        service = self._root.services.get(key if isinstance(key, str) else key.name)  # name_of, inlined: hot
         if service is None:
             return None
         return service if self._scope is None else _Scoped(service, self._scope)
 
-    def has(self, name: str) -> bool:
-        return name in self._root.services
+    @overload
+    def __getitem__(self, key: ServiceKey[T]) -> T: ...
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
 
-    @property
-    def tools(self) -> ToolRegistry:
-        return _present("tools", self.get("tools"))
+    def __getitem__(self, key: str | ServiceKey[Any]) -> Any:
+        """The service, which must be there. A missing one raises the ``AttributeError`` that ``ctx.tools`` always
+        raised, so the typed spelling and the one by name fail alike."""
+        service = self.get(key)
+        if service is None:
+            name = name_of(key)
+            raise AttributeError(f'cannot get service "{name}": it is not provided (is its plugin mounted?)')
+        return service
 
-    @property
-    def sessions(self) -> SessionStore:
-        return _present("sessions", self.get("sessions"))
+    # The names DESIGN keeps for code outside dsh-todo (``ctx.tools`` …): the service of that name, untyped here.
+    tools = _ByName()
+    sessions = _ByName()
+    session_projections = _ByName()
+    invariants = _ByName()
+    session_persistence = _ByName()
+    session_telemetry = _ByName()
 
-    @property
-    def session_projections(self) -> ProjectionRegistry:
-        return _present("session_projections", self.get("session_projections"))
-
-    @property
-    def invariants(self) -> InvariantRegistry:
-        return _present("invariants", self.get("invariants"))
-
-    @property
-    def session_persistence(self) -> SessionPersistence:
-        return _present("session_persistence", self.get("session_persistence"))
-
-    @property
-    def session_telemetry(self) -> SessionTelemetry:
-        return _present("session_telemetry", self.get("session_telemetry"))
+    def has(self, key: str | ServiceKey[Any]) -> bool:
+        return name_of(key) in self._root.services
 
     # -- scopes ---------------------------------------------------------------------------------------------
-    def _child(self, label: str, needs: Iterable[str], start: Callable[[Context], Any]) -> Scope:
-        scope = Scope(self._root, self._scope, label, tuple(needs), start)
+    def _child(self, label: str, needs: Iterable[str | ServiceKey[Any]], start: Callable[[Context], Any]) -> Scope:
+        scope = Scope(self._root, self._scope, label, tuple(map(name_of, needs)), start)
         if self._scope is not None:
             self._scope.children.append(scope)
         self._root.scopes.append(scope)
@@ -282,7 +283,7 @@ class Context:
         scope = self._child(name, needs, start)
         return PluginHandle(scope, plugin)
 
-    def inject(self, needs: Iterable[str], start: Callable[[Context], Any]) -> Disposer:
+    def inject(self, needs: Iterable[str | ServiceKey[Any]], start: Callable[[Context], Any]) -> Disposer:
         """Run ``start`` in a child scope while every named service exists; unwind it when one goes."""
         scope = self._child(f"{self.label}/inject", needs, start)
         return Disposer(scope.dispose)

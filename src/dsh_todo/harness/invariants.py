@@ -14,13 +14,13 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.context import Context, Disposer, ServiceKey
 from dsh_todo.harness.errors import ConfigError, InvariantError
 from dsh_todo.harness.errors import InvariantViolation as InvariantViolation
 from dsh_todo.harness.event_types import Event
-from dsh_todo.harness.session import Session, SessionStore
+from dsh_todo.harness.session import SESSIONS, Session, SessionStore
 
 name = "@deepseek-ai/dsh-invariants"
 inject = ["sessions"]
@@ -129,5 +129,9 @@ class InvariantRegistry:
         return list(self._companions)
 
 
+INVARIANTS: Final[ServiceKey[InvariantRegistry]] = ServiceKey("invariants")
+"""The invariant registry's key: ``ctx[INVARIANTS]``."""
+
+
 def apply(ctx: Context, config: Config) -> None:
-    ctx.provide("invariants", InvariantRegistry(ctx.sessions, config))
+    ctx.provide(INVARIANTS, InvariantRegistry(ctx[SESSIONS], config))

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from dsh_todo.harness.disposer import Disposer
 from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.fold import Change, Fold, ProjectionUnit, Wire, warn
+from dsh_todo.harness.service_key import ServiceKey
 
 if TYPE_CHECKING:
     # Types only: the log reader composes a registry of its own and must not load the plugin tree or live sessions.
@@ -240,6 +241,10 @@ class ProjectionRegistry:
         return values
 
 
+SESSION_PROJECTIONS: Final[ServiceKey[ProjectionRegistry]] = ServiceKey("session_projections")
+"""The projection registry's key: ``ctx[SESSION_PROJECTIONS]``."""
+
+
 def _add(items: list[Any], item: Any) -> Disposer:
     items.append(item)
     return Disposer(lambda: items.remove(item) if item in items else None)
@@ -247,5 +252,5 @@ def _add(items: list[Any], item: Any) -> Disposer:
 
 def apply(ctx: Context) -> None:
     registry = ProjectionRegistry()
-    ctx.sessions.listen(registry.on_event)
-    ctx.provide("session_projections", registry)
+    ctx.sessions.listen(registry.on_event)  # by name: the key's module (live sessions) is the reader's to skip
+    ctx.provide(SESSION_PROJECTIONS, registry)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast, overload
+from typing import Any, Final, cast, overload
 
-from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.context import Context, Disposer, ServiceKey
 from dsh_todo.harness.errors import CorruptSessionLogError
 from dsh_todo.harness.errors import SessionAppendError as SessionAppendError
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES as KNOWN_SESSION_EVENT_TYPES
@@ -455,6 +455,10 @@ class SessionStore:
         self._sessions.clear()
 
 
+SESSIONS: Final[ServiceKey[SessionStore]] = ServiceKey("sessions")
+"""The session store's key: ``ctx[SESSIONS]``."""
+
+
 def _add(items: list[Any], item: Any) -> Disposer:
     items.append(item)
 
@@ -468,4 +472,4 @@ def _add(items: list[Any], item: Any) -> Disposer:
 def apply(ctx: Context) -> None:
     store = SessionStore()
     ctx.on_dispose(store.forget)  # last: after the service is withdrawn and whatever injected it has unwound
-    ctx.provide("sessions", store)
+    ctx.provide(SESSIONS, store)

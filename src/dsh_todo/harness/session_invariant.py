@@ -11,7 +11,7 @@ import weakref
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.event_types import Event
-from dsh_todo.harness.invariants import InvariantViolation
+from dsh_todo.harness.invariants import INVARIANTS, InvariantViolation
 from dsh_todo.harness.session import Session
 
 name = "@deepseek-ai/dsh-session/invariant"
@@ -52,4 +52,4 @@ class _TurnTracker:
 
 def apply(ctx: Context) -> None:
     tracker = _TurnTracker()
-    ctx.invariants.register(PACKAGE, tracker.check, tracker.check_history)
+    ctx[INVARIANTS].register(PACKAGE, tracker.check, tracker.check_history)

@@ -12,7 +12,9 @@ from dsh_todo.harness.agent import Agent
 from dsh_todo.harness.agent_loop import AgentLoop, TurnOutcome
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.llm import ModelReply, ScriptedModel, ToolCallRequest
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
 from dsh_todo.harness.session import Session
+from dsh_todo.harness.tools.registry import TOOLS
 from dsh_todo.jsonutil import dumps
 
 __all__ = ["reply", "scripted_turn", "todo_call"]
@@ -36,7 +38,7 @@ async def scripted_turn(ctx: Context, session: Session, prompt: str, replies: Se
     what a test wants to hear about. Calls are flushed to the context's persistence, if it has one.
     """
     model = ScriptedModel(list(replies))
-    loop = AgentLoop(ctx.tools, model, persistence=ctx.get("session_persistence"))
+    loop = AgentLoop(ctx[TOOLS], model, persistence=ctx.get(SESSION_PERSISTENCE))
     outcome = await loop.run_turn(Agent(agent_id, session), prompt)
     if model.remaining:
         raise AssertionError(f"the turn ended with {model.remaining} scripted replies unused")

@@ -55,8 +55,9 @@ from dsh_todo.harness.agent_loop import DEFAULT_SYSTEM, AgentLoop, TurnOutcome
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.llm import Model, ModelError, describe, make_model
-from dsh_todo.harness.session import Session
-from dsh_todo.harness.tools.registry import AbortSignal
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
+from dsh_todo.harness.session import SESSIONS, Session
+from dsh_todo.harness.tools.registry import TOOLS, AbortSignal
 from dsh_todo.ids import random_uuid
 from dsh_todo.standard import open_storage
 
@@ -112,8 +113,8 @@ class TodoAgent:
     def __init__(self, ctx: Context, model: Model, *, system: str | None = DEFAULT_SYSTEM,
                  max_steps: int = 50) -> None:
         self.ctx = ctx
-        self.loop = AgentLoop(ctx.tools, model, system=system, max_steps=max_steps,
-                              persistence=ctx.get("session_persistence"))
+        self.loop = AgentLoop(ctx[TOOLS], model, system=system, max_steps=max_steps,
+                              persistence=ctx.get(SESSION_PERSISTENCE))
         self._client: Client | None = None
         self._agents: dict[str, Agent] = {}
         self._feeds: dict[str, UpdateFeed] = {}
@@ -150,8 +151,8 @@ class TodoAgent:
     async def new_session(self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None,
                           **kwargs: Any) -> NewSessionResponse:
         session_id = random_uuid()
-        session = self.ctx.sessions.create(session_id, cwd=cwd)
-        self._adopt(session, UpdateFeed(self.ctx.tools))
+        session = self.ctx[SESSIONS].create(session_id, cwd=cwd)
+        self._adopt(session, UpdateFeed(self.ctx[TOOLS]))
         return NewSessionResponse(session_id=session_id)
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
@@ -162,7 +163,7 @@ class TodoAgent:
     async def _load(self, session_id: str) -> LoadSessionResponse:
         if session_id in self._running:
             raise RequestError.invalid_request({"details": f'session "{session_id}" has a prompt running'})
-        persistence = self.ctx.get("session_persistence")
+        persistence = self.ctx.get(SESSION_PERSISTENCE)
         if persistence is None:
             raise RequestError.invalid_request({"details": "this agent runs without persistence"})
         try:
@@ -171,7 +172,7 @@ class TodoAgent:
             raise RequestError.resource_not_found(session_id) from None
         except (SessionLogError, ValueError) as exc:
             raise RequestError.internal_error({"details": str(exc)}) from None
-        feed = UpdateFeed(self.ctx.tools, history=True)
+        feed = UpdateFeed(self.ctx[TOOLS], history=True)
         for update in feed.replay(session.events):
             await self._send(session_id, update)
         feed.history = False
@@ -195,7 +196,7 @@ class TodoAgent:
                 for update in feed.feed(event):
                     queue.put_nowait(update)
 
-        stop_listening = self.ctx.sessions.listen(listen)
+        stop_listening = self.ctx[SESSIONS].listen(listen)
         sender = asyncio.create_task(self._drain(session_id, queue))
         try:
             outcome = await self.loop.run_turn(agent, prompt_text(prompt), signal=signal)
@@ -253,7 +254,7 @@ def main(*, storage: Storage, script: str | None = None, model: str | None = Non
     STOPPING.install()
     try:
         ctx = open_storage(storage, allow_parallel=allow_parallel, telemetry=telemetry)
-        print(f"dsh-todo acp: model {describe(llm)}, tools {', '.join(ctx.tools.names()) or 'none'} "
+        print(f"dsh-todo acp: model {describe(llm)}, tools {', '.join(ctx[TOOLS].names()) or 'none'} "
               f"(allowParallelInProgress: {str(allow_parallel).lower()}), {storage.describe()}",
               file=sys.stderr, flush=True)
         try:

@@ -41,8 +41,10 @@ from dsh_todo.harness.context import Context
 from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.fold import Fold
 from dsh_todo.harness.persistence import LogBackend
-from dsh_todo.harness.projections import ProjectionRegistry
-from dsh_todo.harness.session import Session
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
+from dsh_todo.harness.projections import SESSION_PROJECTIONS, ProjectionRegistry
+from dsh_todo.harness.session import SESSIONS, Session
+from dsh_todo.harness.tools.registry import TOOLS
 from dsh_todo.logview import Health, list_sessions, read_events
 
 CONVERSATION_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -73,16 +75,16 @@ class HistorySource:
     @property
     def backend(self) -> LogBackend | None:
         """The composed persistence's backend, which the reader reads through (``None`` without persistence)."""
-        persistence = self.ctx.get("session_persistence")
+        persistence = self.ctx.get(SESSION_PERSISTENCE)
         return None if persistence is None else persistence.backend
 
     @property
     def registry(self) -> ProjectionRegistry | None:
-        registry: ProjectionRegistry | None = self.ctx.get("session_projections")
+        registry: ProjectionRegistry | None = self.ctx.get(SESSION_PROJECTIONS)
         return registry
 
     def live(self, session_id: str) -> Session | None:
-        store = self.ctx.get("sessions")
+        store = self.ctx.get(SESSIONS)
         if store is None:
             return None
         session: Session | None = store.get(session_id)
@@ -91,7 +93,7 @@ class HistorySource:
     def list_rows(self) -> list[dict[str, Any]]:
         """One row per session, live first where an id is both live and stored; newest first."""
         rows: dict[str, dict[str, Any]] = {}
-        store = self.ctx.get("sessions")
+        store = self.ctx.get(SESSIONS)
         if store is not None:
             for session in store.list():
                 row: dict[str, Any] = {"sessionId": session.id, "live": True}
@@ -148,7 +150,7 @@ class HistorySource:
         """The ``view`` a ``tool/call`` carries: the tool's ``presentCall`` intent, when it has one (SPEC §4.4)."""
         if event.get("type") != "tool/call":
             return None
-        tools = self.ctx.get("tools")
+        tools = self.ctx.get(TOOLS)
         data = event.get("data")
         if tools is None or not isinstance(data, Mapping):
             return None

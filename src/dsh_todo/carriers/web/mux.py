@@ -45,8 +45,9 @@ from dsh_todo.carriers.web.history import HistorySource
 from dsh_todo.carriers.web.protocol import CONNECTED
 from dsh_todo.harness.context import Disposer
 from dsh_todo.harness.event_types import Event
+from dsh_todo.harness.persistence.contract import SESSION_PERSISTENCE
 from dsh_todo.harness.projections import Change
-from dsh_todo.harness.session import Session
+from dsh_todo.harness.session import SESSIONS, Session
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -73,7 +74,7 @@ class Hub:
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        store = self.source.ctx.get("sessions")
+        store = self.source.ctx.get(SESSIONS)
         registry = self.source.registry
         if registry is not None:
             self._disposers.append(registry.on_commit(self._on_commit))
@@ -186,7 +187,7 @@ class Hub:
         if attached is not None:
             self._replay(subscriber, session_id, attached.events[:], after_seq)
             return
-        persistence = self.source.ctx.get("session_persistence")
+        persistence = self.source.ctx.get(SESSION_PERSISTENCE)
         if persistence is None:
             subscriber.offer(subscribed_frame(session_id, -1).data)
             subscriber.start_at(session_id, -1)
@@ -273,7 +274,7 @@ class Hub:
             del self._followers[session_id]
 
     def _live_sessions(self) -> list[Session]:
-        store = self.source.ctx.get("sessions")
+        store = self.source.ctx.get(SESSIONS)
         return [] if store is None else list(store.list())
 
     async def stream_many(self, subscribers: Sequence[Subscriber], after_seqs: Sequence[int | None],

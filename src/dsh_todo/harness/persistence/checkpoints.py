@@ -36,9 +36,10 @@ from typing import Any, NamedTuple
 
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.errors import SessionWriteError
+from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES, Event
 from dsh_todo.harness.persistence.contract import Batch, Rows, SessionPersistence
 from dsh_todo.harness.projections import ProjectionRegistry, Restored
-from dsh_todo.harness.session import KNOWN_SESSION_EVENT_TYPES, Event, Session, SessionStore
+from dsh_todo.harness.session import Session, SessionStore
 
 log = logging.getLogger("dsh_todo.persistence")
 

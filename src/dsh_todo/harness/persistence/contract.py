@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dsh_todo.harness.persistence.errors import log_exists
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
+from dsh_todo.harness.service_key import ServiceKey
 from dsh_todo.jsonutil import dumps_bytes
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.context import Disposer
+    from dsh_todo.harness.disposer import Disposer
     from dsh_todo.harness.session import Session
 
 Event = dict[str, Any]
@@ -317,3 +318,7 @@ class SessionPersistence(Protocol):
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription: ...
 
     def close(self) -> None: ...
+
+
+SESSION_PERSISTENCE: Final[ServiceKey[SessionPersistence]] = ServiceKey("session_persistence")
+"""The persistence service's key: ``ctx[SESSION_PERSISTENCE]`` (the service itself is :mod:`.service`'s)."""

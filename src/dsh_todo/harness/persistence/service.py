@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from dsh_todo.harness.context import Context, Disposer
 from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.persistence.batching import WriteBehind
 from dsh_todo.harness.persistence.contract import (
     Callback,
@@ -24,7 +25,7 @@ from dsh_todo.harness.persistence.contract import (
     Subscription,
     WrittenListener,
 )
-from dsh_todo.harness.session import Event, Session, SessionStore, now_ms
+from dsh_todo.harness.session import Session, SessionStore, now_ms
 
 log = logging.getLogger("dsh_todo.persistence")
 

@@ -22,7 +22,7 @@ from typing import Final
 from dsh_todo.harness.context import Context
 from dsh_todo.harness.telemetry.coordinator import Capture, Coordinator, Sink
 from dsh_todo.harness.telemetry.record import Channel, Severity, TelemetryRecord
-from dsh_todo.harness.telemetry.service import Backend, Rule, SessionTelemetry, Sharing
+from dsh_todo.harness.telemetry.service import SESSION_TELEMETRY, Backend, Rule, SessionTelemetry, Sharing
 
 __all__ = ["Backend", "Capture", "Channel", "Coordinator", "Rule", "SessionTelemetry", "Severity", "Sharing", "Sink",
            "TelemetryRecord", "apply", "inject", "name"]
@@ -32,4 +32,4 @@ inject: Final[list[str]] = []
 
 
 def apply(ctx: Context) -> None:
-    ctx.provide("session_telemetry", SessionTelemetry())
+    ctx.provide(SESSION_TELEMETRY, SessionTelemetry())

@@ -40,152 +40,33 @@ from __future__ import annotations
 
 import atexit
 import logging
-import math
-import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlparse
+from collections.abc import Callable
+from typing import Final
 
 from dsh_todo.extras import require
 from dsh_todo.harness.context import Context
-from dsh_todo.harness.errors import ConfigError
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.otlp import MODES as MODES
 from dsh_todo.harness.otlp import SHARING as SHARING
 from dsh_todo.harness.otlp import Mode as Mode
 from dsh_todo.harness.otlp import Signal as Signal
 from dsh_todo.harness.otlp import endpoint as endpoint
 from dsh_todo.harness.otlp import spans_endpoint as spans_endpoint
+from dsh_todo.harness.session import SESSIONS, Session
 from dsh_todo.harness.telemetry.coordinator import Coordinator
+from dsh_todo.harness.telemetry.otel_config import Config as Config  # the plugin's ``Config``, read by the loader
+from dsh_todo.harness.telemetry.otel_config import name as name
 from dsh_todo.harness.telemetry.record import TelemetryRecord
-from dsh_todo.harness.telemetry.service import Sharing
+from dsh_todo.harness.telemetry.service import SESSION_TELEMETRY, Sharing
 
-if TYPE_CHECKING:
-    from dsh_todo.harness.event_types import Event
-    from dsh_todo.harness.session import Session
-
-name: Final = "@deepseek-ai/dsh-session-telemetry-otel"
 inject: Final = ["sessions", "session_telemetry"]
 
 log = logging.getLogger("dsh_todo.telemetry")
-
-
-DEFAULT_SHUTDOWN_TIMEOUT_MILLIS: Final = 3_000
-MAX_SHUTDOWN_TIMEOUT_MILLIS: Final = 2**31 - 1
-"""DSH's bound (Node's largest timer delay), kept so a config moves between the two unchanged."""
 
 DISABLED_FEEDBACK_WARNING: Final = ("session telemetry is DISABLED; nothing will be shared and this feedback "
                                     "remains local")
 NON_CANONICAL_FEEDBACK_WARNING: Final = ("session telemetry ignored a feedback event absent from the canonical "
                                          "session log")
-SHUTDOWN_TIMEOUT_VARIABLE: Final = "DSH_TODO_TELEMETRY_SHUTDOWN_TIMEOUT_MILLIS"
-"""``shutdownTimeoutMillis`` for a config that does not set it (the front doors' ``--telemetry``): how long an exit
-waits for the SDK to drain. None of the SDK's ``OTEL_*`` variables means that: ``OTEL_EXPORTER_OTLP_TIMEOUT`` bounds
-one export request (the SDK honours it, and it does shorten a drain stuck on a collector that never answers),
-``OTEL_BLRP_EXPORT_TIMEOUT`` / ``OTEL_BSP_EXPORT_TIMEOUT`` one batch's export (the Python SDK reads and ignores
-them), each for one signal."""
-
-
-def _shutdown_timeout_from_environment() -> tuple[object, str]:
-    text = os.environ.get(SHUTDOWN_TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_SHUTDOWN_TIMEOUT_MILLIS, "shutdownTimeoutMillis"
-    try:
-        return float(text), SHUTDOWN_TIMEOUT_VARIABLE
-    except ValueError:
-        return text, SHUTDOWN_TIMEOUT_VARIABLE
-
-
-def _http_url(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{name}: {what} must be a non-empty URL string")
-    scheme = urlparse(value).scheme
-    if scheme not in ("http", "https"):
-        raise ConfigError(f"{name}: {what} must be http(s), got {value!r}")
-    return value
-
-
-def _block(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = raw.get(key, {})
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{name}: '{key}' must be a mapping of the SDK's own settings")
-    return dict(value)
-
-
-@dataclass(frozen=True, slots=True)
-class Spans:
-    """The ``spans`` block (ours; DSH exports logs only): the SDK's ``OTLPSpanExporter`` and ``BatchSpanProcessor``
-    settings, passed as they are."""
-
-    exporter: dict[str, Any] = field(default_factory=dict)
-    processor: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, raw: Any) -> Spans | None:
-        if raw is False:
-            return None
-        raw = {} if raw is None or raw is True else raw
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{name}: 'spans' must be false or a mapping with 'exporter' and 'processor'")
-        unknown = set(raw) - {"exporter", "processor"}
-        if unknown:
-            raise ConfigError(f"{name}: unknown spans keys {sorted(unknown)}")
-        exporter = _block(raw, "exporter")
-        if "endpoint" in exporter:
-            _http_url(exporter["endpoint"], "spans.exporter.endpoint")
-        return cls(exporter, _block(raw, "processor"))
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    mode: Mode = "DISABLED"
-    exporter: dict[str, Any] = field(default_factory=dict)
-    processor: dict[str, Any] = field(default_factory=dict)
-    shutdownTimeoutMillis: float = DEFAULT_SHUTDOWN_TIMEOUT_MILLIS  # DSH's key names, kept verbatim
-    spans: Spans | None = field(default_factory=Spans)
-    """GenAI spans beside the logs, in ``FULL`` only, when a traces endpoint is named (:func:`spans_endpoint`);
-    ``spans: false`` turns them off."""
-
-    def spans_endpoint(self) -> str | None:
-        """Where this config's spans go, or ``None`` for none."""
-        if self.mode != "FULL" or self.spans is None:
-            return None
-        return spans_endpoint(self.spans.exporter.get("endpoint"))
-
-    @classmethod
-    def parse(cls, raw: Any) -> Config:
-        """Checked as DSH checks it: the mode first (an unknown one fails before any transport setting is read),
-        and in ``DISABLED`` nothing else is read at all."""
-        raw = {} if raw is None else raw
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"{name}: config must be a mapping")
-        unknown = set(raw) - {"mode", "exporter", "processor", "shutdownTimeoutMillis", "spans"}
-        if unknown:
-            raise ConfigError(f"{name}: unknown config keys {sorted(unknown)}")
-        mode = raw.get("mode", "DISABLED")
-        if mode not in MODES:
-            raise ConfigError(f"{name}: unsupported mode {mode!r} (FULL, FEEDBACK_ONLY or DISABLED)")
-        if mode == "DISABLED":
-            return cls()
-        exporter = _block(raw, "exporter")
-        if "endpoint" in exporter:
-            _http_url(exporter["endpoint"], "exporter.endpoint")
-        else:
-            found = endpoint("logs")
-            if found is None:
-                raise ConfigError(f"{name}: exporter.endpoint is required (the full OTLP logs endpoint), or set "
-                                  "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")
-            _http_url(os.environ[found[1]], found[1])
-        timeout, what = raw.get("shutdownTimeoutMillis"), "shutdownTimeoutMillis"
-        if timeout is None:
-            timeout, what = _shutdown_timeout_from_environment()
-        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
-                or not 0 < timeout <= MAX_SHUTDOWN_TIMEOUT_MILLIS):
-            raise ConfigError(f"{name}: {what} must be a positive finite number no greater than "
-                              f"{MAX_SHUTDOWN_TIMEOUT_MILLIS}, got {timeout!r}")
-        return cls(mode, exporter, _block(raw, "processor"), timeout, Spans.parse(raw.get("spans")))
 
 
 class _Mounted:
@@ -205,8 +86,8 @@ class _Mounted:
 
 
 def apply(ctx: Context, config: Config) -> None:
-    seam = ctx.session_telemetry
-    sessions = ctx.sessions
+    seam = ctx[SESSION_TELEMETRY]
+    sessions = ctx[SESSIONS]
     mounted = _Mounted(SHARING[config.mode])
     seam.mount(mounted)  # first: a second backend is refused before anything of this one is built
     if config.mode == "DISABLED":
@@ -223,9 +104,9 @@ def apply(ctx: Context, config: Config) -> None:
     backend = OtelBackend(config)
     if config.mode == "FULL":
         mounted.direct = backend.emit
-        coordinator = Coordinator(ctx.sessions, backend, seam.rules, "live")
+        coordinator = Coordinator(ctx[SESSIONS], backend, seam.rules, "live")
     else:
-        coordinator = Coordinator(ctx.sessions, backend, seam.rules, "on-demand")
+        coordinator = Coordinator(ctx[SESSIONS], backend, seam.rules, "on-demand")
 
         def release(session: Session, event: Event) -> None:
             if event["type"] != "feedback/record":

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, cast
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -29,12 +29,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from dsh_todo import __version__
 from dsh_todo.harness.otlp import endpoint
 from dsh_todo.harness.telemetry.collector import Watch, Watched, sdk_log
+from dsh_todo.harness.telemetry.otel_config import Config
 from dsh_todo.harness.telemetry.record import TelemetryRecord
 from dsh_todo.harness.telemetry.spans import GenAiSpans
 from dsh_todo.harness.telemetry.user_id import anonymous_user_id
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.telemetry.otel import Config
 
 log = logging.getLogger("dsh_todo.telemetry")
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Final, Literal, Protocol
 
 from dsh_todo.harness.disposer import Disposer
+from dsh_todo.harness.service_key import ServiceKey
 from dsh_todo.harness.telemetry.record import TelemetryRecord
 
 Sharing = Literal["full", "feedback-only", "disabled"]
@@ -99,3 +100,7 @@ class SessionTelemetry:
         """Hand a record straight to the backend (which decides whether its mode accepts direct records)."""
         if self._backend is not None:
             self._backend.emit(record)
+
+
+SESSION_TELEMETRY: Final[ServiceKey[SessionTelemetry]] = ServiceKey("session_telemetry")
+"""The telemetry seam's key: ``ctx[SESSION_TELEMETRY]``."""

@@ -16,9 +16,9 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
-from dsh_todo.harness.context import Context, Disposer
+from dsh_todo.harness.context import Context, Disposer, ServiceKey
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
@@ -217,8 +217,12 @@ class ToolRegistry:
         return result
 
 
+TOOLS: Final[ServiceKey[ToolRegistry]] = ServiceKey("tools")
+"""The tool registry's key: ``ctx[TOOLS]``."""
+
+
 def apply(ctx: Context) -> None:
-    ctx.provide("tools", ToolRegistry())
+    ctx.provide(TOOLS, ToolRegistry())
 
 
 __all__ = ["AbortSignal", "ToolDefinition", "ToolExecution", "ToolRegistry", "ToolResult", "define_tool",

@@ -25,7 +25,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
@@ -34,7 +34,6 @@ from dsh_todo.jsonutil import dumps_bytes, loads
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import Rows
-    from dsh_todo.harness.persistence.jsonl.reader import JsonlReader
 
 CHECKPOINT_NAME: Final = "projections.json"
 FORMAT_VERSION: Final = 1
@@ -96,7 +95,14 @@ def write_checkpoint(log_path: Path, checkpoint: Checkpoint) -> None:
         os.replace(tmp, target)
 
 
-def usable_checkpoint(backend: JsonlReader, log_path: Path) -> tuple[Meta, Checkpoint] | None:
+class HeaderReader(Protocol):
+    """What :func:`usable_checkpoint` reads a header with: the JSONL reader, which imports this module (a protocol
+    here, so the two do not import each other, decision 0044)."""
+
+    def read_header(self, path: Path) -> Meta | None: ...
+
+
+def usable_checkpoint(backend: HeaderReader, log_path: Path) -> tuple[Meta, Checkpoint] | None:
     """The log's header and its checkpoint, if the checkpoint belongs to this log (its identity, the log where its
     header says) and points inside it."""
     checkpoint = read_checkpoint(log_path)

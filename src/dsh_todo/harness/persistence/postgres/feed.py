@@ -21,15 +21,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Final, Protocol
 
 from dsh_todo.harness.persistence.contract import Callback
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.postgres.backend import PgBackend
+    from dsh_todo.harness.persistence.contract import Event
+    from dsh_todo.harness.persistence.postgres.schema import Tables
 
 log = logging.getLogger("dsh_todo.persistence")
 
@@ -61,10 +62,25 @@ class Subscription(Follower):
         return f"<Subscription {self.session_id!r} after {self.after_seq}>"
 
 
+class Source(Protocol):
+    """What a feed reads through: a backend (:class:`.backend.PgBackend`, which imports this module, so a protocol
+    here, decision 0044), of which the feed opens one more for its own connection."""
+
+    url: str
+    poll_interval: float
+    tables: Tables
+    location: str
+
+    def __init__(self, url: str, *, schema: str = ...) -> None: ...
+    def read_from(self, session_id: str, after_seq: int = -1) -> Sequence[Event]: ...
+    def next_seqs(self, session_ids: Iterable[str]) -> dict[str, int]: ...
+    def close(self) -> None: ...
+
+
 class EventFeed:
     """Delivers events committed by any process to this process's subscriptions."""
 
-    def __init__(self, backend: PgBackend) -> None:
+    def __init__(self, backend: Source) -> None:
         self.poll_interval = backend.poll_interval
         self.reader = type(backend)(backend.url, schema=backend.tables.schema)  # its own connection
         self._subs: dict[str, set[Subscription]] = {}
