@@ -44,8 +44,7 @@ from dsh_todo.harness.persistence.errors import (
     seq_mismatch,
     writer_closed,
 )
-from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
-from dsh_todo.harness.persistence.jsonl.checkpoint import identity_of
+from dsh_todo.harness.persistence.header import Meta, decode_header, header_line, identity_of
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.locking import (
