@@ -51,6 +51,7 @@ DOORS: dict[str, str] = {
     "dsh_todo.carriers.web.server": "uvicorn",
     "dsh_todo.harness.composition_file": "yaml",
     "dsh_todo.harness.persistence.postgres": "psycopg",
+    "dsh_todo.harness.persistence.transfer": "psycopg",
     "dsh_todo.harness.telemetry.otel_sdk": "opentelemetry",
 }
 """Modules of ours that are the lazy boundary of one heavy dependency (they, or what they import, import it at their
@@ -246,6 +247,7 @@ BACKENDS = tuple(folder_of(plugin) for plugin in backends().values())
 CHOOSERS = {
     "dsh_todo.commands.options": "opens the reader of the storage the options name",
     "dsh_todo.commands.transfer": "moves logs between a root and a database: names both by definition",
+    "dsh_todo.harness.persistence.transfer": "moves logs between a root and a database: names both by definition",
     "dsh_todo.logview.files": "opens the reader of the root a log path lives under",
     "dsh_todo.logview.database": "opens PostgreSQL for a reader (the psycopg door)",
     "dsh_todo.runtime": "describes a database URL without its password",
@@ -262,6 +264,22 @@ def test_only_the_choosers_import_a_backend() -> None:
                  for importer in imports.find_modules_that_directly_import(module)
                  if not importer.startswith(BACKENDS)}
     assert sorted(importers - set(CHOOSERS)) == []
+
+
+def _backend(module: str) -> str | None:
+    return next((backend for backend in BACKENDS if module == backend or module.startswith(f"{backend}.")), None)
+
+
+def test_no_backend_imports_another_backends_folder() -> None:
+    """Repro: ``postgres/backend.py`` imported ``identity_of`` from ``jsonl/checkpoint.py``, and
+    ``postgres/transfer.py`` the JSONL backend, its encoder, lock, frames and reader (decision 0043). What two backends
+    share lives in ``harness/persistence``; ``pyproject.toml``'s independence contract says the same, indirect imports
+    included."""
+    imports = graph()
+    crossing = sorted((importer, imported) for importer in imports.modules
+                      for imported in imports.find_modules_directly_imported_by(importer)
+                      if _backend(importer) is not None and _backend(imported) not in (None, _backend(importer)))
+    assert crossing == []
 
 
 @pytest.mark.parametrize("door", sorted(DOORS))

@@ -42,11 +42,9 @@ def _transfer(args: argparse.Namespace) -> int:
         raise CommandError(f"{root} does not exist")
     if root.exists() and not root.is_dir():
         raise CommandError(f"{root} is not a directory (a JSONL persistence root is one)")
-    from dsh_todo.harness.persistence.postgres import PgBackend, schema, transfer  # psycopg, the `postgres` extra
+    from dsh_todo.harness.persistence import transfer  # psycopg, the `postgres` extra
 
-    schema.check_schema_name(args.schema)  # before connecting, so a typo is not reported as a connection failure
-    backend = PgBackend(url, schema=args.schema)
-    backend.open()  # one line for an unreachable database, not one failure per session
+    backend = transfer.open_database(url, args.schema)
     try:
         if direction == "import":
             results = transfer.import_root(args.root, backend, session_ids=args.session)

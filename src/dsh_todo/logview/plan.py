@@ -20,15 +20,16 @@ from operator import not_
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.projections import ProjectionRegistry
 from dsh_todo.logview.health import Refusal
 from dsh_todo.tool_todo.projection import KEY, TODOS_UNIT
-from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, UnfoldableEvent
+from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, UnfoldableEvent, replaces_plan
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import Rows
 
-__all__ = ["PLAN_EVENT_TYPES", "READER_PROJECTIONS", "PlanFold"]
+__all__ = ["PLAN_EVENT_TYPES", "PLAN_INTEREST", "READER_PROJECTIONS", "PlanFold"]
 
 READER_PROJECTIONS: Final = ProjectionRegistry()
 """The projections a reader computes: the ``todos`` unit, registered as the todo tool registers it."""
@@ -38,6 +39,12 @@ _CANNOT: Final = "the standing plan cannot be shown: "
 
 _PASSIVE: Final = KNOWN_SESSION_EVENT_TYPES - PLAN_EVENT_TYPES
 """Known event types the standing plan never reacts to."""
+
+PLAN_INTEREST: Final = Interest(PLAN_EVENT_TYPES, replaces_plan)
+"""What :meth:`PlanFold.see` reads, told to the pass that reads a log for it (decision 0043): the plan events, from
+the last that replaces the plan whatever it was (the todo tool's rules say which). It takes every whole envelope of
+those types (only a ``todo/write`` without ``data`` breaks it), so one the pass leaves out could not have broken it;
+events of types this harness does not know, which it must also see, are never left out (the pass proves none)."""
 
 
 class PlanFold:

@@ -35,7 +35,7 @@ from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.logview.files import backend_at, log_target, names_a_log, not_a_log, session_of
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
-from dsh_todo.logview.plan import PlanFold
+from dsh_todo.logview.plan import PLAN_INTEREST, PlanFold
 
 Event = dict[str, Any]
 Backend = LogReader
@@ -164,7 +164,8 @@ def _read(target: _Target, *, keep: bool, observe: Observer | None = None) -> _R
     plan = PlanFold()
     found: Scan
     if observe is None:
-        found = backend.scan(session_id, plan.see, keep=keep, plan_only=True, where=target.log, listed=target.unique)
+        found = backend.scan(session_id, plan.see, keep=keep, wanted=PLAN_INTEREST, where=target.log,
+                             listed=target.unique)
     else:
         found = backend.scan(session_id, _both(plan, observe), expand=True, where=target.log, listed=target.unique)
     return _Read(found.meta, found.events if observe is None else None, found.count, found.torn_at,

@@ -75,7 +75,8 @@ def render(counts: Mapping[str, int]) -> str:
 
 
 PLAN_EVENT_TYPES: Final = frozenset({"todo/write", "turn/start"})
-"""The only event types the standing plan reacts to; each replaces it whatever it was."""
+"""The only event types the standing plan reacts to; each replaces it whatever it was. A reader of a log hands its
+plan fold these alone (every other event leaves the plan as it was)."""
 
 
 class UnfoldableEvent(ValueError):
@@ -104,6 +105,18 @@ def plan_after(plan: Any, event: Mapping[str, Any]) -> Any:
     if kind == "turn/start":
         return None
     return plan
+
+
+def replaces_plan(event: Mapping[str, Any]) -> bool:
+    """Whether the plan after ``event`` is a new object whatever it was before: a ``todo/write`` whose ``data.todos``
+    is a list. A reader may then leave out the plan events before it (a fold ends with the same plan, and names the
+    same event as having last changed it). Not any plan event: one that yields the very object already standing (a
+    ``null`` list after ``null``, a small number the interpreter caches) changes nothing, so the fold names an
+    earlier event; a reader that left that one out would name another."""
+    if event.get("type") != "todo/write":
+        return False
+    data = event.get("data")
+    return type(data) is dict and type(data.get("todos")) is list
 
 
 def standing_plan(events: Iterable[Mapping[str, Any]]) -> list[Any] | None:

@@ -21,13 +21,16 @@ import pytest
 
 from dsh_todo.harness import Agent
 from dsh_todo.harness.persistence.errors import SessionLogError
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.persistence.jsonl import bulk, reading, scan
 from dsh_todo.harness.persistence.jsonl.checkpoint import CHECKPOINT_NAME
 from dsh_todo.harness.persistence.jsonl.limits import MAX_LINE_ENV
 from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.jsonutil import loads
 from dsh_todo.logview import read_plan
+from dsh_todo.logview.plan import PLAN_INTEREST
 from dsh_todo.standard import open_runtime
+from dsh_todo.tool_todo.rules import PLAN_EVENT_TYPES, replaces_plan
 from tests.crafted import CRAFTED, FIXTURES
 
 PIECES = (64, 1000, 256 << 10)
@@ -37,7 +40,7 @@ PIECES = (64, 1000, 256 << 10)
 def _outcome(log: Path) -> tuple[Any, ...]:
     """Everything a pass that keeps no events answers: the pass's own findings (or its error) and the reader's."""
     try:
-        found = reading.scan_log(log, keep=False, plan_only=True)
+        found = reading.scan_log(log, keep=False, wanted=PLAN_INTEREST)
         scanned: tuple[Any, ...] = (found.count, found.torn_at, found.cut_frame_events, found.last_record,
                                     found.open_turn, found.closers())
     except SessionLogError as exc:
@@ -73,9 +76,10 @@ _PASS_INIT = reading._Pass.__init__
 
 
 def _exact_pass(self: reading._Pass, scanner: scan.LogScanner, path: Path, keep: bool,
-                observe: reading.Observer | None, bulk: bool = False, expand: bool = False) -> None:
+                observe: reading.Observer | None, wanted: Interest | None = None,
+                expand: bool = False) -> None:
     """A pass as it reads without the bulk proof: every line by the exact rules, pieces fed as they come."""
-    _PASS_INIT(self, scanner, path, keep, observe, False, expand)
+    _PASS_INIT(self, scanner, path, keep, observe, None, expand)
 
 
 def _fixture_logs() -> list[Path]:
@@ -468,7 +472,7 @@ SINGLE_LINES = [_ENVELOPE + rest for rest in (
 def test_a_proven_line_is_one_loads_accepts_alike(line: bytes, value: Any) -> None:
     """What the proof accepts, ``loads`` parses alone into an object of the same type and seq, nested no deeper than
     the reader's bound (a duplicate key: the last one in both)."""
-    proven = bulk.prove([line], [line], 0, False)
+    proven = bulk.prove([line], [line], 0, False, PLAN_INTEREST)
     if proven is not None:
         assert type(value) is dict and value["type"] == "step/end" and value["seq"] == 0 and type(value["seq"]) is int
         assert len(line) < 1024 or line.count(b"[") <= 512
@@ -524,3 +528,47 @@ def test_a_committed_bad_line_in_a_zstd_log_gets_one_verdict_at_every_piece_size
             verdicts.add(_outcome(log)[0])
     line = bad + 1  # the header is line 0 in the reader's count
     assert verdicts == {("CorruptSessionLogError", f"corrupt session log: unparsable committed event at line {line}")}
+
+
+def test_a_pass_hands_over_what_its_caller_reads_whatever_the_types(
+        session_lines: tuple[bytes, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage knows no fold (decision 0043): told its observer reads ``step/end`` (no fold of ours does), or
+    ``todo/write`` without saying which one restarts it, a pass proving runs in bulk hands over every such event, as
+    the exact pass does; told the plan's interest, it leaves out the plan events before the last that replaces the
+    plan, and none after it."""
+    header, lines = session_lines
+    proven = 0
+    prove = bulk.prove
+
+    def counted(*args: Any, **kwargs: Any) -> bulk.Proven | None:
+        nonlocal proven
+        result = prove(*args, **kwargs)
+        proven += result is not None
+        return result
+
+    def handed(log: Path, wanted: Interest) -> list[int]:
+        seen: list[int] = []
+
+        def observe(events: list[dict[str, Any]], _types: list[Any]) -> None:
+            seen.extend(event["seq"] for event in events if event["type"] in wanted.types)
+
+        before = proven
+        reading.scan_log(log, keep=False, observe=observe, wanted=wanted)
+        assert proven > before
+        return seen
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    monkeypatch.setattr(scan, "prove", counted)
+    for zstd in (False, True):
+        log = _write(tmp_path / "--w--" / "s", header, lines, zstd)
+        every = reading.scan_log(log).events
+        assert every is not None
+        with monkeypatch.context() as small:
+            small.setattr(reading, "CHUNK_SIZE", 1000)  # runs between v4's stored ranges, which the proof leaves
+            for wanted in (Interest(frozenset({"step/end"})), Interest(frozenset({"todo/write"}))):
+                assert handed(log, wanted) == [event["seq"] for event in every if event["type"] in wanted.types]
+        if b'"version":0,' in header:  # one run for the whole log (a v4 log's ranges leave runs to the exact pass)
+            plan = [event["seq"] for event in every if event["type"] in PLAN_EVENT_TYPES]
+            last = max(event["seq"] for event in every if replaces_plan(event))
+            opened = max(event["seq"] for event in every if event["type"] == "turn/start")
+            assert handed(log, PLAN_INTEREST) == [seq for seq in plan if seq >= min(last, opened)]

@@ -24,6 +24,7 @@ from dsh_todo.jsonutil import dumps_bytes
 
 if TYPE_CHECKING:
     from dsh_todo.harness.disposer import Disposer
+    from dsh_todo.harness.persistence.interest import Interest
     from dsh_todo.harness.session import Session
 
 Event = dict[str, Any]
@@ -203,14 +204,18 @@ class LogReader(Protocol):
     def read(self, session_id: str) -> StoredLog:
         """:meth:`read_stored`, refusing unknown event types that are not ``ignorable``."""
 
-    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
-             expand: bool = False, where: Path | None = None, listed: bool = False) -> Scan:
+    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False,
+             wanted: Interest | None = None, expand: bool = False, where: Path | None = None,
+             listed: bool = False) -> Scan:
         """One exact pass over the stored log, refused as :meth:`read` refuses it, handing each run of events to
-        ``observe`` (kept only with ``keep``). A backend may spare the observer what the caller does not need: with
-        ``plan_only`` only the events a plan fold looks at from runs proved clean in bulk; without ``expand`` a packed
-        chunk row standing as its last member. ``where`` is the log's :attr:`StoredSession.path` when the caller has
-        it; ``listed``: the caller has just listed every session and found this id once. Errors not about the log (a
-        database going away) are raised as :class:`~dsh_todo.harness.errors.DshTodoError`."""
+        ``observe`` (kept only with ``keep``). A backend may spare the observer what the caller does not need: given
+        ``wanted``, what the observer reads (:class:`~.interest.Interest`; ``None``: every event), it may leave out
+        events of the other types it knows, and those the interest lets it (the JSONL backend does from runs of lines
+        proven clean in bulk, handing over the open turn whole); without ``expand``, a packed chunk row stands as its
+        last member. ``where`` is the log's
+        :attr:`StoredSession.path` when the caller has it; ``listed``: the caller has just listed every session and
+        found this id once. Errors not about the log (a database going away) are raised as
+        :class:`~dsh_todo.harness.errors.DshTodoError`."""
 
     def scan_checkpointed(self, session_id: str, start: Start, *, where: Path | None = None,
                           listed: bool = False) -> Scan | None:

@@ -80,6 +80,15 @@ def header_line(meta: Mapping[str, Any]) -> dict[str, Any]:
     return line
 
 
+def log_identity(header: Mapping[str, Any]) -> dict[str, Any]:
+    """``{createdAt, cwd?}`` of a log header (or of a session's header fields): what a projection checkpoint records
+    to say whose it is (SPEC §6.2), in a file beside the log or a database row alike."""
+    identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
+    if header.get("cwd") is not None:
+        identity["cwd"] = header["cwd"]
+    return identity
+
+
 def check_meta(meta: Mapping[str, Any]) -> None:
     """Refuse metadata that would write a header DSH cannot read back (raises ``ValueError``)."""
     session_id = meta.get("id")

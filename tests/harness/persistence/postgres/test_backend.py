@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +23,7 @@ from dsh_todo.harness.persistence import (
 )
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.postgres import PgBackend
+from dsh_todo.harness.persistence.postgres.reads import Reads
 from dsh_todo.jsonutil import dumps
 
 PLAN = [{"content": "read the code", "status": "in_progress"},
@@ -347,3 +350,34 @@ def test_projection_checkpoints_commit_with_their_turn_end_and_restore_cold(boot
                            Batch(6, 6))
     assert store.read_checkpoint("checkpointed") is not None
     assert cache.restore("checkpointed").snapshot == {"asOfSeq": 6, "values": {"todos": []}}
+
+
+def test_the_feed_reads_new_events_through_a_reader_of_its_own(pg_url: str, pg_schema: str) -> None:
+    """Repro: the event feed built a second whole ``PgBackend`` (writer locks, checkpoints, a feed of its own to
+    start) only to read ``seq > n`` on each ``NOTIFY`` (decision 0043). It reads through a :class:`Reads` on its own
+    connection; following a schema whose tables do not exist yet still hears every event committed after."""
+    backend = PgBackend(pg_url, schema=pg_schema)
+    received: list[int] = []
+    arrived = threading.Event()
+
+    def on_events(events: Sequence[Any]) -> None:
+        received.extend(event["seq"] for event in events)
+        if received[-1] >= 2:
+            arrived.set()
+
+    try:
+        subscription = backend.follow("fed", -1, on_events)
+        feed = backend._feed
+        assert feed is not None and type(feed.reader) is Reads
+        writer = backend.create({"id": "fed", "createdAt": 1})
+        try:
+            writer.append([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+            writer.append([{"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
+                           {"type": "step/end", "seq": 2, "time": 3, "data": {"turn": 1, "step": 1}}])
+        finally:
+            writer.close()
+        assert arrived.wait(10)
+        subscription.close()
+    finally:
+        backend.close()
+    assert received == [0, 1, 2]

@@ -14,7 +14,7 @@ from dsh_todo.harness.persistence import SessionExistsError
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.postgres import PgBackend
-from dsh_todo.harness.persistence.postgres.transfer import Failed, Moved, export_root, import_root
+from dsh_todo.harness.persistence.transfer import Failed, Moved, export_root, import_root
 from dsh_todo.jsonutil import dumps, loads
 from dsh_todo.standard import composition
 from tests.crafted import A_ID, B_ID, broken_json_middle, copy_fixture

@@ -27,10 +27,9 @@ from dsh_todo.harness.persistence.contract import (
     same_start,
 )
 from dsh_todo.harness.persistence.errors import RootEncodingError, log_changed, log_exists, refuse_unknown_types
-from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, check_meta
+from dsh_todo.harness.persistence.header import SESSION_FORMAT_VERSION, check_meta, log_identity
 from dsh_todo.harness.persistence.jsonl.checkpoint import (
     Checkpoint,
-    log_identity,
     running_digest,
     usable_checkpoint,
     write_checkpoint,

@@ -1,10 +1,16 @@
 """Proving a run of complete log lines clean in bulk, so a pass that keeps no events parses only what it needs.
 
 The exact pass (:class:`~.scan.LogScanner`) parses and checks every line; a pass that keeps no events needs the
-values of few lines (the plan events, the turn boundaries, the open turn). :func:`prove` establishes everything the
-exact pass checks for a whole run at once (UTF-8, nesting depth, each line alone decoding with msgspec into an
-envelope of the known event types and packed rows, the seqs continuing): decision 0015 gives each check and why it
-matches ``loads``. What it refuses is not *proven*, never judged: the exact pass reads it and gives the verdict.
+values of few lines. :func:`prove` establishes everything the exact pass checks for a whole run at once (UTF-8,
+nesting depth, each line alone decoding with msgspec into an envelope of the known event types and packed rows, the
+seqs continuing): decision 0015 gives each check and why it matches ``loads``. What it refuses is not *proven*, never
+judged: the exact pass reads it and gives the verdict.
+
+Which lines it parses is the caller's choice and storage's own need, nothing else (decision 0043): the events of the
+types the caller's fold reads (an :class:`~..interest.Interest`: all of them, or from the last one that restarts the
+fold, as the caller says), and what recovery reads, the turn boundaries (:data:`TURN_BOUNDARIES`) and the open turn
+after the last ``turn/start`` (:func:`~..repair.interrupted_turn_closers` computes the closers from it alone). What
+an event type means to a fold it never knows.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from itertools import compress
 from typing import Annotated, Any, Final, NamedTuple
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, row_stub
 from dsh_todo.harness.persistence.jsonl.limits import MAX_VALUE_DEPTH
 from dsh_todo.jsonutil import loads
@@ -24,8 +31,9 @@ DEEP_CANDIDATE: Final = 2 * MAX_VALUE_DEPTH
 """A line nesting deeper than :data:`MAX_VALUE_DEPTH` has at least this many bytes (an opening and a closing bracket
 per level)."""
 
-_MARKED: Final = frozenset({"todo/write", "turn/start", "turn/end"})
-"""The events whose values a pass may hand over: the plan events and the turn boundaries."""
+TURN_BOUNDARIES: Final = frozenset({"turn/start", "turn/end"})
+"""The only event types storage reads for itself: a ``turn/start`` opens the turn recovery would close, a ``turn/end``
+closes it (:mod:`..repair`); the events of the turn left open are read whatever their types."""
 
 _SAFE_HALF: Final = 1 << 51
 _DT_BOUND: Final = 1 << 32
@@ -36,8 +44,8 @@ safe integer (2^51 + 2^52 < 2^53); ``seq0`` at most 2^52 keeps every member's se
 
 class Proven(NamedTuple):
     """A run of lines the exact pass would read without finding anything: ``handed``, what that pass (keeping no
-    events) hands over that anyone looks at (:func:`_picked`; a packed row as its one stub event), and ``passed``,
-    the number of events the run stands for beyond those."""
+    events) hands over that anyone looks at (:func:`_picked`; a packed row as its one stub event), in seq order, and
+    ``passed``, the number of events the run stands for beyond those."""
 
     lines: int
     handed: list[dict[str, Any]]
@@ -45,9 +53,11 @@ class Proven(NamedTuple):
 
 
 @functools.cache
-def _decoder(rows: bool) -> tuple[Any, tuple[type[Exception], ...]]:
-    """The envelope decoder and the errors it raises, built on first use: ``dsh-todo plan`` of a log smaller than
-    :data:`~.scan.BULK_MIN` never loads msgspec. ``rows``: packed chunk rows are records (format v0 alone)."""
+def _decoder(rows: bool, marked: frozenset[str], whole: frozenset[str]) -> tuple[Any, tuple[type[Exception], ...]]:
+    """The envelope decoder and the errors it raises, built on first use (once per interest): ``dsh-todo plan`` of a
+    log smaller than :data:`~.scan.BULK_MIN` never loads msgspec. ``rows``: packed chunk rows are records (format v0
+    alone); ``marked``: the event types whose lines may be parsed (each envelope says whether it is one); ``whole``:
+    the types whose lines must hold ``data`` (one a pass leaves out is then a whole envelope: :class:`Interest`)."""
     import msgspec
 
     number = int | float
@@ -75,11 +85,10 @@ def _decoder(rows: bool) -> tuple[Any, tuple[type[Exception], ...]]:
     # the exact pass keeps as it is (:func:`~..seq_ranges.expand`).
     plain = list[int | float | str | bool | dict[str, msgspec.Raw] | None]
     seqs = [] if rows else [("sourceEventSeqs", plain | msgspec.UnsetType, msgspec.UNSET)]
-    # A todo/write must have ``data`` (the plan fold refuses one without): one skipped must be foldable.
-    events = [msgspec.defstruct(f"Event{index}", [("seq", int),
-                                                  *([("data", msgspec.Raw)] if tag == "todo/write" else []), *seqs],
+    events = [msgspec.defstruct(f"Event{index}", [("seq", int), *([("data", msgspec.Raw)] if tag in whole else []),
+                                                  *seqs],
                                 tag_field="type", tag=tag, gc=False,
-                                namespace={"marked": tag in _MARKED, "row": False, "event_type": tag})
+                                namespace={"marked": tag in marked, "row": False, "event_type": tag})
               for index, tag in enumerate(sorted(KNOWN_SESSION_EVENT_TYPES))]
     decoder = msgspec.json.Decoder(functools.reduce(operator.or_, [*row_types, *events]))
     return decoder, (msgspec.DecodeError, msgspec.ValidationError)
@@ -98,19 +107,21 @@ UTF8_SLICE: Final = 32 << 10
 to begin with), so it reuses heap pages. More than three: a slice's end moves back over up to three bytes."""
 
 
-def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool, *,
-          rows: bool = True) -> Proven | None:
+def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int, turn_open: bool,
+          wanted: Interest, *, rows: bool = True) -> Proven | None:
     """``lines`` (complete, without their newlines) proven clean with seqs from ``expected`` on, or ``None`` (the
     exact pass then reads them). ``texts`` hold every byte of the lines, checked for UTF-8 (a memoryview spares a
     copy). ``turn_open``: a turn is open before them, so lines without a boundary are left to the exact pass.
-    ``rows``: the log's format packs chunk rows (v0); in v4 a line tagged like one is left to the exact pass, as is
-    one whose ``sourceEventSeqs`` is no list or holds a range."""
+    ``wanted``: what the caller's fold reads, handed over as :class:`Interest` says. ``rows``: the log's format
+    packs chunk rows (v0); in v4 a line tagged like one is left to the exact pass, as is one whose
+    ``sourceEventSeqs`` is no list or holds a range."""
     if not lines or not all(map(_utf8, texts)):
         return None
     if max(map(len, lines), default=0) > DEEP_CANDIDATE and any(
             line.count(b"[") + line.count(b"{") > MAX_VALUE_DEPTH for line in lines if len(line) > DEEP_CANDIDATE):
         return None
-    decoder, errors = _decoder(rows)
+    decoder, errors = _decoder(rows, wanted.types | TURN_BOUNDARIES,
+                               wanted.types if wanted.restarts is not None else frozenset())
     try:
         values = list(map(decoder.decode, lines))
     except errors:
@@ -119,7 +130,7 @@ def prove(lines: list[bytes], texts: Sequence[bytes | memoryview], expected: int
     if total is None:
         return None
     marked = list(compress(range(len(values)), map(_MARK, values)))
-    picked = _picked(values, lines, marked, turn_open)
+    picked = _picked(values, lines, marked, turn_open, wanted)
     if picked is None:
         return None
     handed: list[dict[str, Any]] = []
@@ -194,27 +205,26 @@ def _value(line: bytes, envelope: Any) -> dict[str, Any] | None:
     return event
 
 
-def _picked(values: list[Any], lines: list[bytes], marked: list[int],
-            turn_open: bool) -> dict[int, dict[str, Any] | None] | None:
-    """The events to hand over, by index, with the values already read (``None``: read them): the plan events from
-    the last ``todo/write`` whose ``data.todos`` is a list on (it replaces the plan whatever came before, so the
-    fold ends the same as after every plan event), and the last turn boundary, with, when it is a ``turn/start``,
-    every event after it (the open turn)."""
+def _picked(values: list[Any], lines: list[bytes], marked: list[int], turn_open: bool,
+            wanted: Interest) -> dict[int, dict[str, Any] | None] | None:
+    """The events to hand over, by index, with the values already read (``None``: read them): the ``wanted`` ones
+    (from the last that restarts the caller's fold, when it says which do), and the last turn boundary with, when it
+    is a ``turn/start``, every event after it (the open turn). ``None`` when no boundary is among them and a turn is
+    open before them: the exact pass hands it all over."""
     picked: dict[int, dict[str, Any] | None] = {}
-    boundary = next((index for index in reversed(marked) if values[index].event_type != "todo/write"), -1)
+    boundary = next((index for index in reversed(marked) if values[index].event_type in TURN_BOUNDARIES), -1)
     if boundary < 0 and turn_open:
         return None
+    types, restarts = wanted
     for index in reversed(marked):
-        kind = values[index].event_type
-        if kind == "turn/end":
+        value = values[index]
+        if value.event_type not in types:
             continue
-        event = picked[index] = _value(lines[index], values[index])
+        event = picked[index] = _value(lines[index], value)
         if event is None:
             return None
-        if kind == "todo/write":
-            data = event.get("data")
-            if type(data) is dict and type(data.get("todos")) is list:
-                break
+        if restarts is not None and restarts(event):
+            break
     if boundary >= 0:
         picked.setdefault(boundary, None)
         if values[boundary].event_type == "turn/start":

@@ -23,12 +23,11 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from dsh_todo.harness.persistence.errors import SessionLogError
-from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.header import Meta, log_identity
 from dsh_todo.harness.persistence.jsonl.regular import open_fd, read_bytes, temporary
 from dsh_todo.jsonutil import dumps_bytes, loads
 
@@ -60,15 +59,6 @@ class Checkpoint(NamedTuple):
         if self.proof is not None:
             value["proof"] = {"sha256": self.proof}
         return dumps_bytes(value)
-
-
-def log_identity(header: Mapping[str, Any]) -> dict[str, Any]:
-    """``{createdAt, cwd?}`` of a log header (or of a session's header fields): what a stored checkpoint names its
-    log by, so a checkpoint of another log of the same id is never taken for this one's."""
-    identity: dict[str, Any] = {"createdAt": header.get("createdAt")}
-    if header.get("cwd") is not None:
-        identity["cwd"] = header["cwd"]
-    return identity
 
 
 def read_checkpoint(log_path: Path) -> Checkpoint | None:

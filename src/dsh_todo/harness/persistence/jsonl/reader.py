@@ -30,6 +30,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.persistence.jsonl.checkpoint import prefix_digest, usable_checkpoint
 from dsh_todo.harness.persistence.jsonl.paths import (
     LOCK_NAME,
@@ -170,18 +171,19 @@ class JsonlReader:
         path = self.find(session_id)
         return path is not None and writer_alive(path.parent / LOCK_NAME)
 
-    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False, plan_only: bool = False,
-             expand: bool = False, where: Path | None = None, listed: bool = False) -> Scan:
+    def scan(self, session_id: str, observe: Observer | None = None, *, keep: bool = False,
+             wanted: Interest | None = None, expand: bool = False, where: Path | None = None,
+             listed: bool = False) -> Scan:
         """The contract's one exact pass (:meth:`scan_path` over the log of ``session_id``, or ``where``), with the
         closers recovery would append unless the log's writer lock is held now."""
         path = where if where is not None else self._require(session_id)
-        found = self.scan_path(path, keep=keep, observe=observe, plan_only=plan_only, unique=listed, expand=expand)
+        found = self.scan_path(path, keep=keep, observe=observe, wanted=wanted, unique=listed, expand=expand)
         live = writer_alive(path.parent / LOCK_NAME)  # the pass proved the log is this id's one log
         return Scan(found.meta, found.count, found.events, [] if live else found.closers(), live, found.torn_at,
                     found.cut_frame_events)
 
     def scan_path(self, path: Path, *, keep: bool = True, observe: Observer | None = None,
-                  plan_only: bool = False, unique: bool = False, expand: bool = False) -> Scanned:
+                  wanted: Interest | None = None, unique: bool = False, expand: bool = False) -> Scanned:
         """One exact pass over the log at ``path`` (:func:`~.reading.scan_log`), refused like :meth:`read` when not
         where its header says or its id is stored twice under this root: both checked on the header first (a
         misplaced copy of a million events is refused at once). ``unique``: the caller (a listing) just counted every
@@ -189,7 +191,7 @@ class JsonlReader:
         meta = self.read_header(path)
         if meta is not None and not unique:
             self.find(str(meta["id"]))  # refuses an id stored in two project directories
-        found = scan_log(path, keep=keep, observe=observe, plan_only=plan_only, expand=expand)
+        found = scan_log(path, keep=keep, observe=observe, wanted=wanted, expand=expand)
         self._check_identity(path, found.meta, None)
         if not unique:
             self.find(str(found.meta["id"]))

@@ -3,7 +3,8 @@
 Every line goes through :class:`~.scan.LogScanner`, frames are cut and checked as DSH does, and unknown event types
 are refused once the whole pass succeeds (as DSH reads, then refuses). The events are kept (``keep=True``) or handed
 to ``observe`` and dropped piece by piece, so a cold reader of a million-event log holds one piece and the open
-turn, never the log; such a pass may prove runs of lines clean in bulk (:mod:`.bulk`). The same pass continues from
+turn, never the log; such a pass, told which event types its observer reads, may prove runs of lines clean in bulk
+and hand over only those events and the open turn (:mod:`.bulk`). The same pass continues from
 a record start (:func:`read_on`: a checkpoint's tail, a follower's next read) and reads back to an open turn.
 
 The pass notes what readers and writers need: the header, the event count, the torn tail, where the record holding
@@ -28,6 +29,7 @@ from dsh_todo.harness.persistence.errors import (
     refuse_unknown_types,
 )
 from dsh_todo.harness.persistence.header import Meta
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.jsonl.limits import max_line, too_long
 from dsh_todo.harness.persistence.jsonl.paths import check_version, compression_of
@@ -86,20 +88,20 @@ class _Pass:
     """Feeds a :class:`LogScanner` and takes its events off it piece by piece."""
 
     def __init__(self, scanner: LogScanner, path: Path, keep: bool, observe: Observer | None,
-                 bulk: bool = False, expand: bool = False) -> None:
+                 wanted: Interest | None = None, expand: bool = False) -> None:
         self.scanner = scanner
         # Without keeping (or ``expand``), a packed row is checked and counted, and stands as its last member.
         scanner.expand = keep or expand
-        # Without keeping, runs of lines proven clean in bulk hand over only the events the plan fold and the open
-        # turn need (bulk.prove): for a reader of the plan, never for an observer that wants every event.
-        scanner.bulk = bulk and not keep
+        # Without keeping, runs of lines proven clean in bulk hand over only the ``wanted`` events and the open turn
+        # (bulk.prove): for an observer that reads those types alone, never for one that wants every event.
+        scanner.wanted = None if keep else wanted
         self.found = Scanned(scanner.meta, path, events=[] if keep else None)
         self.observe = observe
         self._held: list[bytes] = []
         self._held_size = 0
 
     def feed(self, data: bytes) -> None:
-        if self.scanner.bulk:  # small pieces (a zstd frame per write batch) are proven together
+        if self.scanner.wanted is not None:  # small pieces (a zstd frame per write batch) are proven together
             self._held.append(data)
             self._held_size += len(data)
             if self._held_size >= CHUNK_SIZE:
@@ -202,16 +204,17 @@ def read_stable(path: Path) -> bytes:
 
 
 def scan_log(path: Path, *, keep: bool = True, observe: Observer | None = None,
-             refuse_unknown: bool = True, plan_only: bool = False, expand: bool = False) -> Scanned:
+             refuse_unknown: bool = True, wanted: Interest | None = None, expand: bool = False) -> Scanned:
     """Read the log at ``path`` once, in the encoding its name says; raises the backend's errors for a log it refuses
     (with ``refuse_unknown=False``, not for an unknown event type: the backend's raw read level).
-    ``observe(events, types)`` sees every run of events in order; with ``plan_only`` (without ``keep``), of a run of
-    lines proven clean in bulk only the events a plan fold looks at (:mod:`.bulk`), for the same verdict. With
-    ``expand`` (without ``keep``) it sees a packed row's every member instead of the row standing as its last. A log
-    that changes while it is read (a writer appending) is read again (:func:`_stable`)."""
+    ``observe(events, types)`` sees every run of events in order; given the event types it reads (``wanted``, without
+    ``keep``), of a run of lines proven clean in bulk only those events and the open turn (:mod:`.bulk`): an
+    observer that looks at nothing else ends with the same answer. With ``expand`` (without ``keep``) it sees a
+    packed row's every member instead of the row standing as its last. A log that changes while it is read (a writer
+    appending) is read again (:func:`_stable`)."""
     read = _scan_zstd if compression_of(path) == "zstd" else _scan_raw
     try:
-        found = _stable(path, lambda limit: read(path, keep, observe, limit, plan_only, expand))
+        found = _stable(path, lambda limit: read(path, keep, observe, limit, wanted, expand))
     except SessionFormatUnsupportedError as exc:
         if exc.location is None:
             raise SessionFormatUnsupportedError(f"{exc} (raw log: {path})", path) from None
@@ -256,10 +259,10 @@ def _header_frame(pieces: Iterator[bytes]) -> bytes:
 
 
 def _scan_raw(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
-              bulk: bool = False, expand: bool = False) -> Scanned:
+              wanted: Interest | None = None, expand: bool = False) -> Scanned:
     """One pass over a raw log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
-        one = _Pass(_scanner(path, header_record(file, False)), path, keep, observe, bulk, expand)
+        one = _Pass(_scanner(path, header_record(file, False)), path, keep, observe, wanted, expand)
         source = _Bounded(file, end)
         while chunk := source.read(CHUNK_SIZE):
             one.feed(chunk)
@@ -345,14 +348,14 @@ def _frames(file: _Readable) -> Iterator[tuple[int, memoryview | None, bytes]]:
 
 
 def _scan_zstd(path: Path, keep: bool, observe: Observer | None, end: int | None = None,
-               bulk: bool = False, expand: bool = False) -> Scanned:
+               wanted: Interest | None = None, expand: bool = False) -> Scanned:
     """One pass over a zstd log, up to byte ``end`` (the whole file when ``None``)."""
     with open_binary(path) as file:
         frames = _frames(_Bounded(file, end))
         first = next(frames, None)
         if first is None or first[1] is None:
             raise CorruptSessionLogError("empty or header-less Zstandard session log")
-        one = _Pass(_scanner(path, _header_frame(_frame(first[1], 0))), path, keep, observe, bulk, expand)
+        one = _Pass(_scanner(path, _header_frame(_frame(first[1], 0))), path, keep, observe, wanted, expand)
         dctx = decompressor()
         last_start: int | None = None
         torn_start: int | None = None

@@ -15,6 +15,7 @@ from typing import Any
 
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.header import Meta, parse_header_record
+from dsh_todo.harness.persistence.interest import Interest
 from dsh_todo.harness.persistence.jsonl.bulk import DEEP_CANDIDATE, prove
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES, MalformedRowError, expand_row, row_span, row_stub
 from dsh_todo.harness.persistence.jsonl.limits import max_line, too_deep, too_long
@@ -60,11 +61,11 @@ class LogScanner:
 
     ``events``: the good prefix not yet taken (packed rows expanded); ``committed_bytes``: the plaintext up to the
     end of its last line; ``input_bytes``: everything fed; ``base``: the seq of the first event not yet taken.
-    ``bulk`` (a pass keeping no events, for the plan) lets runs of lines be proven clean at once
-    (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open."""
+    ``wanted`` (a pass keeping no events, for an observer that reads only what it names) lets runs of lines be proven
+    clean at once (:func:`~.bulk.prove`); ``turn_open`` (kept by that pass) says a turn is open."""
 
-    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "bulk", "committed_bytes", "events",
-                 "expand", "input_bytes", "max_line", "meta", "ranges", "row_tags", "turn_open", "unexpanded")
+    __slots__ = ("_fragment", "_fragment_size", "_issue", "_line", "base", "committed_bytes", "events", "expand",
+                 "input_bytes", "max_line", "meta", "ranges", "row_tags", "turn_open", "unexpanded", "wanted")
 
     def __init__(self, header_record: bytes) -> None:
         self._start(parse_header_record(header_record), 0, len(header_record))
@@ -94,7 +95,7 @@ class LogScanner:
         self.max_line = max_line()
         self.expand = True
         self.unexpanded = 0
-        self.bulk = False
+        self.wanted: Interest | None = None
         self.turn_open = False
 
     @property
@@ -112,7 +113,7 @@ class LogScanner:
         line longer than :attr:`max_line` (the unfinished last line included: memory stays bounded by it)."""
         if not data:
             return
-        if self.bulk and self._issue is None and self._proven(data):
+        if self.wanted is not None and self._issue is None and self._proven(data, self.wanted):
             return
         if len(data) > _SLICE and data.count(b"\n") > len(data) >> 5:
             # Very short lines: split in slices, so the list of lines stays small (a line costs ~40 bytes).
@@ -146,7 +147,7 @@ class LogScanner:
         if lines:
             self._consume(lines, position)
 
-    def _proven(self, data: bytes) -> bool:
+    def _proven(self, data: bytes, wanted: Interest) -> bool:
         """Take the complete lines ``data`` finishes at once when :func:`~.bulk.prove` proves them clean (the events
         anyone looks at handed over, the others counted); ``False``: nothing was consumed, the exact pass reads them."""
         end = data.rfind(b"\n") + 1
@@ -162,7 +163,7 @@ class LogScanner:
             lines[0] = first
         if self.turn_open and not (_may_bound(data) or (self._fragment and _may_bound(lines[0]))):
             return False  # a turn is open and goes on through these lines: the exact pass hands them all over
-        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open,
+        proven = prove(lines, texts, self.base + len(self.events) + self.unexpanded, self.turn_open, wanted,
                        rows=bool(self.row_tags))
         if proven is None:
             return False

@@ -5,9 +5,9 @@ The raw read refuses damage (a seq gap, an event whose own ``seq`` disagrees wit
 a batch is one transaction, so a crash leaves all of it or none. Recovery only appends the closers of an interrupted
 turn (the JSONL backend's), in one transaction under the writer lock.
 
-Reads share one autocommit connection (re-opened once if it broke); each writer has its own connection, which also
-holds the session's advisory lock (:mod:`.locking`). Event text is written by the canonical encoder
-(:func:`dsh_todo.jsonutil.dumps`) and never re-encoded by the database.
+Reads share one autocommit connection (:mod:`.reads`, re-opened once if it broke); each writer has its own
+connection, which also holds the session's advisory lock (:mod:`.locking`). Event text is written by the canonical
+encoder (:func:`dsh_todo.jsonutil.dumps`) and never re-encoded by the database.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -43,8 +42,7 @@ from dsh_todo.harness.persistence.errors import (
     seq_mismatch,
     writer_closed,
 )
-from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
-from dsh_todo.harness.persistence.jsonl.checkpoint import log_identity
+from dsh_todo.harness.persistence.header import Meta, decode_header, header_line, log_identity
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, cause, connect, describe
 from dsh_todo.harness.persistence.postgres.feed import EventFeed
 from dsh_todo.harness.persistence.postgres.locking import (
@@ -55,6 +53,7 @@ from dsh_todo.harness.persistence.postgres.locking import (
     record_holder,
     try_lock,
 )
+from dsh_todo.harness.persistence.postgres.reads import Reads, Row, decode_rows, storable
 from dsh_todo.harness.persistence.postgres.schema import Tables, ensure_schema
 from dsh_todo.harness.persistence.recorder import WholeLogBackend
 from dsh_todo.jsonutil import dumps, loads
@@ -62,21 +61,11 @@ from dsh_todo.jsonutil import dumps, loads
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import Callback, Event, Rows, Subscription
 
-Row = tuple[int, int, str]
-"""``(seq, batch, event JSON text)``."""
-
 T = TypeVar("T")
 
 NOTIFY_PAYLOAD_MAX: Final = 7999
 """PostgreSQL refuses a ``NOTIFY`` payload of 8000 bytes or more."""
 
-
-_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
-"""What PostgreSQL ``text`` cannot hold: NUL, and a lone surrogate (which has no UTF-8)."""
-
-
-def storable(text: str) -> bool:
-    return _UNSTORABLE.search(text) is None
 
 
 def _column_text(value: Any) -> str | None:
@@ -99,23 +88,6 @@ def header_columns(meta: Mapping[str, Any]) -> tuple[Any, ...]:
             _column_text(line.get("agentPreset")))
 
 
-def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Event]:
-    """Parse event rows, refusing a gap or an event whose ``seq`` disagrees with its key."""
-    corrupt = f'corrupt session log: session "{session_id}" in {location}'
-    events: list[Event] = []
-    for expected, (seq, _batch, text) in enumerate(rows, first_seq):
-        if seq != expected:
-            raise CorruptSessionLogError(f"{corrupt} has a seq gap (expected {expected}, got {seq})")
-        try:
-            event = loads(text)
-        except ValueError:
-            raise CorruptSessionLogError(f"{corrupt} has an unparsable event at seq {seq}") from None
-        if type(event) is not dict or event.get("seq") != seq:
-            raise CorruptSessionLogError(f"{corrupt} stores an event whose seq is not its key {seq}")
-        events.append(event)
-    return events
-
-
 class PgBackend(WholeLogBackend["PgWriter"]):
     """Session logs in one PostgreSQL database and schema. ``url`` is a libpq connection string or URI."""
 
@@ -127,47 +99,22 @@ class PgBackend(WholeLogBackend["PgWriter"]):
         self._feed: EventFeed | None = None
         self.tables = Tables(schema)
         self.location = f"{describe(url)} (schema {schema})"
-        self._lock = threading.RLock()
-        self._conn: Conn | None = None
-        self._ready = False
+        self._lock = threading.Lock()
+        self._reads = Reads(url, self.tables, self.location, lambda conn: ensure_schema(conn, self.tables))
 
     def __repr__(self) -> str:
         return f"PgBackend({self.location!r})"
 
     # -- connections ----------------------------------------------------------------------------------------
 
-    def _reader(self) -> Conn:
-        conn = self._conn
-        if broken(conn):
-            conn = connect(self.url, "reader")
-            self._conn = conn
-        assert conn is not None
-        if not self._ready:
-            ensure_schema(conn, self.tables)
-            self._ready = True
-        return conn
-
     def run(self, fn: Callable[[Conn], T]) -> T:
-        """Run a read on the shared connection; a connection that broke is re-opened and the read retried once."""
-        with self._lock:
-            try:
-                return fn(self._reader())
-            except psycopg.OperationalError:
-                if not broken(self._conn):
-                    raise
-            return fn(self._reader())
+        """Run a read on the shared connection (:meth:`.Reads.run`: re-opened and retried once if it broke); the
+        first one creates the tables if they are missing."""
+        return self._reads.run(fn)
 
     def query(self, sql: str, params: Sequence[Any] | None = None, conn: Conn | None = None) -> list[tuple[Any, ...]]:
-        """The rows of one read, on ``conn`` or else the shared connection (:meth:`run`). A text parameter (a session
-        id) that PostgreSQL cannot hold (:func:`storable`) names nothing stored: no rows."""
-        if params is not None and not all(storable(value) for value in params if isinstance(value, str)):
-            return []
-
-        def fetch(c: Conn) -> list[tuple[Any, ...]]:
-            cursor = c.execute(sql, params)
-            return cursor.fetchall() if cursor.description is not None else []
-
-        return fetch(conn) if conn is not None else self.run(fetch)
+        """The rows of one read, on ``conn`` or else the shared connection (:meth:`.Reads.query`)."""
+        return self._reads.query(sql, params, conn)
 
     def open(self) -> None:
         """Connect now (creating the tables if needed), so a wrong URL fails at boot rather than on first use, with
@@ -181,12 +128,10 @@ class PgBackend(WholeLogBackend["PgWriter"]):
     def close(self) -> None:
         """Stop following and close the shared reading connection (writers close their own)."""
         with self._lock:
-            conn, self._conn = self._conn, None
             feed, self._feed = self._feed, None
         if feed is not None:
             feed.close()
-        if conn is not None:
-            conn.close()
+        self._reads.close()
 
     def lock_session(self, session_id: str) -> tuple[Conn, int]:
         """A new writer connection holding ``session_id``'s advisory lock, or :class:`SessionLockedError`."""
@@ -195,8 +140,7 @@ class PgBackend(WholeLogBackend["PgWriter"]):
         if not storable(session_id):
             raise ValueError(f"session id {session_id!r} cannot be stored in PostgreSQL (it holds NUL or a lone "
                              "surrogate); the JSONL backend can store it")
-        with self._lock:
-            self._reader()  # the tables exist before anyone writes
+        self.run(lambda _conn: None)  # the tables exist before anyone writes
         key = lock_key(self.tables.schema, session_id)
         conn = connect(self.url, "writer", keepalive=True)
         try:
@@ -231,9 +175,7 @@ class PgBackend(WholeLogBackend["PgWriter"]):
 
     def next_seqs(self, session_ids: Iterable[str]) -> dict[str, int]:
         """The stored log lengths of several sessions at once (missing ones are left out)."""
-        ids = [sid for sid in session_ids if storable(sid)]
-        rows = self.query(f"SELECT id, next_seq FROM {self.tables.sessions} WHERE id = ANY(%s)", (ids,)) if ids else []
-        return {str(row[0]): int(row[1]) for row in rows}
+        return self._reads.next_seqs(session_ids)
 
     def stored_sessions(self) -> list[StoredSession]:
         """Every stored session, from the sessions table; headers from a newer format are skipped, as JSONL does."""
@@ -268,12 +210,11 @@ class PgBackend(WholeLogBackend["PgWriter"]):
 
     def read_rows(self, session_id: str, after_seq: int = -1, conn: Conn | None = None) -> list[Row]:
         """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent read."""
-        return self.query(f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
-                          "ORDER BY seq", (session_id, after_seq), conn)
+        return self._reads.read_rows(session_id, after_seq, conn)
 
     def read_from(self, session_id: str, after_seq: int = -1) -> list[Event]:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
-        return decode_rows(session_id, self.read_rows(session_id, after_seq), after_seq + 1, self.location)
+        return self._reads.read_from(session_id, after_seq)
 
     def read_stored(self, session_id: str) -> StoredLog:
         """The raw read: header and every event. Refuses damage, repairs nothing, takes no lock."""
@@ -361,7 +302,8 @@ class PgBackend(WholeLogBackend["PgWriter"]):
 
     def follow(self, session_id: str, after_seq: int, callback: Callback) -> Subscription:
         """``callback(events)`` with the events after ``after_seq``, now and whenever any process commits more,
-        through this backend's one :mod:`.feed` (started here, on first use)."""
+        through this backend's one :mod:`.feed` (started here, on first use, once the tables exist)."""
+        self.run(lambda _conn: None)
         with self._lock:
             if self._feed is None:
                 self._feed = EventFeed(self)

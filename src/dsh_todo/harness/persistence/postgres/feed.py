@@ -4,7 +4,8 @@ Every write batch commits with ``NOTIFY dsh_todo_events, '<session id>:<last seq
 doorbell rather than the data (decision 0003): a follower reads ``seq > <what it has>``, so one read catches up
 however many notifications it coalesces or missed.
 
-An :class:`EventFeed` keeps one listening connection per backend and one more for reading, on one background thread.
+An :class:`EventFeed` keeps one listening connection per backend and one more for reading (a :class:`~.reads.Reads`
+of its own: the two queries a follower needs, not a second backend), on one background thread.
 Each subscription's callback gets each run of new events, in seq order, exactly once, never concurrently with
 itself; it runs on the feed's thread (or, for the first read, the subscriber's), so it should hand the events to its
 own loop or queue and return. Nothing is lost around the edges:
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from dsh_todo.harness.persistence.contract import Callback
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.postgres.connection import Conn, connect
+from dsh_todo.harness.persistence.postgres.reads import Reads
 
 if TYPE_CHECKING:
     from dsh_todo.harness.persistence.contract import Event
@@ -82,7 +84,7 @@ class EventFeed:
 
     def __init__(self, backend: Source) -> None:
         self.poll_interval = backend.poll_interval
-        self.reader = type(backend)(backend.url, schema=backend.tables.schema)  # its own connection
+        self.reader = Reads(backend.url, backend.tables, backend.location)  # its own connection; the tables exist
         self._subs: dict[str, set[Subscription]] = {}
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None

@@ -11,32 +11,40 @@ commits what ``load`` would (tail cut, interrupted turn closed) into the databas
 
 Both directions take the session's writer lock on the side they read, so a session still being written is refused
 rather than copied half-done, and both refuse to overwrite a session the other side already has.
+
+The one module of persistence that names two backends, so it sits above both folders and neither imports the other's
+(decision 0043); the JSONL side's batches are :mod:`.jsonl.batches`'. It loads psycopg (through the PostgreSQL
+backend), so the ``import`` and ``export`` commands open it where they decide to, as they open the backend.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, groupby, pairwise
-from pathlib import Path
+from itertools import groupby
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.errors import SessionExistsError, not_stored, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
-from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
-from dsh_todo.harness.persistence.jsonl.lock import WriterLock
-from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
+from dsh_todo.harness.persistence.jsonl.batches import lock_to_copy, source_batches
+from dsh_todo.harness.persistence.jsonl.paths import Compression
 from dsh_todo.harness.persistence.jsonl.reading import read_stable
-from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 from dsh_todo.harness.persistence.postgres.backend import PgBackend
+from dsh_todo.harness.persistence.postgres.schema import check_schema_name
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
-from dsh_todo.jsonutil import dumps, loads
+from dsh_todo.jsonutil import dumps
 
 Event = Mapping[str, Any]
+
+
+def open_database(url: str, schema: str) -> PgBackend:
+    """The database side of a move, connected now: one line for an unreachable database, not one failure per
+    session. The schema's name is checked first, so a typo is not reported as a connection failure."""
+    check_schema_name(schema)
+    backend = PgBackend(url, schema=schema)
+    backend.open()
+    return backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,69 +72,6 @@ class Moved:
         return text
 
 
-def _members(line: bytes) -> int:
-    """How many events one storage line stands for."""
-    record = loads(line)
-    if isinstance(record, dict) and record.get("type") in ROW_TYPES:
-        return len(record["data"]["dt"]) + 1
-    return 1
-
-
-def _split(events: Sequence[Event], counts: Iterable[int]) -> list[list[Event]]:
-    bounds = [0, *accumulate(counts)]
-    if bounds[-1] != len(events):
-        raise ValueError(f"storage records account for {bounds[-1]} events, the log has {len(events)}")
-    return [list(events[start:stop]) for start, stop in pairwise(bounds)]
-
-
-def _raw_batches(lines: Sequence[bytes], events: Sequence[Event]) -> list[list[Event]]:
-    """Batches for a raw log: one per run of lines, cut wherever a delta run could have spanned two lines."""
-    batches: list[list[Event]] = []
-    for record in _split(events, map(_members, lines)):
-        if batches and not (batches[-1][-1].get("type") == "assistant/chunk" == record[0].get("type")):
-            batches[-1].extend(record)
-        else:
-            batches.append(record)
-    return batches
-
-
-def encode_log(meta: Mapping[str, Any], batches: Sequence[Sequence[Event]], compression: Compression) -> bytes:
-    """The bytes our JSONL writer produces for ``meta`` and these batches (packed chunk rows in format v0, seq ranges
-    in v4, as the writer chooses by the header's version)."""
-    v0 = meta.get("version") == 0
-    return encode_header(meta, compression) + b"".join(encode_batch(batch, compression, pack_chunks=v0, ranges=not v0)
-                                                       for batch in batches)
-
-
-def source_batches(stored: StoredLog) -> tuple[list[list[Event]], bool]:
-    """The kept events of ``stored`` cut into their write batches, and whether re-encoding them gives the file."""
-    assert stored.path is not None, "a JSONL backend's logs are files"
-    buffer = read_stable(stored.path)
-    compression = compression_of(stored.path)
-    torn = stored.torn
-    kept = stored.events[:len(stored.events) - (len(torn.recovered) if torn is not None else 0)]
-    end = torn.truncate_to if torn is not None else len(buffer)
-    if compression == "zstd":
-        frames = (decode_frame(buffer[start:stop]) for start, stop in scan_frames(buffer[:end]).frames[1:])
-        batches = _split(kept, [sum(map(_members, frame.split(b"\n")[:-1])) for frame in frames])
-    else:
-        lines = buffer[buffer.find(b"\n") + 1:end].split(b"\n")[:-1]
-        batches = _raw_batches(lines, kept)
-        if encode_log(stored.meta, batches, "none") != buffer[:end]:
-            batches = _split(kept, map(_members, lines))  # one batch per line reproduces any packing
-    return batches, encode_log(stored.meta, batches, compression) == buffer[:end]
-
-
-def _jsonl_lock(path: Path, session_id: str) -> WriterLock | None:
-    """The JSONL writer lock of a log we read; ``None`` on a read-only root, where no writer can be at work."""
-    try:
-        return WriterLock.acquire(path.parent / LOCK_NAME, session_id)
-    except OSError as exc:
-        if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
-            return None
-        raise
-
-
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """A session the database already holds exactly as the import would store it: nothing to do."""
@@ -145,7 +90,7 @@ def import_session(source: JsonlBackend, target: PgBackend, session_id: str) -> 
     path = source.find(session_id)
     if path is None:
         raise not_stored(session_id, f"under {source.root}")
-    lock = _jsonl_lock(path, session_id)
+    lock = lock_to_copy(path, session_id)
     try:
         stored = source.read_path(path, session_id)
         refuse_unknown_types(session_id, stored.events, path)
@@ -238,5 +183,5 @@ def _each(session_ids: Sequence[str] | None, source: JsonlBackend | PgBackend,
     return results
 
 
-__all__ = ["Failed", "Moved", "Skipped", "encode_log", "export_root", "export_session",
-           "import_root", "import_session", "source_batches"]
+__all__ = ["Failed", "Moved", "Skipped", "export_root", "export_session", "import_root", "import_session",
+           "open_database"]
