@@ -32,7 +32,7 @@ import pytest
 
 from tests import needs
 
-needs.module("langchain_mcp_adapters", reason="langchain-mcp-adapters needs mcp<2 (see the module docstring)")
+pytest.importorskip("langchain_mcp_adapters", reason="langchain-mcp-adapters needs mcp<2 (see the module docstring)")
 needs.module("langchain.agents")
 
 from langchain.agents import create_agent
