@@ -27,10 +27,10 @@ from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.errors import SessionExistsError, not_stored, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.jsonl.reading import read_stable
+from dsh_todo.harness.persistence.jsonl.writer import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
