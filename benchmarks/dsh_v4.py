@@ -59,8 +59,8 @@ from tests.carriers.mcp.agents.common import fake_model
 from tests.dsh.model import Say, Step, call, steps
 from tests.dsh.runtime import VERSION, Home, Scratch, log_lines, log_of, start_turn, turn_of
 
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.paths import Compression, log_path
+from dsh_todo.harness.persistence.jsonl.writer import encode_batch, encode_header
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "dsh-sessions-v4" / "two-turns" / "none" / "store"

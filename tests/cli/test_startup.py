@@ -33,7 +33,7 @@ NEVER = [
     "dsh_todo.standard", "dsh_todo.harness.plugin_shape", "difflib", "textwrap",
     "dsh_todo.harness.persistence.service", "dsh_todo.harness.persistence.batching",
     "dsh_todo.harness.persistence.jsonl.writer", "dsh_todo.harness.persistence.jsonl.lock",
-    "dsh_todo.harness.persistence.jsonl.encode", "dsh_todo.harness.persistence.jsonl.backend",
+    "dsh_todo.harness.persistence.jsonl.backend",
     "dsh_todo.harness.persistence.checkpoints", "dsh_todo.harness.persistence.postgres",
     "dsh_todo.commands.run", "dsh_todo.commands.web", "dsh_todo.commands.mcp", "dsh_todo.commands.demo",
     "logging", "psycopg", "starlette", "uvicorn",

@@ -10,8 +10,8 @@ from dsh_todo.harness.persistence import CorruptSessionLogError, SessionFormatUn
 from dsh_todo.harness.persistence.header import check_meta, decode_header, parse_header_record
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.chunk_rows import MalformedRowError, expand_row, pack_chunk_runs
-from dsh_todo.harness.persistence.jsonl.encode import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.jsonl.scan import LogScanner
+from dsh_todo.harness.persistence.jsonl.writer import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.jscompat import js_text
 from dsh_todo.jsonutil import dumps, dumps_bytes, loads

@@ -9,8 +9,8 @@ import pytest
 
 from dsh_todo.harness.persistence import CorruptSessionLogError, interrupted_turn_closers
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
-from dsh_todo.harness.persistence.jsonl.encode import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.jsonl.scan import LogScanner
+from dsh_todo.harness.persistence.jsonl.writer import batch_plaintext, header_plaintext
 from dsh_todo.harness.persistence.jsonl.zstd import compress_frame, scan_frames
 from dsh_todo.harness.persistence.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 from dsh_todo.jsonutil import dumps_bytes

@@ -16,10 +16,10 @@ from typing import Any
 
 from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import LOCK_NAME, Compression, compression_of
 from dsh_todo.harness.persistence.jsonl.reading import read_stable
+from dsh_todo.harness.persistence.jsonl.writer import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
 

@@ -1,4 +1,10 @@
-"""The file mechanics of one session log: lazy creation, durable appends, crash repair, all under the writer lock.
+"""The bytes of one session log and their file mechanics: lazy creation, durable appends, crash repair, all under the
+writer lock.
+
+A batch's bytes are its canonical lines (a packed chunk row where possible in format v0, runs of ``sourceEventSeqs``
+as ranges in v4), or exactly one zstd frame holding them (:func:`encode_batch`); the log's first bytes are its header
+line, in its own frame under zstd (:func:`encode_header`). They are the writer's to make: the PostgreSQL export and
+the format tests write a log's bytes through the same functions.
 
 A log never exists half-made: the header and first batch go to a temporary file, fsynced, published with ``link()``
 (which fails if the log exists; ``rename()`` would replace another writer's log). Every later batch is appended and
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -31,11 +37,46 @@ from dsh_todo.harness.persistence.errors import (
     seq_mismatch,
     writer_closed,
 )
-from dsh_todo.harness.persistence.header import Meta
-from dsh_todo.harness.persistence.jsonl.encode import encode_batch, encode_header
+from dsh_todo.harness.persistence.header import Meta, header_line
+from dsh_todo.harness.persistence.jsonl.chunk_rows import pack_chunk_runs
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
 from dsh_todo.harness.persistence.jsonl.paths import Compression
 from dsh_todo.harness.persistence.jsonl.regular import open_fd, temporary, write_all
+from dsh_todo.harness.persistence.jsonl.zstd import compress_frame
+from dsh_todo.harness.persistence.seq_ranges import compact
+from dsh_todo.jsonutil import dumps_bytes, dumps_lines
+
+
+def batch_plaintext(events: Iterable[Mapping[str, Any]], *, pack_chunks: bool = True, ranges: bool = False) -> bytes:
+    """The JSONL text of one batch, each record (a packed chunk row where possible, or an event verbatim) on its own
+    ``\\n``-terminated line; with ``ranges`` (format v4), runs in ``sourceEventSeqs`` stored as ranges."""
+    if ranges:
+        events = [_ranged(event) for event in events]
+    return dumps_lines(pack_chunk_runs(events) if pack_chunks else list(events))
+
+
+def _ranged(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    seqs = event.get("sourceEventSeqs")
+    if seqs is None or len(seqs) < 3:  # nothing to compact (a call's result names one call)
+        return event
+    return {**event, "sourceEventSeqs": compact(seqs)}
+
+
+def header_plaintext(meta: Mapping[str, Any]) -> bytes:
+    return dumps_bytes(header_line(meta)) + b"\n"
+
+
+def encode_batch(events: Iterable[Mapping[str, Any]], compression: Compression, *, pack_chunks: bool = True,
+                 ranges: bool = False) -> bytes:
+    """The bytes appended to a log for one batch: plain lines, or exactly one zstd frame holding them."""
+    plaintext = batch_plaintext(events, pack_chunks=pack_chunks, ranges=ranges)
+    return compress_frame(plaintext) if compression == "zstd" else plaintext
+
+
+def encode_header(meta: Mapping[str, Any], compression: Compression) -> bytes:
+    """The first bytes of a log: the header line, in its own frame under zstd."""
+    header = header_plaintext(meta)
+    return compress_frame(header) if compression == "zstd" else header
 
 
 def fsync_dir(path: Path) -> None:
