@@ -173,8 +173,8 @@ class ToolRegistry:
         if problems is None:
             return error_result(LOSSLESS_ERROR)
         if problems:
-            refused = ToolArgsError(f"invalid arguments: {'; '.join(problems)}")
-            return error_result(refused.message, refused.info())
+            return error_result("invalid arguments: " + "; ".join(problems),
+                                {"name": ToolArgsError.name, "code": ToolArgsError.code})
         try:
             value = tool.execute(args, ToolExecution(agent, signal, call_id))
             if inspect.isawaitable(value):

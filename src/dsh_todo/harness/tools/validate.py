@@ -192,9 +192,11 @@ def _compile_array(items_schema: dict[str, Any], proving: bool = False, walks: d
             its acceptor, so it is proven and has nothing to say), appended to ``out`` (a list, or the judge's
             ``()`` when nothing was said yet)."""
             problems: list[str] = out if type(out) is list else []
-            start = next(index for index, each in enumerate(value) if each is item)
-            for index in range(start, len(value)):
-                item_check(value[index], f"{path}[{index}]", problems)
+            found = False
+            for index, each in enumerate(value):
+                found = found or each is item
+                if found:
+                    item_check(each, f"{path}[{index}]", problems)
             return problems
 
         walks[id(items_schema)] = walk
@@ -209,8 +211,10 @@ def _compile_value_checks(schema: dict[str, Any]) -> Check | None:
         text = dumps(allowed)
 
         def check_enum(value: Any, path: str, out: list[str]) -> None:
-            if not any(value == a and type(value) is type(a) for a in allowed):  # exact: True is not 1, 2.0 not 2
-                out.append(f'"{_label(path)}" must be one of {text}')
+            for each in allowed:
+                if value == each and type(value) is type(each):  # exact: True is not 1, 2.0 is not 2
+                    return
+            out.append(f'"{_label(path)}" must be one of {text}')
 
         checks.append(check_enum)
     if "const" in schema:
