@@ -229,8 +229,9 @@ class LeafTable(dict[Any, FrozenDict]):
             if leaf is None:
                 fields = make(sent)
                 remember = True
-                for value in fields.values():  # frozen_object's check, inlined: a Python call a field was ~2 µs
-                    kind = type(value)         # of a ten-new-item list (decision 0031)
+                # frozen_object's check, inlined: with a call a field, ten new items cost ~6 µs more (decision 0045)
+                for value in fields.values():
+                    kind = type(value)
                     if kind is str:
                         if len(value) > self.longest:
                             remember = False
