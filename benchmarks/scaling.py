@@ -54,7 +54,7 @@ from typing import Any
 
 from dsh_todo.harness import Agent, boot
 from dsh_todo.harness.context import Context
-from dsh_todo.harness.frozen import FrozenDict, freeze_trusted, untracked
+from dsh_todo.harness.frozen import FrozenDict, freeze_trusted
 from dsh_todo.harness.session import Session
 from dsh_todo.standard import open_runtime
 from dsh_todo.testing import ClusterUnavailable, start_cluster
@@ -149,12 +149,11 @@ def _history(length: int) -> list[Any]:
     append = events.append
     for seq in range(length):
         if seq % 200 == 0:
-            append(untracked(FrozenDict(type="turn/start", seq=seq, time=0,
-                                        data=freeze_trusted({"turn": seq // 200 + 1}))))
+            append(FrozenDict(type="turn/start", seq=seq, time=0, data=freeze_trusted({"turn": seq // 200 + 1})))
         elif seq % 20 == 0:
-            append(untracked(FrozenDict(type="todo/write", seq=seq, time=0, data=write)))
+            append(FrozenDict(type="todo/write", seq=seq, time=0, data=write))
         else:
-            append(untracked(FrozenDict(type="step/start", seq=seq, time=0, data=step)))
+            append(FrozenDict(type="step/start", seq=seq, time=0, data=step))
     return events
 
 

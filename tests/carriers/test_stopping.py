@@ -89,3 +89,30 @@ def test_done_in_the_process_own_command_ignores_later_signals() -> None:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+_AT_EXIT = """
+import atexit, gc, signal, sys
+from dsh_todo.carriers.stopping import STOPPING
+
+def report():  # registered first, so it runs last: after the stop machinery's own exit hook
+    print(gc.get_freeze_count() > 0, signal.getsignal(signal.SIGTERM) == signal.SIG_IGN)
+
+atexit.register(report)
+STOPPING.own_process = sys.argv[1] == "own"
+STOPPING.install()
+STOPPING.done()
+"""
+
+
+@pytest.mark.parametrize(("owner", "expected"), [("embedding", "False False"), ("own", "True True")])
+def test_only_the_cli_own_process_is_frozen_and_deaf_at_exit(owner: str, expected: str) -> None:
+    """Repro: a process that embeds the stop machinery (a test, an application calling ``cli.main(argv)`` or a
+    carrier) had its whole heap frozen (``gc.freeze``) and its stop signals ignored by the machinery's exit hook,
+    which is process policy only the command line's own process may set. Printed before: ``True True`` for both."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _AT_EXIT, owner], capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout.split() == expected.split()

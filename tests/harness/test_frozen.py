@@ -1,88 +1,32 @@
-"""The lossless copy and the collector's books (docs/decisions/0008-untracked-log.md)."""
+"""The lossless copy, the checked constructors, and the todo tool's leaf table (decisions 0001, 0045)."""
 
 from __future__ import annotations
 
 import gc
-import platform
 import tracemalloc
 from typing import Any
 
 import pytest
 
-from dsh_todo.harness import Session, SessionStore, frozen
+from dsh_todo.harness import Session
 from dsh_todo.harness.frozen import (
     MAX_DATA_DEPTH,
     CheckedDict,
     CheckedList,
     FrozenDict,
     FrozenList,
-    LeafTable,
     NotLosslessJSON,
     freeze_trusted,
     frozen_array,
     frozen_object,
     lossless_copy,
 )
-
-cpython_only = pytest.mark.skipif(platform.python_implementation() != "CPython" or frozen._free_threaded(),
-                                  reason="untracking is the collector of CPython with the GIL")
+from dsh_todo.harness.speed import LeafTable
 
 
-def containers(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [value, *(c for child in value.values() for c in containers(child))]
-    if isinstance(value, list):
-        return [value, *(c for child in value for c in containers(child))]
-    return []
-
-
-@cpython_only
-def test_a_logged_event_is_untracked_all_the_way_down() -> None:
-    """A tracked log was walked by every full collection: 35-42 us a call instead of ~21 with 20,000 events kept."""
-    session = SessionStore().create("s")
-    event = session.append("tool/result", {"a": [{"b": [1, 2.5, None]}, []], "c": {}}, surface_op="append",
-                           source_event_seqs=[0])
-    found = containers(event)
-    assert len(found) == 8
-    assert not any(gc.is_tracked(container) for container in found)
-
-
-@cpython_only
-def test_copies_and_restored_events_are_untracked_too() -> None:
-    assert not any(gc.is_tracked(c) for c in containers(lossless_copy({"a": [{"b": 1}]})))
-    assert not any(gc.is_tracked(c) for c in containers(freeze_trusted({"a": [{"b": 1}]})))
-
-
-@cpython_only
-def test_the_untracking_loaded_takes_a_container_off_the_books() -> None:
-    """The branch every GIL build takes; the one above each append already goes through it."""
-    container = FrozenDict(items=[1])  # holds a list: tracked
-    assert gc.is_tracked(container)
-    frozen._load_untrack()(container)
-    assert not gc.is_tracked(container)
-
-
-def test_a_free_threaded_build_leaves_every_container_tracked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Free-threaded CPython (``Py_GIL_DISABLED``) gets the no-op, whatever build runs this test."""
-    import sysconfig
-
-    read = sysconfig.get_config_var
-    asked: list[str] = []
-
-    def gil_disabled(name: str) -> Any:
-        asked.append(name)
-        return 1 if name == "Py_GIL_DISABLED" else read(name)
-
-    monkeypatch.setattr(sysconfig, "get_config_var", gil_disabled)
-    container = FrozenDict(items=[1])
-    tracked = gc.is_tracked(container)
-    frozen._load_untrack()(container)
-    assert asked == ["Py_GIL_DISABLED"]
-    assert gc.is_tracked(container) == tracked
-
-
-def test_an_untracked_log_is_freed_by_reference_counting_alone() -> None:
-    """Untracked means the collector never looks at it: the log must need no collector to be freed."""
+def test_a_log_is_freed_by_reference_counting_alone() -> None:
+    """A frozen event is built bottom-up and can never point back at itself, so it is in no cycle: a session's log
+    (the session held by nobody else) is freed without the collector."""
     tracemalloc.start()
     gc.disable()
     try:
@@ -188,8 +132,8 @@ def test_a_leaf_table_takes_only_checked_leaves_and_its_arrays_are_proven() -> N
 
 
 def test_a_leaf_table_builds_new_leaves_checked_frozen_and_within_its_bounds() -> None:
-    """A list with new items (decision 0031): each new leaf is checked as ``frozen_object`` checks, frozen, off the
-    collector's books, and remembered only within the table's bounds."""
+    """A list with new items (decision 0031): each new leaf is checked as ``frozen_object`` checks, frozen, and
+    remembered only within the table's bounds."""
     table = LeafTable(kept=3, longest=4)
 
     def make(key: Any) -> dict[str, Any]:
@@ -212,5 +156,3 @@ def test_a_leaf_table_builds_new_leaves_checked_frozen_and_within_its_bounds() -
     for bad in [float("nan"), -0.0, float("inf"), [1], object()]:
         refused = table.array(["f"], str, lambda key, bad=bad: {"text": key, "n": bad})
         assert type(refused) is FrozenList and type(refused[0]) is FrozenDict and "f" not in table
-    if platform.python_implementation() == "CPython":
-        assert not any(gc.is_tracked(c) for c in [out, *out])

@@ -10,9 +10,10 @@ import pytest
 from dsh_todo.harness import Context
 from dsh_todo.harness.errors import HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import FrozenDict, lossless_copy
+from dsh_todo.harness.speed import compile_acceptor, compile_judge
 from dsh_todo.harness.tools import ToolExecution, ToolRegistry, ToolResult, define_tool, error_result
 from dsh_todo.harness.tools.schema import SchemaAuthorError, compile_parameters, compile_value
-from dsh_todo.harness.tools.validate import compile_acceptor, violations
+from dsh_todo.harness.tools.validate import violations
 from dsh_todo.jsonutil import dumps
 from tests.conftest import BootFactory
 
@@ -210,7 +211,7 @@ def test_the_judge_answers_what_the_acceptor_then_the_refusal_would(
     what the acceptor passes, else the refusal's answer (``None`` for lossy, every violation in order), whether
     the walk resumes inside an array, inside a loop within a loop, or starts the refusal afresh."""
     from dsh_todo.harness.frozen import is_lossless
-    from dsh_todo.harness.tools.validate import compile_judge, compile_refusal
+    from dsh_todo.harness.tools.validate import compile_refusal
 
     schema = compile_parameters(parameters)
     accept, refuse, judge = compile_acceptor(schema), compile_refusal(schema), compile_judge(schema)
@@ -224,7 +225,6 @@ def test_the_judge_resumes_at_the_refused_item_and_names_every_one_after_it() ->
     """The judge's walk resumes at the item refused, found by identity among the items (the same object may come
     more than once), and says every refused item after it, in order, each once."""
     schema = compile_parameters(_REFUSAL_SCHEMAS[0])
-    from dsh_todo.harness.tools.validate import compile_judge
 
     judge = compile_judge(schema)
     item, bad = {"content": "a", "status": "pending"}, {"content": "a", "status": "done"}

@@ -13,16 +13,15 @@ every value is a JSON value the log's writer can encode, nested at most :data:`M
 container knows its ``depth``). Whatever they cannot prove stays an unchecked frozen container, which the append
 checks and copies like plain data (docs/decisions/0001-events-frozen-subclasses.md).
 
-Every container this module builds is taken off the cyclic garbage collector's books (:func:`untracked`): a logged
-event lives as long as its session, and a tracked one is walked again by every full collection, which made a call
-cost half as much again once a long-running agent held 20,000 events (docs/decisions/0008-untracked-log.md).
+The containers stay on the cyclic garbage collector's books like any other: taking them off (decision 0008) no
+longer held any goal once a session keeps a bounded window of its events (decision 0037), so it went (decision
+0045).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from dsh_todo.harness.errors import NotLosslessJSON as NotLosslessJSON
 from dsh_todo.jsonutil import MAX_VALUE_DEPTH, nests_deeper
@@ -36,64 +35,7 @@ def _refuse(*_: Any, **__: Any) -> NoReturn:
     raise TypeError("session events are immutable")
 
 
-_Container = TypeVar("_Container", bound="FrozenDict | FrozenList")
 _INF = float("inf")
-
-
-def _leave_tracked(_: Any) -> None:
-    return None
-
-
-def _free_threaded() -> bool:
-    """Whether this is a free-threaded build (PEP 703, ``python3.13t``), whatever the GIL's state at the moment."""
-    import sysconfig
-
-    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-
-
-def _load_untrack() -> Callable[[Any], None]:
-    """CPython's ``PyObject_GC_UnTrack`` through ctypes (imported on first use, not at start-up); elsewhere a no-op.
-
-    Given the object (a ``py_object`` argument), not its address: ``id(obj)`` as a ``c_void_p`` converted faster in
-    a bare process (0.15 against 0.40 µs a call on 3.11), but ``id()`` raises the ``builtins.id`` audit event, and in
-    OpenHands' process (an audit hook, by the look of it) it cost ~0.2 µs more than the conversion it saved
-    (decision 0031).
-
-    A no-op on a free-threaded build too: its collector finds objects by walking the allocator's heaps rather than
-    a list of tracked ones, so there is less to save, and the tracked flag is a bit in each object's header that
-    CPython does not promise may be cleared from outside while other threads can reach the object; under the GIL
-    untracking is a plain unlinking (docs/decisions/0008-untracked-log.md, *Amended: free-threaded builds*)."""
-    if _free_threaded():
-        return _leave_tracked
-    try:
-        import ctypes
-
-        untrack: Callable[[Any], None] = ctypes.PYFUNCTYPE(None, ctypes.py_object)(
-            ("PyObject_GC_UnTrack", ctypes.pythonapi))
-    except (ImportError, AttributeError, OSError):  # no ctypes, or not CPython: the collector keeps tracking
-        return _leave_tracked
-    return untrack
-
-
-def _first_untrack(container: Any) -> None:
-    global _untrack
-    _untrack = _load_untrack()
-    _untrack(container)
-
-
-_untrack: Callable[[Any], None] = _first_untrack
-
-
-def untracked(container: _Container) -> _Container:
-    """``container`` (finished: nothing is added to it afterwards), no longer tracked by the cyclic collector.
-
-    Safe because a frozen container cannot be part of a cycle: it is built bottom-up from JSON values and frozen
-    children and can never be changed to point back at itself, so reference counting alone frees it. An untracked
-    container costs a full collection nothing, however many the logs hold. Adding to a dict afterwards (only
-    ``dict.__setitem__`` can) may track it again, so untrack last.
-    """
-    _untrack(container)
-    return container
 
 
 class FrozenDict(dict[str, Any]):
@@ -152,6 +94,13 @@ def _lossless_float(value: float) -> bool:
     return value == value and value not in (_INF, -_INF) and not (value == 0.0 and math.copysign(1.0, value) < 0)
 
 
+def is_json_scalar(value: Any) -> bool:
+    """Whether ``value`` is a JSON scalar the log's writer encodes as it is: a ``str``, ``int``, ``bool`` or ``None``
+    of that exact type (a subclass may encode as something else), or a lossless ``float``."""
+    kind = type(value)
+    return kind is str or kind is int or kind is bool or value is None or (kind is float and _lossless_float(value))
+
+
 def _nesting(values: Any) -> int:
     """How deeply a container holding ``values`` nests, or 0 when one of them is not proven JSON (neither a lossless
     scalar nor a checked container: exact types only, as a subclass may encode as something else) or it would nest
@@ -177,10 +126,9 @@ def frozen_object(**fields: Any) -> FrozenDict:
     which the append checks and copies, refusing what JSON cannot carry in its own words."""
     depth = _nesting(fields.values())
     if not depth:
-        return untracked(FrozenDict(fields))
+        return FrozenDict(fields)
     out = CheckedDict(fields)
     out.depth = depth
-    _untrack(out)
     return out
 
 
@@ -190,91 +138,13 @@ def frozen_array(items: list[Any] | tuple[Any, ...]) -> FrozenList:
     out = CheckedList(items)  # first: what is checked is what is kept
     depth = _nesting(out)
     if not depth:
-        return untracked(FrozenList(out))
+        return FrozenList(out)
     out.depth = depth
-    _untrack(out)
     return out
 
 
-class LeafTable(dict[Any, FrozenDict]):
-    """Leaf objects (checked, holding no container) by key, each built once and shared by every array of them.
-
-    Only a checked leaf can be put in (``table[key] = frozen_object(...)`` of JSON scalars, or :meth:`array`'s own
-    build; other ways in are refused), so an array of its values is proven without looking at them (:meth:`array`).
-    The todo tool keeps its items here: a model resends its list on every call, and most items come back unchanged.
-
-    Bounded: it holds at most ``kept`` leaves (then it starts afresh), and a leaf with a string longer than
-    ``longest`` is built each time, never remembered, so the table stays a few MB whatever a model sends.
-    """
-
-    __slots__ = ("kept", "longest")
-
-    def __init__(self, kept: int = 4096, longest: int = 1024) -> None:
-        super().__init__()
-        self.kept = kept
-        self.longest = longest
-
-    def __setitem__(self, key: Any, leaf: FrozenDict) -> None:
-        if type(leaf) is not CheckedDict or leaf.depth != 1:
-            raise TypeError("a leaf table holds checked leaf objects only (frozen_object of JSON scalars)")
-        dict.__setitem__(self, key, leaf)
-
-    setdefault = update = __ior__ = _refuse
-
-    def array(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
-              make: Callable[[Any], dict[str, Any]]) -> FrozenList:
-        """The frozen array of the leaves at ``key(item)`` for each of ``items``: proven at once when the table holds
-        every key (its values, looked up in C), else built with the fields ``make(key)`` gives (a plain ``dict``) for
-        each key it lacks, and remembered within the table's bounds."""
-        known = self.get
-        out = CheckedList(map(known, map(key, items)))
-        if not all(out):  # a key it lacks (or an empty leaf, which the general check takes as well)
-            return self._fill(items, key, make)
-        out.depth = 2 if out else 1
-        _untrack(out)
-        return out
-
-    def _fill(self, items: list[Any] | tuple[Any, ...], key: Callable[[Any], Any],
-              make: Callable[[Any], dict[str, Any]]) -> FrozenList:
-        """:meth:`array` for a list with new leaves: each checked, built and remembered in this one frame
-        (:func:`frozen_object`'s check inlined; a list the model rewrote pays it for every item, decision 0031)."""
-        known, longest = self.get, self.longest
-        leaves: list[Any] = []
-        proven = True
-        for sent in map(key, items):
-            leaf = known(sent)
-            if leaf is None:
-                fields = make(sent)
-                remember = True
-                for value in fields.values():
-                    kind = type(value)
-                    if kind is str:
-                        if len(value) > longest:
-                            remember = False
-                    elif kind is not int and kind is not bool and value is not None and (
-                            kind is not float or not _lossless_float(value)):
-                        leaf = untracked(FrozenDict(fields))
-                        proven = False
-                        break
-                else:
-                    leaf = CheckedDict(fields)
-                    leaf.depth = 1
-                    _untrack(leaf)
-                    if remember:
-                        if len(self) >= self.kept:
-                            self.clear()
-                        dict.__setitem__(self, sent, leaf)
-            leaves.append(leaf)
-        if not proven:  # a field that is no JSON scalar: checked as any array, so the append checks the list
-            return frozen_array(leaves)
-        out = CheckedList(leaves)  # every leaf checked: the table's, or built just above
-        out.depth = 2 if out else 1
-        _untrack(out)
-        return out
-
-
 def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
-    """``out`` (just built by the copy from checked values) given its depth and untracked; raises :class:`_Deep`
+    """``out`` (just built by the copy from checked values) given its depth; raises :class:`_Deep`
     when it would nest deeper than a log line allows (a shared checked container took it over)."""
     depth = 0
     for value in values:
@@ -284,7 +154,6 @@ def _seal(out: CheckedDict | CheckedList, values: Any) -> Any:
     if depth >= MAX_DATA_DEPTH:
         raise _Deep
     out.depth = depth + 1
-    _untrack(out)
     return out
 
 
@@ -338,7 +207,7 @@ def lossless_copy(value: Any, path: str = "") -> Any:
 
 def _deep_copy(value: Any, path: str) -> Any:
     """The copy of a value too deep for :func:`_snap`: refused beyond :data:`MAX_DATA_DEPTH`, else made without
-    recursion (containers filled through ``dict``/``list``'s own methods, then untracked once complete)."""
+    recursion (containers filled through ``dict``/``list``'s own methods, then sealed once complete)."""
     if nests_deeper(value, MAX_DATA_DEPTH):
         raise NotLosslessJSON(f"{_describe(path)} nests deeper than {MAX_DATA_DEPTH} levels, more than a session "
                               "log line can hold")
@@ -451,9 +320,9 @@ def freeze_trusted(value: Any) -> Any:
     is copied, not shared."""
     kind = type(value)
     if kind is dict:
-        return untracked(FrozenDict({k: freeze_trusted(v) for k, v in value.items()}))
+        return FrozenDict({k: freeze_trusted(v) for k, v in value.items()})
     if kind is list:
-        return untracked(FrozenList([freeze_trusted(v) for v in value]))
+        return FrozenList([freeze_trusted(v) for v in value])
     return value
 
 

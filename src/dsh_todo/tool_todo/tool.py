@@ -12,7 +12,8 @@ import operator
 from typing import Any, Final
 
 from dsh_todo.harness.errors import TodoRejectedError
-from dsh_todo.harness.frozen import LeafTable, frozen_object
+from dsh_todo.harness.frozen import frozen_object
+from dsh_todo.harness.speed import LeafTable
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
 from dsh_todo.jscompat import js_trim
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
@@ -28,14 +29,14 @@ ITEM_TEXT_KEPT: Final = 1024
 whatever models send."""
 
 _items = LeafTable(ITEMS_KEPT, ITEM_TEXT_KEPT)
-"""The items remembered, by ``(content, status)`` as sent. A :class:`~dsh_todo.harness.frozen.LeafTable` takes only
+"""The items remembered, by ``(content, status)`` as sent: one of the hot path's measured tricks
+(:class:`~dsh_todo.harness.speed.LeafTable`; without it a resent list misses its goal, decision 0045). It takes only
 checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001).
 
 A model resends its whole list on every call and most items come back unchanged, so most calls trim and build no
 item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list rules run
-on every call. Sharing is safe because nobody can change a frozen item (docs/decisions/0008-untracked-log.md). The
-registry has refused anything but exact ``str`` values (not lossless), so a key cannot be a subclass with its own idea
-of equality."""
+on every call. Sharing is safe because nobody can change a frozen item. The registry has refused anything but exact
+``str`` values (not lossless), so a key cannot be a subclass with its own idea of equality."""
 
 _sent_as = operator.itemgetter("content", "status")
 """An item's key as sent, made in C (every item, every call)."""
@@ -43,7 +44,7 @@ _sent_as = operator.itemgetter("content", "status")
 
 def _fields(sent: tuple[str, str]) -> dict[str, str]:
     """The logged fields of an item as sent that ``_items`` does not hold yet: its content trimmed as JavaScript
-    trims. The table checks, builds, freezes, untracks and remembers the item (decision 0031)."""
+    trims. The table checks, builds, freezes and remembers the item (decision 0031)."""
     content, status = sent
     return {"content": js_trim(content), "status": status}
 

@@ -1,11 +1,10 @@
 """The tool registry (``tools`` service): definitions, the schemas sent to a model, and the execute pipeline.
 
 Execute runs, in order (SPEC §1.4, §2): abort-before-dispatch → lossless check of the arguments → schema
-validation (every violation, ``ToolArgsError``) → the tool body → render. One generated walk (the ``judge``)
-answers the common case (valid arguments) as the acceptor does; a refused call goes on from where it was refused
-to the lossless check and the full violation list, answered together (``refuse``'s closures;
-docs/decisions/0031-every-path-of-a-call.md). Arguments are
-not deep-copied: tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
+validation (every violation, ``ToolArgsError``) → the tool body → render. The lossless check and the validation
+are one walk, the tool's judge (:func:`dsh_todo.harness.speed.compile_judge`: generated code for valid arguments,
+the validator's own refusal from the item it refused on; decisions 0031 and 0045). Arguments are not deep-copied:
+tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
 Every failure becomes an ``isError`` result whose one text block is ``Error: <message>``; only
 :class:`HarnessError` failures carry ``{name, code}``.
 """
@@ -21,8 +20,9 @@ from typing import Any, Final, NamedTuple
 from dsh_todo.harness.context import Context, Disposer, ServiceKey
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
+from dsh_todo.harness.speed import Judge, compile_judge
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
-from dsh_todo.harness.tools.validate import compile_acceptor, compile_refusal_and_judge, compile_validator
+from dsh_todo.harness.tools.validate import compile_validator
 
 log = logging.getLogger("dsh_todo.tools")
 
@@ -64,17 +64,10 @@ class ToolResult(NamedTuple):
 
     @property
     def text(self) -> str:
-        content = self.content
-        if len(content) == 1:  # every result the registry builds: its one block, without a generator and a join
-            block = content[0]
-            return block["text"] if block.get("type") == "text" else ""
-        return "".join(block["text"] for block in content if block.get("type") == "text")
+        return "".join(block["text"] for block in self.content if block.get("type") == "text")
 
 
 Execute = Callable[[Any, ToolExecution], Any]
-
-_new: Any = tuple.__new__
-"""Builds a NamedTuple from a complete tuple without its generated ``__new__`` frame (half the cost, every call)."""
 
 
 @dataclass(frozen=True)
@@ -90,13 +83,10 @@ class ToolDefinition:
     present_call: Callable[[Any], Any] | None = None
     concurrency_safe: bool = False
     validate: Callable[[Any], list[str]] = field(repr=False, default=lambda _: [])
-    accept: Callable[[Any], bool] = field(repr=False, default=lambda _: False)
-    refuse: Callable[[Any], list[str] | None] | None = field(repr=False, default=None)
-    """For a call ``accept`` refused: ``None`` when its arguments are not lossless JSON, else every violation (what
-    the lossless check then ``validate`` would say, in one walk); when absent, the registry asks those two."""
-    judge: Callable[[Any], list[str] | tuple[()] | None] | None = field(repr=False, default=None)
-    """``accept`` and ``refuse`` in one walk: ``()`` when ``accept`` passes the arguments, else what ``refuse``
-    says (decision 0031). The registry asks it when present, and ``accept`` then ``refuse`` when not."""
+    judge: Judge | None = field(repr=False, default=None)
+    """The lossless check and ``validate`` in one walk: ``()`` or ``[]`` for valid arguments, ``None`` for arguments
+    that are not lossless JSON, else every violation (:func:`~dsh_todo.harness.speed.compile_judge`). Without it,
+    the registry asks those two in turn."""
 
     def schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
@@ -113,22 +103,14 @@ def define_tool(*, name: str, description: str, parameters: Mapping[str, Mapping
                 present_call: Callable[[Any], Any] | None = None, concurrency_safe: bool = False) -> ToolDefinition:
     """Compile an author's spec into a :class:`ToolDefinition` (schemas compiled once, validator prebuilt)."""
     compiled = compile_parameters(parameters)
-    refuse, judge = compile_refusal_and_judge(compiled)
     return ToolDefinition(
         name=name, description=description, parameters=compiled, execute=execute, render=render,
         output_schema=compile_value(output) if output is not None else None, present_call=present_call,
-        concurrency_safe=concurrency_safe, validate=compile_validator(compiled), accept=compile_acceptor(compiled),
-        refuse=refuse, judge=judge)
+        concurrency_safe=concurrency_safe, validate=compile_validator(compiled), judge=compile_judge(compiled))
 
 
 def error_result(message: str, info: dict[str, str] | None = None) -> ToolResult:
-    result: ToolResult = _new(ToolResult, (True, [{"type": "text", "text": f"Error: {message}"}], None, info))
-    return result
-
-
-ARGS_ERROR = "Error: " + ToolArgsError("invalid arguments: ").message
-"""The text before a refused call's violations; the registry builds the whole text once, with no exception."""
-ARGS_ERROR_NAME, ARGS_ERROR_CODE = ToolArgsError.name, ToolArgsError.code
+    return ToolResult(True, [{"type": "text", "text": f"Error: {message}"}], None, info)
 
 
 class ToolRegistry:
@@ -187,24 +169,15 @@ class ToolRegistry:
         if tool is None:
             return error_result(f'unknown tool "{tool_name}"', {"name": "ToolNotFoundError", "code": "NOT_FOUND"})
         args = arguments
-        judge = tool.judge
-        if judge is not None:
-            problems = judge(args)  # () when accepted, the usual: one walk, and nothing else to ask
-        elif tool.accept(args):
-            problems = ()
-        else:
-            refuse = tool.refuse
-            problems = refuse(args) if refuse is not None else tool.validate(args) if is_lossless(args) else None
-        if problems:  # ToolArgsError's text and info, built once
-            refused: ToolResult = _new(ToolResult, (
-                True, [{"type": "text", "text": ARGS_ERROR + "; ".join(problems)}], None,
-                {"name": ARGS_ERROR_NAME, "code": ARGS_ERROR_CODE}))
-            return refused
+        problems = tool.judge(args) if tool.judge is not None else tool.validate(args) if is_lossless(args) else None
         if problems is None:
             return error_result(LOSSLESS_ERROR)
+        if problems:
+            return error_result("invalid arguments: " + "; ".join(problems),
+                                {"name": ToolArgsError.name, "code": ToolArgsError.code})
         try:
-            value = tool.execute(args, _new(ToolExecution, (agent, signal, call_id)))
-            if type(value) is not dict and inspect.isawaitable(value):  # a plain dict (the usual) never is
+            value = tool.execute(args, ToolExecution(agent, signal, call_id))
+            if inspect.isawaitable(value):
                 value = await value
             text = tool.render(args, value)
         except HarnessError as exc:
@@ -213,8 +186,7 @@ class ToolRegistry:
             return error_result(str(exc))
         if signal is not None and signal.aborted:
             return error_result("tool call aborted", AbortError("tool call aborted").info())
-        result: ToolResult = _new(ToolResult, (False, [{"type": "text", "text": text}], value, None))
-        return result
+        return ToolResult(False, [{"type": "text", "text": text}], value, None)
 
 
 TOOLS: Final[ServiceKey[ToolRegistry]] = ServiceKey("tools")
