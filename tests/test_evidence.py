@@ -18,7 +18,6 @@ NOT_ABOUT_AN_INSTALL = {
     "tests/harness/persistence/test_checkpoints.py": "a generated log that does not load (logic, not the machine)",
     "tests/harness/persistence/test_lock.py": "mounting a tmpfs needs a capability; /proc/locks is Linux's",
     "tests/harness/persistence/postgres/test_transfer.py": "the fixture logs are part of the repository",
-    "tests/harness/test_frozen.py": "CPython's collector, not PyPy's or a free-threaded build's",
     "tests/carriers/mcp/clients/test_langchain.py": "langchain-mcp-adapters requires mcp<2: it cannot be "
                                                     "installed beside our mcp 2 pin at all",
     "tests/cli/test_demo_lines.py": "runs only in the project's own .venv (the 3.13 run has its own)",

@@ -21,7 +21,7 @@ from dsh_todo.harness.frozen import (
     frozen_object,
     lossless_copy,
 )
-from dsh_todo.harness.speed import LeafTable
+from dsh_todo.harness.tools.speed import LeafTable
 
 
 def test_a_log_is_freed_by_reference_counting_alone() -> None:

@@ -10,9 +10,9 @@ import pytest
 from dsh_todo.harness import Context
 from dsh_todo.harness.errors import HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import FrozenDict, lossless_copy
-from dsh_todo.harness.speed import compile_acceptor, compile_judge
 from dsh_todo.harness.tools import ToolExecution, ToolRegistry, ToolResult, define_tool, error_result
 from dsh_todo.harness.tools.schema import SchemaAuthorError, compile_parameters, compile_value
+from dsh_todo.harness.tools.speed import compile_acceptor, compile_judge
 from dsh_todo.harness.tools.validate import violations
 from dsh_todo.jsonutil import dumps
 from tests.conftest import BootFactory

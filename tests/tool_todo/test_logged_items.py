@@ -6,7 +6,7 @@ import pytest
 
 import dsh_todo.tool_todo.tool as tool_todo_module
 from dsh_todo.harness import Agent
-from dsh_todo.harness.speed import LeafTable
+from dsh_todo.harness.tools.speed import LeafTable
 from tests.conftest import BootFactory
 
 pytestmark = pytest.mark.anyio

@@ -13,8 +13,8 @@ from typing import Any, Final
 
 from dsh_todo.harness.errors import TodoRejectedError
 from dsh_todo.harness.frozen import frozen_object
-from dsh_todo.harness.speed import LeafTable
 from dsh_todo.harness.tools import ToolDefinition, ToolExecution, define_tool
+from dsh_todo.harness.tools.speed import LeafTable
 from dsh_todo.jscompat import js_trim
 from dsh_todo.tool_todo.description import OUTPUT, PARAMETERS, TOOL_NAME, describe
 from dsh_todo.tool_todo.rules import TodoError, check_list, render
@@ -30,8 +30,8 @@ whatever models send."""
 
 _items = LeafTable(ITEMS_KEPT, ITEM_TEXT_KEPT)
 """The items remembered, by ``(content, status)`` as sent: one of the hot path's measured tricks
-(:class:`~dsh_todo.harness.speed.LeafTable`; without it a resent list misses its goal, decision 0045). It takes only
-checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001).
+(:class:`~dsh_todo.harness.tools.speed.LeafTable`; without it a resent list misses its goal, decision 0045). It takes
+only checked items, so a list built from it is proven JSON without a look at its items (docs/decisions/0001).
 
 A model resends its whole list on every call and most items come back unchanged, so most calls trim and build no
 item at all: one dict lookup each. Only the trimming and building are remembered, never a verdict: the list rules run

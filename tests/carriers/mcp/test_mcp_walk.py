@@ -5,8 +5,9 @@ Counted, not timed (:mod:`tests.carriers.mcp.walk`: the stdio server in process,
 count: 21) and set the goal at 10 modules *crossed* from the request line to the fsync: the modules the call passes
 through, calling on into another of ours, not the leaves it only consults (ids, JSON, frozen values, the plan rules,
 the lock's flag, zstd, the file helpers, the call's dataclass). Merging the direct answers into the carrier's call
-module brought it to 11 crossed (19 on the main path); folding a batch's bytes into the file writer, to 10 (18):
-decision 0046. ``CROSSED_CEILING`` is the issue's goal, met; ``MAIN_PATH_CEILING`` keeps the whole walk from growing
+module brought it to 11 crossed (19 on the main path); folding a batch's bytes into the file writer, to 10 (18);
+the plain core's one module of measured tricks (``harness/tools/speed.py``, a leaf) makes the main path 19: decisions
+0045, 0046. ``CROSSED_CEILING`` is the issue's goal, met; ``MAIN_PATH_CEILING`` keeps the whole walk from growing
 back.
 """
 
@@ -18,7 +19,7 @@ import pytest
 
 from tests.carriers.mcp.walk import Walk, trace_call
 
-MAIN_PATH_CEILING = 18
+MAIN_PATH_CEILING = 19
 CROSSED_CEILING = 10
 
 

@@ -2,7 +2,7 @@
 
 Execute runs, in order (SPEC §1.4, §2): abort-before-dispatch → lossless check of the arguments → schema
 validation (every violation, ``ToolArgsError``) → the tool body → render. The lossless check and the validation
-are one walk, the tool's judge (:func:`dsh_todo.harness.speed.compile_judge`: generated code for valid arguments,
+are one walk, the tool's judge (:func:`dsh_todo.harness.tools.speed.compile_judge`: generated code for valid arguments,
 the validator's own refusal from the item it refused on; decisions 0031 and 0045). Arguments are not deep-copied:
 tool bodies treat them as read-only (docs/decisions/0002-tool-fast-path.md).
 Every failure becomes an ``isError`` result whose one text block is ``Error: <message>``; only
@@ -20,8 +20,8 @@ from typing import Any, Final, NamedTuple
 from dsh_todo.harness.context import Context, Disposer, ServiceKey
 from dsh_todo.harness.errors import AbortError, HarnessError, ToolArgsError
 from dsh_todo.harness.frozen import is_lossless
-from dsh_todo.harness.speed import Judge, compile_judge
 from dsh_todo.harness.tools.schema import JsonSchema, compile_parameters, compile_value
+from dsh_todo.harness.tools.speed import Judge, compile_judge
 from dsh_todo.harness.tools.validate import compile_validator
 
 log = logging.getLogger("dsh_todo.tools")
@@ -85,7 +85,7 @@ class ToolDefinition:
     validate: Callable[[Any], list[str]] = field(repr=False, default=lambda _: [])
     judge: Judge | None = field(repr=False, default=None)
     """The lossless check and ``validate`` in one walk: ``()`` or ``[]`` for valid arguments, ``None`` for arguments
-    that are not lossless JSON, else every violation (:func:`~dsh_todo.harness.speed.compile_judge`). Without it,
+    that are not lossless JSON, else every violation (:func:`~dsh_todo.harness.tools.speed.compile_judge`). Without it,
     the registry asks those two in turn."""
 
     def schema(self) -> dict[str, Any]:

@@ -12,8 +12,8 @@ A refused call must also learn whether its arguments are lossless JSON, which de
 it passes as it goes, and only what no test proves (a value of the wrong type, an undeclared key, a node without a
 type, a float) gets the lossless walk, instead of a second walk of the whole arguments first
 (docs/decisions/0031-every-path-of-a-call.md). The registry asks neither alone but the judge
-(:func:`dsh_todo.harness.speed.compile_judge`), generated code that says what the refusal says and resumes it at the
-array item it refused (decision 0045).
+(:func:`dsh_todo.harness.tools.speed.compile_judge`), generated code that says what the refusal says and resumes it
+at the array item it refused (decision 0045).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ Walk = Callable[[list[Any], str, Any, Any], list[str]]
 
 def refusal_with_walks(schema: dict[str, Any]) -> tuple[Callable[[Any], list[str] | None], dict[int, Walk]]:
     """:func:`compile_refusal`, and each array node's walk by the ``id`` of its ``items`` schema (the judge of
-    :mod:`dsh_todo.harness.speed` resumes them; the schema is alive while the judge is generated)."""
+    :mod:`dsh_todo.harness.tools.speed` resumes them; the schema is alive while the judge is generated)."""
     walks: dict[int, Walk] = {}
     check = _compile(schema, proving=True, walks=walks)
 

@@ -25,7 +25,7 @@ micro-steps (tuples built without their ``__new__``, a one-block text without a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from dsh_todo.harness.frozen import (
     CheckedDict,
@@ -36,9 +36,7 @@ from dsh_todo.harness.frozen import (
     is_json_scalar,
     is_lossless,
 )
-
-if TYPE_CHECKING:
-    from dsh_todo.harness.tools.validate import Walk
+from dsh_todo.harness.tools.validate import Lossy, Walk, refusal_with_walks
 
 Judge = Callable[[Any], "list[str] | tuple[()] | None"]
 """``()`` for arguments the schema accepts, else what the refusal says: ``None`` when they are not lossless JSON,
@@ -62,8 +60,6 @@ def compile_judge(schema: dict[str, Any]) -> Judge:
     acceptor, so it is proven and has nothing to say) and the judge goes on after the array; anywhere else, and in
     a loop within a loop (whose path is only known at run time), the refusal runs from the start: always right,
     only slower. Valid arguments cost what the acceptor costs."""
-    from dsh_todo.harness.tools.validate import refusal_with_walks  # here: the tools package imports this module
-
     refuse, walks = refusal_with_walks(schema)
     judge: Judge = _generate(schema, "judge", refuse, walks)
     return judge
@@ -168,8 +164,6 @@ def _generate(schema: dict[str, Any], mode: str, refuse: Callable[[Any], list[st
     else:
         emit(schema, "v0", "    ", "return False", "")
         lines.append("    return True")
-    from dsh_todo.harness.tools.validate import Lossy
-
     namespace: dict[str, Any] = {"MISSING": object(), "LOSSLESS": is_lossless, "LOSSY": Lossy, "REFUSE": refuse,
                                  **names}
     exec(compile("\n".join(lines), "<schema acceptor>", "exec"), namespace)
