@@ -295,7 +295,9 @@ def test_a_change_to_a_sqlite_store_is_seen_when_its_wal_restarts_at_the_same_si
     """Repro: opencode keeps its store in WAL mode with its connection open; once a checkpoint has copied the WAL
     back, SQLite writes the next transaction from the WAL's start, so the ``-wal`` keeps its size and the store file
     is untouched. The poller looked only at the ``-wal``'s size: the change never reached the board (the benchmark
-    saw opencode's changes take 2-3 s, some never)."""
+    saw opencode's changes take 2-3 s, some never). And a store holds every session: a change to one sent all of
+    them to every board again (200 rows for one changed plan, each redrawing the board: seconds); only the changed
+    session's row is sent."""
     import sqlite3
 
     homes = copy_real_homes(tmp_path / "homes", {"opencode": REAL_HOMES["opencode"]})
@@ -310,8 +312,15 @@ def test_a_change_to_a_sqlite_store_is_seen_when_its_wal_restarts_at_the_same_si
         row = {row["sessionId"]: row for row in watch.rows(wait=wait)}[f"opencode:{OPENCODE_MAIN}"]
         return [item["content"] for item in row["projections"]["values"]["todos"]]
 
+    writer.execute("INSERT INTO session SELECT 'ses_other', project_id, workspace_id, NULL, slug || '2', directory, "
+                   "path, 'Another', version, share_url, summary_additions, summary_deletions, summary_files, "
+                   "summary_diffs, metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, "
+                   "tokens_cache_write, revert, permission, agent, model, time_created, time_updated, "
+                   "time_compacting, time_archived FROM session WHERE id = ?", (OPENCODE_MAIN,))
     rename("Fix the parser, first")
     watch = AgentWatch(["opencode"], homes)
+    sent: list[list[str]] = []
+    watch.on_change = lambda rows, removed: sent.append([row["sessionId"] for row in rows])
     watch.start()
     try:
         assert plan_of(watch, wait=10)[1] == "Fix the parser, first"
@@ -324,6 +333,7 @@ def test_a_change_to_a_sqlite_store_is_seen_when_its_wal_restarts_at_the_same_si
         while plan_of(watch)[1] != "Fix the parser, again" and time.monotonic() < deadline:
             time.sleep(0.05)
         assert plan_of(watch)[1] == "Fix the parser, again"
+        assert sent and all(ids == [f"opencode:{OPENCODE_MAIN}"] for ids in sent), sent
     finally:
         watch.stop()
         writer.close()

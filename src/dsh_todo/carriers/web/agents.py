@@ -249,15 +249,17 @@ class AgentWatch:
                     self._sessions.pop(row["sessionId"], None)
             for path, (stat, rows, sessions) in fresh.items():
                 self._stats[path] = stat
-                before = {row["sessionId"] for row in self._files.get(path, [])}
+                before = {row["sessionId"]: row for row in self._files.get(path, [])}
                 after = {row["sessionId"] for row in rows}
-                for old in before - after:
+                for old in before.keys() - after:
                     removed.append(old)
                     self._sessions.pop(old, None)
                 self._files[path] = rows
                 for session in sessions:
                     self._sessions[board_id(session.agent, session.id)] = session
-                added.extend(rows)
+                # Only the rows that changed: one store holds every opencode session, and a change to one of them
+                # must not send (and redraw on every board) all of them.
+                added.extend(row for row in rows if before.get(row["sessionId"]) != row)
         first = not self._ready.is_set()
         self._ready.set()
         callback = self.on_change
