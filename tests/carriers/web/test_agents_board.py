@@ -245,23 +245,25 @@ def test_claude_codes_task_tools_plan_is_on_its_card(tmp_path: Path, new_page: A
         expect(page.get_by_test_id("card")).to_have_count(1)
 
 
-def test_idle_with_an_item_in_progress_is_flagged_after_the_threshold(board: Web, homes: dict[str, Path],
+def test_idle_with_an_item_in_progress_is_flagged_after_the_threshold(tmp_path: Path, homes: dict[str, Path],
                                                                        new_page: Any) -> None:
     """The Codex subagent's turn reopened (its rollout's ``task_started``, as Codex writes it) with its item in
-    progress, and nothing written for 20 minutes: no saved run sat idle, so the file's time is set back."""
+    progress, and nothing written for 20 minutes: no saved run sat idle, so the file's time is set back (before the
+    server starts: this is about the badge, not about following a change)."""
     path = homes["codex"] / CODEX_ROLLOUT.format(CODEX_SUB)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps({"timestamp": "2026-12-06T05:40:00.000Z", "type": "event_msg",
                                  "payload": {"type": "task_started"}}) + "\n")
     ago = time.time() - 20 * 60
     os.utime(path, (ago, ago))
-    page = new_page("en-US", viewport={"width": 1280, "height": 900})
-    page.goto(board.url("/"))
-    codex = card(page, f"codex:{CODEX_MAIN}")
-    codex.get_by_test_id("card-children").locator("summary").click()
-    expect(needs(child_of(codex, f"codex:{CODEX_SUB}"))).to_have_text(["idle 20 min with an item in progress"])
-    page.get_by_test_id("board-needs").check()
-    expect(card(page, f"codex:{CODEX_MAIN}")).to_have_count(1)  # kept for its subagent
+    with serving(tmp_path, homes) as web:
+        page = new_page("en-US", viewport={"width": 1280, "height": 900})
+        page.goto(web.url("/"))
+        codex = card(page, f"codex:{CODEX_MAIN}")
+        codex.get_by_test_id("card-children").locator("summary").click()
+        expect(needs(child_of(codex, f"codex:{CODEX_SUB}"))).to_have_text(["idle 20 min with an item in progress"])
+        page.get_by_test_id("board-needs").check()
+        expect(card(page, f"codex:{CODEX_MAIN}")).to_have_count(1)  # kept for its subagent
 
 
 def test_a_change_to_an_agents_file_is_on_screen_within_a_second(tmp_path: Path, new_page: Any) -> None:
