@@ -407,3 +407,39 @@ def test_the_diff_rule_in_order(web: Web, new_page: Any) -> None:
         ["same:b:pending", "same:a:pending"],
         ["status:a:weird>cancelled"],
     ]
+
+
+def test_a_change_read_before_the_boards_connection_opened_is_on_screen_once_it_opens(tmp_path: Path,
+                                                                                       new_page: Any) -> None:
+    """Repro: the board lists, then opens its ``agents=1`` connection, which carries changes from then on; a change
+    read in between (or while the connection reconnects) reached the page only with the next list, 5 s later. The
+    connection is held here until the server has read the change, then let through."""
+    homes = copy_real_homes(tmp_path / "homes", {"codex": REAL_HOMES["codex"]})
+    cut_codex(homes["codex"])
+    with serving(tmp_path, homes) as web:
+        page = new_page("en-US", viewport={"width": 1280, "height": 900})
+        held: list[Any] = []
+
+        def hold_the_first(route: Any) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append(route)
+
+        page.route("**/api/events.mux*", hold_the_first)
+        page.goto(web.url("/"))
+        codex = card(page, f"codex:{CODEX_MAIN}")
+        expect(codex).to_have_count(1)
+        while not held:
+            page.wait_for_timeout(20)
+        finish_codex(homes["codex"])
+        time.sleep(0.8)  # read by the server (every 250 ms) and sent to no one
+        assert plan_of(codex) == [("Reproduce the bug", "completed"), ("Fix the parser", "in_progress")]
+        started = time.monotonic()
+        held[0].continue_()
+        page.wait_for_function(f"""() => {{
+            const card = document.querySelector('[data-testid=card][data-session-id="codex:{CODEX_MAIN}"]');
+            const items = card ? [...card.querySelectorAll('[data-testid=card-plan]')[0].querySelectorAll('li')] : [];
+            return items.length === 2 && items.every((li) => li.dataset.status === 'completed'); }}""", timeout=6000)
+        elapsed = time.monotonic() - started
+        assert elapsed < 1.0, f"the change took {elapsed:.2f} s to reach the page once its connection opened"
