@@ -2,19 +2,25 @@
 the server's memory and its idle cost.
 
 ``--sessions`` (default 1,000) split evenly over DSH (stored logs under a root, one turn and a five-item plan each)
-and the four agents Claude Code, Codex, Gemini CLI and opencode (one file per session in each agent's home, every
-tenth a subagent of the one before it, every seventh with its turn still open). The agents' files are written in a
-plain JSON stand-in read by the test suite's fixture reader (``tests/carriers/web/agent_fixtures.py``), not in each
-agent's own format: this measures the board (the poller, the rows, the mux, the page), and each agent's reader
-has its own tests. A reader that parses more costs more per *changed* file only: unchanged files are stat'ed,
-never read again.
+and the four agents Claude Code, Codex, Gemini CLI and opencode, each written in that agent's OWN format, read by its
+real reader: every session is a copy of the files the pinned CLI wrote in the suite's saved run
+(``tests/fixtures/agent-plans/<agent>-<version>/``, the same as the board's tests read) with its ids, its project and
+its plan's texts made its own — a Claude Code transcript (``TodoWrite``), a Codex rollout (``update_plan``), a Gemini
+CLI chat (``write_todos``), and for opencode rows in ONE SQLite store holding all its sessions (``session``,
+``message``, ``part``, ``todo``; WAL mode, with a writer connection kept open as opencode keeps one). Every tenth
+session of an agent is a subagent of the one before it, written where that agent writes one (Claude Code's
+``subagents`` folder, Codex's spawned-thread rollout, Gemini CLI's chat under its parent's folder, opencode's
+``parent_id``).
 
 The server runs in a child process (``--serve``), as ``dsh-todo web --agents all`` would, so its memory is its own.
 The run records:
 
 - per page load (``--loads``, fresh Chromium contexts): first contentful paint and the first page of cards;
-- change on screen: ``--changes`` times, one agent's file is rewritten with a new plan item, and the time until the
-  page shows that item (the file's write to the text in the DOM, median and max);
+- change on screen: ``--changes`` times, round the four agents, one session's plan item is renamed in its agent's
+  format — its files written again whole (a temporary file renamed over it, so the reader reads it all again, the
+  dearest case: an append is read on from where the last read ended), or for opencode its ``todo`` rows and
+  ``time_updated`` changed in one transaction of the open writer — and the time until the page shows that item (the
+  write to the text in the DOM, median and max);
 - ``session.list`` right after start (every agent file read once) and after;
 - the server's RSS after start, after the loads and after the changes (and its peak), and the CPU it spends in
   ``--idle`` seconds with nothing changing (the poller's stats).
@@ -29,6 +35,7 @@ import json
 import os
 import platform
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,22 +48,137 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.carriers.web.agent_fixtures import use_fixture_readers, write, write_session  # noqa: E402
+from tests.carriers.web.agent_fixtures import REAL_HOMES  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 PAGE_CARDS = 48  # static/board.js
 AGENTS = ("claude", "codex", "gemini", "opencode")
-TOOLS = {"claude": "TodoWrite", "codex": "update_plan", "gemini": "write_todos", "opencode": "todowrite"}
+FILE_AGENTS = ("claude", "codex", "gemini")
+
+CLAUDE_MAIN, CLAUDE_SUB = "dae93792-d946-4018-8bd9-43cedd786c3b", "a0971d554bb514d87"
+CODEX_MAIN, CODEX_SUB = "01a249d7-c122-77e2-9066-cfa59a513547", "01a249d7-c1d6-78d0-9b24-b2b8027b04a6"
+GEMINI_MAIN, GEMINI_SUB = "ef5e5846-aa2f-477d-9169-af826a016186", "0b87159c-5f83-4ebe-ba36-339c8f9ebe58"
+OPENCODE_MAIN, OPENCODE_SUB = "ses_db6288be3ffetQBij5NFdY90vd", "ses_db6286e56fferwqUWz8KY5sh3H"
+CODEX_DAY = "sessions/2026/12/06/rollout-2026-12-06T05-33-26-"
+TEMPLATES: dict[str, tuple[list[str], list[str]]] = {
+    "claude": ([f"projects/-home-dev-project/{CLAUDE_MAIN}.jsonl"],
+               [f"projects/-home-dev-project/{CLAUDE_MAIN}/subagents/agent-{CLAUDE_SUB}.jsonl",
+                f"projects/-home-dev-project/{CLAUDE_MAIN}/subagents/agent-{CLAUDE_SUB}.meta.json"]),
+    "codex": ([f"{CODEX_DAY}{CODEX_MAIN}.jsonl"], [f"{CODEX_DAY}{CODEX_SUB}.jsonl"]),
+    "gemini": (["tmp/project/.project_root", "tmp/project/chats/session-2026-12-06T05-32-ef5e5846.jsonl"],
+               [f"tmp/project/chats/{GEMINI_MAIN}/{GEMINI_SUB}.jsonl"]),
+}
+"""Each file agent's saved files of a top-level session and of its subagent, relative to its home."""
+TEXTS = ("Reproduce the bug", "Fix the parser", "Run the tests", "Report the result", "Read the bug report",
+         "Open the docs", "Note the gaps", "Fix the bug", "Check the tests", "Check the docs", "Plan the fix")
+"""The saved runs' plan items and titles, numbered per session so that no two cards read alike."""
+CHANGED = "Fix the parser"
+"""The item a change renames (in every agent's top-level plan)."""
 
 
-def plan(number: int) -> list[tuple[str, str]]:
-    done = number % 5
-    return [(f"step {k} of task {number}", "completed" if k < done else "in_progress" if k == done else "pending")
-            for k in range(5)]
+def ids(agent: str, number: int) -> tuple[str, str]:
+    """The ids of session ``number`` of ``agent`` as a top-level session and as a subagent, shaped as the agent's."""
+    if agent == "claude":
+        return f"{number:08x}-d946-4018-8bd9-43cedd786c3b", f"a{number:016x}"
+    if agent == "codex":
+        return f"01a249d7-c122-77e2-9066-{number:012x}", f"01a249d7-c1d6-78d0-9b24-{number:012x}"
+    return f"{number:08x}-aa2f-477d-9169-af826a016186", f"{number:08x}-5f83-4ebe-ba36-339c8f9ebe58"
 
 
-def populate(scratch: Path, count: int) -> tuple[Path, dict[str, Path]]:
+def swaps(agent: str, number: int, changed: str | None = None) -> list[tuple[str, str]]:
+    """What to replace in a saved file (its text and its path) to make it session ``number``'s: a subagent
+    (every tenth) under session ``number - 1``; ``changed`` renames :data:`CHANGED`."""
+    main, sub = {"claude": (CLAUDE_MAIN, CLAUDE_SUB), "codex": (CODEX_MAIN, CODEX_SUB),
+                 "gemini": (GEMINI_MAIN, GEMINI_SUB)}[agent]
+    parent = number - 1 if number % 10 == 1 else number
+    project = (parent // 10) % 7
+    found = [(main, ids(agent, parent)[0]), (sub, ids(agent, number)[1])]
+    if agent == "gemini":  # its file name holds the first 8 characters of the id
+        found += [(main[:8], ids(agent, parent)[0][:8]), ("tmp/project/", f"tmp/project-{project}/")]
+    texts = [(text, f"{text} #{number}") for text in TEXTS]
+    if changed is not None:
+        texts = [(CHANGED, changed), *texts]
+    return [*found, *texts, ("/home/dev/", f"/home/dev/p{project}/"), ("-home-dev-", f"-home-dev-p{project}-")]
+
+
+def write_files(agent: str, home: Path, number: int, at: float, changed: str | None = None) -> None:
+    """Write session ``number`` of a file agent under ``home`` from its saved run; every file a temporary one
+    renamed over the last (as a reader may see it mid-way), its mtime ``at``."""
+    source = REAL_HOMES[agent]
+    for relative in TEMPLATES[agent][1 if number % 10 == 1 else 0]:
+        text, path = (source / relative).read_text(encoding="utf-8"), relative
+        for old, new in swaps(agent, number, changed):
+            text, path = text.replace(old, new), path.replace(old, new)
+        target = home / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.parent / f".{target.name}.tmp"
+        temporary.write_text(text, encoding="utf-8")
+        os.utime(temporary, (at, at))
+        temporary.replace(target)
+
+
+def opencode_id(number: int) -> str:
+    return f"ses_{number:012x}benchAgentPlans"
+
+
+def opencode_store(home: Path, count: int, base: float) -> sqlite3.Connection:
+    """opencode's store with ``count`` sessions, each a copy of the saved run's rows (the main session's, or every
+    tenth its subagent's under the one before), in WAL mode; returns the writer connection, left open."""
+    home.mkdir(parents=True, exist_ok=True)
+    store = home / "opencode.db"
+    shutil.copyfile(REAL_HOMES["opencode"] / "opencode.db", store)
+    db = sqlite3.connect(store, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+
+    def columns(table: str) -> list[str]:
+        return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+    def copy(table: str, template: str, changes: dict[str, str], key: str = "session_id") -> None:
+        names = columns(table)
+        chosen = ", ".join(changes.get(name, name) for name in names)
+        db.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {chosen} FROM {table} WHERE {key} = ?",
+                   (template,))
+
+    def texts(column: str, number: int) -> str:
+        for text in TEXTS:
+            column = f"replace({column}, '{text}', '{text} #{number}')"
+        return column
+
+    db.execute("BEGIN")
+    for number in range(count):
+        template = OPENCODE_SUB if number % 10 == 1 else OPENCODE_MAIN
+        new, parent = opencode_id(number), opencode_id(number - 1) if number % 10 == 1 else None
+        project = ((number - 1 if number % 10 == 1 else number) // 10) % 7
+        suffix = f"'_{number}'"
+        copy("session", template, {"id": f"'{new}'", "parent_id": "NULL" if parent is None else f"'{parent}'",
+                                   "slug": f"slug || {suffix}", "title": texts("title", number),
+                                   "directory": f"replace(directory, '/home/dev/', '/home/dev/p{project}/')",
+                                   "time_updated": str(int((base + number * 0.02) * 1000))}, key="id")
+        copy("message", template, {"id": f"id || {suffix}", "session_id": f"'{new}'"})
+        copy("part", template, {"id": f"id || {suffix}", "message_id": f"message_id || {suffix}",
+                                "session_id": f"'{new}'", "data": texts("data", number)})
+        copy("todo", template, {"session_id": f"'{new}'", "content": texts("content", number)})
+    for template in (OPENCODE_SUB, OPENCODE_MAIN):
+        for table in ("todo", "part", "message"):
+            db.execute(f"DELETE FROM {table} WHERE session_id = ?", (template,))
+        db.execute("DELETE FROM session WHERE id = ?", (template,))
+    db.execute("COMMIT")
+    return db
+
+
+def opencode_change(db: sqlite3.Connection, number: int, changed: str) -> None:
+    """Rename session ``number``'s :data:`CHANGED` item in opencode's store, as its next write would leave it."""
+    now = int(time.time() * 1000)
+    session = opencode_id(number)
+    db.execute("BEGIN")
+    db.execute("UPDATE todo SET content = ?, time_updated = ? WHERE session_id = ? AND content LIKE ?",
+               (changed, now, session, f"{CHANGED} #%"))
+    db.execute("UPDATE session SET time_updated = ? WHERE id = ?", (now, session))
+    db.execute("COMMIT")
+
+
+def populate(scratch: Path, count: int) -> tuple[Path, dict[str, Path], sqlite3.Connection]:
     from dsh_todo.standard import open_runtime
 
     per_kind = count // 5
@@ -74,16 +196,17 @@ def populate(scratch: Path, count: int) -> tuple[Path, dict[str, Path]]:
     writer.dispose()
     homes = {agent: scratch / "homes" / agent for agent in AGENTS}
     base = time.time() - per_kind * 0.02  # interleaved with the DSH sessions' last writes
-    for agent in AGENTS:
+    for agent in FILE_AGENTS:
         for number in range(per_kind):
-            steps = plan(number)
-            facts: dict[str, Any] = {"project": f"/home/dev/project-{number % 7}", "title": f"{agent} task {number}",
-                                     "turnOpen": number % 7 == 0, "updated": base + number * 0.02}
-            if number % 10 == 1:
-                facts["parent"] = f"{agent}-{number - 1:04d}"
-            write_session(homes[agent], f"{agent}-{number:04d}",
-                          [write(TOOLS[agent], *steps[:3]), write(TOOLS[agent], *steps)], **facts)
-    return root, homes
+            write_files(agent, homes[agent], number, base + number * 0.02)
+    store = opencode_store(homes["opencode"], per_kind, base)
+    return root, homes, store
+
+
+def plan(number: int) -> list[tuple[str, str]]:
+    done = number % 5
+    return [(f"step {k} of task {number}", "completed" if k < done else "in_progress" if k == done else "pending")
+            for k in range(5)]
 
 
 def serve(root: Path, homes_json: str) -> None:
@@ -92,13 +215,12 @@ def serve(root: Path, homes_json: str) -> None:
     from dsh_todo.standard import open_runtime
 
     homes = {agent: Path(path) for agent, path in json.loads(homes_json).items()}
-    with use_fixture_readers():
-        ctx = open_runtime(root, batch_delay_ms=5)
-        server = BackgroundServer(ctx, agents=list(homes), agent_homes=homes)
-        print(server.start().split("?", 1)[0], flush=True)
-        sys.stdin.read()
-        server.stop()
-        ctx.dispose()
+    ctx = open_runtime(root, batch_delay_ms=5)
+    server = BackgroundServer(ctx, agents=list(homes), agent_homes=homes)
+    print(server.start().split("?", 1)[0], flush=True)
+    sys.stdin.read()
+    server.stop()
+    ctx.dispose()
 
 
 def list_once(base: str) -> tuple[float, int, int]:
@@ -144,7 +266,8 @@ def load(browser: Any, base: str) -> dict[str, float]:
         context.close()
 
 
-def changes(browser: Any, base: str, homes: dict[str, Path], count: int) -> list[float]:
+def changes(browser: Any, base: str, homes: dict[str, Path], store: sqlite3.Connection, per_kind: int,
+            count: int) -> list[float]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
@@ -155,10 +278,13 @@ def changes(browser: Any, base: str, homes: dict[str, Path], count: int) -> list
         samples = []
         for number in range(count):
             agent = AGENTS[number % len(AGENTS)]
+            session = (number * 10) % per_kind  # a top-level session (its plan holds the item renamed)
             marker = f"change {number} at {time.time():.3f}"
             started = time.perf_counter()
-            write_session(homes[agent], f"{agent}-{number:04d}", [write(TOOLS[agent], (marker, "in_progress"))],
-                          project="/home/dev/changed", title=f"{agent} changed {number}", turnOpen=True)
+            if agent == "opencode":
+                opencode_change(store, session, marker)
+            else:
+                write_files(agent, homes[agent], session, time.time(), changed=marker)
             page.wait_for_function("text => document.getElementById('board').innerText.includes(text)", arg=marker,
                                    timeout=10_000, polling=10)
             samples.append((time.perf_counter() - started) * 1000)
@@ -186,7 +312,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="dsh-todo-board-agents-") as scratch:
         started = time.perf_counter()
-        root, homes = populate(Path(scratch), args.sessions)
+        root, homes, store = populate(Path(scratch), args.sessions)
         print(f"{args.sessions} sessions (5 kinds) written in {time.perf_counter() - started:.1f} s "
               f"({platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f})")
@@ -204,7 +330,7 @@ def main() -> None:
                 try:
                     loads = [load(browser, base) for _ in range(args.loads)]
                     mem_loads = memory(child.pid)
-                    latencies = changes(browser, base, homes, args.changes)
+                    latencies = changes(browser, base, homes, store, args.sessions // 5, args.changes)
                     mem_changes = memory(child.pid)
                 finally:
                     browser.close()
@@ -215,6 +341,7 @@ def main() -> None:
             if child.stdin is not None:
                 child.stdin.close()
             child.wait(30)
+            store.close()
 
     def median(key: str) -> float:
         return statistics.median(sample[key] for sample in loads)
@@ -226,6 +353,9 @@ def main() -> None:
           f"({median('agentCards'):.0f} agent badges among them, subagents' included)")
     print(f"change on screen (file written -> text on the page), n={len(latencies)}: median "
           f"{statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")
+    for index, agent in enumerate(AGENTS):
+        mine = latencies[index::len(AGENTS)]
+        print(f"  {agent}: " + " ".join(f"{sample:.0f}" for sample in mine) + " ms")
     print(f"server RSS: {mem_start['VmRSS']:.0f} MiB after start, {mem_loads['VmRSS']:.0f} MiB after the loads, "
           f"{mem_changes['VmRSS']:.0f} MiB after the changes (peak {mem_changes['VmHWM']:.0f} MiB); idle CPU "
           f"{100 * idle_share:.1f}% of one core over {args.idle:.0f} s")

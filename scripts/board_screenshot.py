@@ -9,18 +9,16 @@ working (its writer holds the lock: live, two tasks in parallel), one whose proc
 turn). A second runtime serves that root, as ``dsh-todo web --root`` would, and Debian's Chromium (through
 Playwright) takes the picture. Nothing here is drawn by hand: if the page or the demo changes, so does the picture.
 
-Beside them, other coding agents' sessions (``--agents``): read by each agent's own reader from the session files
-under ``tests/fixtures/agent-plans/<agent>/`` (``home/`` in it when there is one) when that folder exists and the
-reader is installed, else the plans below in the test suite's stand-in format
-(``tests/carriers/web/agent_fixtures.py``), so the picture shows plans from at least three agents, one with a
-subagent.
+Beside them, other coding agents' sessions (``--agents``), each read by that agent's own reader from the files the
+pinned CLI wrote in the suite's saved runs (``tests/fixtures/agent-plans/<agent>-<version>/``): Claude Code's
+``TodoWrite`` transcript and its subagent's, Codex's rollouts (its spawned thread's too), Gemini CLI's chats and
+opencode's SQLite store, so the picture shows four agents' real plans, each subagent folded under its parent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import shutil
 import sys
 import tempfile
@@ -40,49 +38,15 @@ from dsh_todo.standard import open_runtime
 REPO = Path(__file__).resolve().parent.parent
 MAX_BYTES = 200_000
 AGENT_FIXTURES = REPO / "tests" / "fixtures" / "agent-plans"
-AGENTS = ("claude", "codex", "gemini", "opencode")
 
 
-def fixture_homes() -> dict[str, Path]:
-    """Each agent whose real session files are in the fixtures and whose reader is installed: the home to read."""
-    from dsh_todo.coding_agents import base
-
-    homes: dict[str, Path] = {}
-    for agent in AGENTS:
-        folder = AGENT_FIXTURES / agent
-        if not folder.is_dir():
-            continue
-        try:
-            base.reader(agent)
-        except ImportError:
-            continue
-        homes[agent] = folder / "home" if (folder / "home").is_dir() else folder
-    return homes
-
-
-def stand_in_homes(scratch: Path) -> dict[str, Path]:
-    """Three agents' plans in the stand-in format (Claude Code with a subagent that stopped with an item open, Codex
-    waiting on the person, Gemini CLI with a status of its own)."""
-    sys.path.insert(0, str(REPO))
-    from tests.carriers.web.agent_fixtures import write, write_session
-
-    homes = {agent: scratch / "homes" / agent for agent in ("claude", "codex", "gemini")}
-    write_session(homes["claude"], "c-main", [write("TodoWrite", ("Reproduce the 429 storm", "completed"),
-                                                    ("Add jittered backoff", "in_progress"),
-                                                    ("Load-test the client", "pending"))],
-                  project="/home/dev/shop-api", title="Retry the payment client with backoff", turnOpen=True)
-    write_session(homes["claude"], "c-sub", [write("TodoWrite", ("Find every caller", "completed"),
-                                                   ("List the timeouts", "pending"))],
-                  project="/home/dev/shop-api", title="Survey the callers", parent="c-main", turnOpen=False)
-    write_session(homes["codex"], "x-1", [write("update_plan", ("Read the schema", "completed"),
-                                                ("Write the migration", "in_progress"),
-                                                ("Backfill old rows", "pending"))],
-                  project="/home/dev/billing", title="Add invoice currency column", turnOpen=True, waiting=True)
-    write_session(homes["gemini"], "g-1", [write("write_todos", ("Draft the landing page", "completed"),
-                                                 ("Try the carousel", "cancelled"),
-                                                 ("Check contrast", "in_progress"))],
-                  project="/home/dev/site", title="Refresh the landing page", turnOpen=True)
-    return homes
+REAL_HOMES = {
+    "claude": AGENT_FIXTURES / "claude-2.1.332" / "todowrite",
+    "codex": AGENT_FIXTURES / "codex-0.171.0",
+    "gemini": AGENT_FIXTURES / "gemini-0.61.0",
+    "opencode": AGENT_FIXTURES / "opencode-1.18.33",
+}
+"""The saved runs the picture reads (the same as the board's tests, ``tests/carriers/web/agent_fixtures.py``)."""
 
 
 class Paused(ScriptedModel):
@@ -152,14 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         thread.start()
         running = asyncio.run_coroutine_threadsafe(play_sessions(writer), loop).result(timeout=60)
         reader = open_runtime(root, batch_delay_ms=5)
-        stack = contextlib.ExitStack()
-        homes = fixture_homes()
-        stand_in = len(homes) < 3
-        if stand_in:
-            homes = stand_in_homes(Path(scratch))
-            from tests.carriers.web.agent_fixtures import use_fixture_readers
-
-            stack.enter_context(use_fixture_readers())
+        homes = {agent: home for agent, home in REAL_HOMES.items() if home.is_dir()}
         server = BackgroundServer(reader, agents=list(homes), agent_homes=homes)
         try:
             url = server.start()
@@ -171,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 page.goto(url)
                 expect(page.locator('[data-testid=card][data-agent="dsh"]')).to_have_count(4, timeout=15_000)
                 page.wait_for_function("""() => new Set([...document.querySelectorAll(
-                    '[data-testid=card] > header [data-testid=card-agent]')].map((n) => n.dataset.agent)).size >= 3""",
+                    '[data-testid=card] > header [data-testid=card-agent]')].map((n) => n.dataset.agent)).size >= 4""",
                                        timeout=15_000)
                 opened = page.locator("[data-testid=card-children] > summary")
                 for index in range(opened.count()):
@@ -180,7 +137,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 browser.close()
         finally:
             server.stop()
-            stack.close()
             reader.dispose()
             for task in running:
                 loop.call_soon_threadsafe(task.cancel)

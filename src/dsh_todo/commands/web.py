@@ -17,6 +17,10 @@ from dsh_todo.commands.options import (
 )
 from dsh_todo.quoting import safe
 
+IDLE_MINUTES = 10.0
+"""The default of ``--idle-minutes`` (the page's, :data:`dsh_todo.carriers.web.app.IDLE_MINUTES`; not imported
+from there, so ``dsh-todo --help`` does not load the web server)."""
+
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_storage_options(parser, writes=False)
@@ -26,6 +30,20 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="address to bind (default 127.0.0.1; others need --token)")
     parser.add_argument("--token", help="access token every request must carry (required off loopback)")
     add_agents_option(parser)
+    parser.add_argument("--idle-minutes", type=_minutes, default=IDLE_MINUTES, metavar="N",
+                        help=f"a card says idle after N minutes with an item in progress and no write "
+                             f"(default {IDLE_MINUTES:g})")
+
+
+def _minutes(value: str) -> float:
+    """A positive number of minutes (a fraction allowed): 0 would flag every session at work at once."""
+    try:
+        minutes = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {value!r}") from None
+    if not 0 < minutes < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0: {value!r}")
+    return minutes
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -39,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"dsh-todo web: the session root {safe(storage.root)} does not exist yet; its sessions will show once "
               "something writes there", file=sys.stderr, flush=True)
     return run_web(storage, host=args.host, port=port, token=args.token, telemetry=telemetry, agents=agents,
-                   agent_homes=agent_homes)
+                   agent_homes=agent_homes, idle_minutes=args.idle_minutes)
 
 
 COMMAND = Command(

@@ -1,9 +1,10 @@
-"""A stand-in reader of other coding agents' sessions, for the board's tests, its benchmark and its picture.
+"""Other coding agents' homes for the board's tests: copies of the files the pinned CLIs wrote, and a stand-in.
 
-The board takes foreign sessions only through the shared reader interface (``coding_agents.base.reader(name)``);
-these tests are about the board, not about any agent's format (each agent's reader has its own tests), so
-:class:`FixtureReader` reads one plain JSON file per session under a home. :func:`use_fixture_readers` makes
-``base.reader`` return it for every agent in this process.
+:func:`copy_real_homes` copies the saved runs (``tests/fixtures/agent-plans/<agent>-<version>/``, written by the
+pinned CLIs against scripted models) so a test may append to them as the agent would; the board then reads them
+through each agent's real reader. The stand-in is for what no real run produced (a state the board must show that
+none of the saved runs is in, or a reader that fails): :class:`FixtureReader` reads one plain JSON file per session
+under a home, and :func:`use_fixture_readers` makes ``base.reader`` return it for every agent in this process.
 
 A file: ``{"id", "project"?, "title"?, "parent"?, "turnOpen"?, "waiting"?, "updated"?, "writes": [{"tool",
 "items": [[content, status], …], "arguments"?, "result"?, "at"?}, …]}``; the standing plan is the last write's
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,28 @@ class FixtureReader:
                                  data.get("title"), data.get("turnOpen"), bool(data.get("waiting", False)))]
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{self.agent}: cannot read {path.name}: {exc}") from None
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agent-plans"
+REAL_HOMES: dict[str, Path] = {
+    "claude": FIXTURES / "claude-2.1.332" / "todowrite",
+    "codex": FIXTURES / "codex-0.171.0",
+    "gemini": FIXTURES / "gemini-0.61.0",
+    "opencode": FIXTURES / "opencode-1.18.33",
+}
+"""Each agent's saved home: Claude Code (``TodoWrite``, a subagent), Codex (``update_plan``, a spawned thread),
+Gemini CLI (``write_todos``, a subagent's chat) and opencode (``todowrite``, a child session in its SQLite store)."""
+CLAUDE_TASKS_HOME = FIXTURES / "claude-2.1.332" / "tasks"
+"""Claude Code's home after a run with its default Task tools (``TaskCreate``/``TaskUpdate``)."""
+
+
+def copy_real_homes(into: Path, sources: Mapping[str, Path] = REAL_HOMES) -> dict[str, Path]:
+    """Writable copies of the saved homes under ``into`` (one folder per agent), as the board should read them."""
+    homes = {}
+    for agent, source in sources.items():
+        homes[agent] = into / agent
+        shutil.copytree(source, homes[agent])
+    return homes
 
 
 @contextmanager

@@ -1,9 +1,15 @@
 """Other agents' sessions over HTTP (issue 36): the list's rows, a changed file pushed over the mux, a foreign
-session's page, and what a DSH row says about its parent and about waiting on the person."""
+session's page, and what a DSH row says about its parent and about waiting on the person.
+
+The first test reads the four agents' saved runs (copies) through their real readers. The rest use the stand-in
+reader (``agent_fixtures.FixtureReader``) on purpose: they pin the server's mechanics (which file is re-read, a
+removed file, a reader's defect, the synthetic events of arbitrary writes), for which they need states no saved run
+is in — a reader raising ``RuntimeError``, a file deleted mid-watch, a write list chosen per test."""
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +19,15 @@ import pytest
 
 from dsh_todo.carriers.web.agents import AgentWatch, synthetic_events
 from dsh_todo.carriers.web.server import BackgroundServer
+from dsh_todo.coding_agents.discover import discover
 from dsh_todo.logview.summary import SummaryFold
 from dsh_todo.standard import open_runtime
-from tests.carriers.web.agent_fixtures import use_fixture_readers, write, write_session
+from tests.carriers.web.agent_fixtures import REAL_HOMES, copy_real_homes, use_fixture_readers, write, write_session
 from tests.carriers.web.conftest import Web
 
 pytestmark = pytest.mark.timeout(60)
+
+OPENCODE_MAIN = "ses_db6288be3ffetQBij5NFdY90vd"
 
 
 @pytest.fixture
@@ -54,6 +63,45 @@ def rows_of(web: Web) -> dict[str, dict[str, Any]]:
     value = body["result"]["value"]
     assert value["agents"] == ["claude", "codex", "gemini"]
     return {row["sessionId"]: row for row in value["sessions"]}
+
+
+def test_the_list_carries_the_real_runs_as_their_readers_read_them_and_leaves_them_as_they_were(
+        tmp_path: Path) -> None:
+    """Claude Code, Codex, Gemini CLI and opencode's saved files, served: one row per session its reader returns,
+    its plan (statuses as written), its parent, its project, its title; and after the first reading and a few polls
+    not a file of those homes (opencode's SQLite store included) was added, changed or touched."""
+    homes = copy_real_homes(tmp_path / "homes")
+
+    def snapshot() -> dict[str, tuple[int, int]]:
+        return {str(path): (path.stat().st_mtime_ns, path.stat().st_size)
+                for path in sorted((tmp_path / "homes").rglob("*"))}
+
+    before = snapshot()
+    ctx = open_runtime(tmp_path / "sessions", batch_delay_ms=5)
+    server = BackgroundServer(ctx, agents=list(homes), agent_homes=homes)
+    web = Web(ctx, tmp_path / "sessions", server, "")
+    try:
+        web.base = server.start().split("?", 1)[0]
+        status, body = web.post("/api/session.list", {"type": "client-request", "rpcId": "l",
+                                                      "method": "session.list", "payload": {}})
+        assert status == 200
+        rows = {row["sessionId"]: row for row in body["result"]["value"]["sessions"]}
+        time.sleep(0.6)  # a few polls
+    finally:
+        server.stop()
+        ctx.dispose()
+    assert snapshot() == before
+    sessions = discover(list(homes), homes)
+    assert len(sessions) == 8
+    assert set(rows) == {f"{session.agent}:{session.id}" for session in sessions}
+    for session in sessions:
+        row = rows[f"{session.agent}:{session.id}"]
+        assert row["projections"]["values"]["todos"] == [item.as_json() for item in session.plan or ()], row
+        assert row.get("parentId") == (None if session.parent is None else f"{session.agent}:{session.parent}")
+        assert (row["agent"], row["cwd"], row["title"], row["writes"]) == (
+            session.agent, session.project, session.title, len(session.writes))
+    assert [item["status"] for item in rows["gemini:ef5e5846-aa2f-477d-9169-af826a016186"]["projections"]["values"][
+        "todos"]] == ["completed", "cancelled", "blocked"]
 
 
 def test_the_list_carries_each_agents_sessions_with_their_plans_as_written(agent_web: Web) -> None:
@@ -241,3 +289,51 @@ def test_a_dsh_turn_waits_on_an_unanswered_question() -> None:
     assert fold(start, call, answer).summary().waiting is False
     other = {"type": "tool/call", "data": {"callId": "t1", "name": "todo_write", "arguments": "{}"}}
     assert fold(start, other).summary().waiting is False
+
+
+def test_a_change_to_a_sqlite_store_is_seen_when_its_wal_restarts_at_the_same_size(tmp_path: Path) -> None:
+    """Repro: opencode keeps its store in WAL mode with its connection open; once a checkpoint has copied the WAL
+    back, SQLite writes the next transaction from the WAL's start, so the ``-wal`` keeps its size and the store file
+    is untouched. The poller looked only at the ``-wal``'s size: the change never reached the board (the benchmark
+    saw opencode's changes take 2-3 s, some never). And a store holds every session: a change to one sent all of
+    them to every board again (200 rows for one changed plan, each redrawing the board: seconds); only the changed
+    session's row is sent."""
+    import sqlite3
+
+    homes = copy_real_homes(tmp_path / "homes", {"opencode": REAL_HOMES["opencode"]})
+    store = homes["opencode"] / "opencode.db"
+    writer = sqlite3.connect(store, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+
+    def rename(content: str) -> None:
+        writer.execute("UPDATE todo SET content = ? WHERE session_id = ? AND position = 1", (content, OPENCODE_MAIN))
+
+    def plan_of(watch: AgentWatch, wait: float = 0) -> list[str]:
+        row = {row["sessionId"]: row for row in watch.rows(wait=wait)}[f"opencode:{OPENCODE_MAIN}"]
+        return [item["content"] for item in row["projections"]["values"]["todos"]]
+
+    writer.execute("INSERT INTO session SELECT 'ses_other', project_id, workspace_id, NULL, slug || '2', directory, "
+                   "path, 'Another', version, share_url, summary_additions, summary_deletions, summary_files, "
+                   "summary_diffs, metadata, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, "
+                   "tokens_cache_write, revert, permission, agent, model, time_created, time_updated, "
+                   "time_compacting, time_archived FROM session WHERE id = ?", (OPENCODE_MAIN,))
+    rename("Fix the parser, first")
+    watch = AgentWatch(["opencode"], homes)
+    sent: list[list[str]] = []
+    watch.on_change = lambda rows, removed: sent.append([row["sessionId"] for row in rows])
+    watch.start()
+    try:
+        assert plan_of(watch, wait=10)[1] == "Fix the parser, first"
+        writer.execute("PRAGMA wal_checkpoint(RESTART)")  # the store file changes: read again, the same plan
+        time.sleep(0.6)
+        size = os.stat(f"{store}-wal").st_size
+        rename("Fix the parser, again")
+        assert os.stat(f"{store}-wal").st_size == size  # the scenario: nothing grew
+        deadline = time.monotonic() + 2
+        while plan_of(watch)[1] != "Fix the parser, again" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert plan_of(watch)[1] == "Fix the parser, again"
+        assert sent and all(ids == [f"opencode:{OPENCODE_MAIN}"] for ids in sent), sent
+    finally:
+        watch.stop()
+        writer.close()

@@ -44,8 +44,10 @@ FIRST_READ_S: Final = 10.0
 SEPARATOR: Final = ":"
 """A foreign session's board id is ``<agent>:<its own id>`` (two agents may use the same id)."""
 
-Stat = tuple[int, int, int]
-"""``(mtime_ns, size, wal size)``: what says a file changed (a SQLite store's ``-wal`` grows before the file)."""
+Stat = tuple[int, int, int, int]
+"""``(mtime_ns, size, wal mtime_ns, wal size)``: what says a file changed (a SQLite store's writes land in its
+``-wal`` before the file, and once a checkpoint has emptied it the ``-wal`` is written again from its start at the
+same size: its mtime says so)."""
 OnChange = Callable[[list[dict[str, Any]], list[str]], None]
 """``(rows changed or added, board ids removed)``, called on the worker thread."""
 
@@ -125,11 +127,12 @@ def _stat(path: Path) -> Stat | None:
         info = os.stat(path)
     except OSError:
         return None
-    wal = -1
+    wal = (-1, -1)
     if path.suffix in SQLITE_SUFFIXES:
         with contextlib.suppress(OSError):
-            wal = os.stat(f"{path}-wal").st_size
-    return info.st_mtime_ns, info.st_size, wal
+            beside = os.stat(f"{path}-wal")
+            wal = (beside.st_mtime_ns, beside.st_size)
+    return info.st_mtime_ns, info.st_size, *wal
 
 
 class AgentWatch:
@@ -246,15 +249,17 @@ class AgentWatch:
                     self._sessions.pop(row["sessionId"], None)
             for path, (stat, rows, sessions) in fresh.items():
                 self._stats[path] = stat
-                before = {row["sessionId"] for row in self._files.get(path, [])}
+                before = {row["sessionId"]: row for row in self._files.get(path, [])}
                 after = {row["sessionId"] for row in rows}
-                for old in before - after:
+                for old in before.keys() - after:
                     removed.append(old)
                     self._sessions.pop(old, None)
                 self._files[path] = rows
                 for session in sessions:
                     self._sessions[board_id(session.agent, session.id)] = session
-                added.extend(rows)
+                # Only the rows that changed: one store holds every opencode session, and a change to one of them
+                # must not send (and redraw on every board) all of them.
+                added.extend(row for row in rows if before.get(row["sessionId"]) != row)
         first = not self._ready.is_set()
         self._ready.set()
         callback = self.on_change

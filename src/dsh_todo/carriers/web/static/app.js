@@ -86,6 +86,7 @@ class App {
     this.board = new Board($('board'), t, {
       hrefFor: (id) => this.urlFor(id),
       onOpen: (id) => this.open(id, { push: true }),
+      onConnected: () => this.refreshList(),
     });
     this.view = null;
     this.source = null;

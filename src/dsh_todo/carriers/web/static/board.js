@@ -18,11 +18,12 @@ const MAX_WATCHED = 64;
 const RECONNECT_MS = 1000;
 
 export class Board {
-  constructor(root, t, { hrefFor, onOpen }) {
+  constructor(root, t, { hrefFor, onOpen, onConnected = null }) {
     this.root = root;
     this.t = t;
     this.hrefFor = hrefFor;
     this.onOpen = onOpen;
+    this.onConnected = onConnected;
     this.rows = [];
     this.models = new Map();
     this.shown = PAGE_CARDS;
@@ -250,6 +251,9 @@ export class Board {
     // One session is the plain single-session connection (a list of one is the same thing).
     const source = new EventSource(`/api/events.mux?${live.length === 1 && !agents ? single(live[0]) : query}`);
     this.source = source;
+    // The other agents' changes come over this connection from now on; one read between the list and now (or while
+    // it reconnected) would wait for the next list, so the list is read again once it is open.
+    if (agents && this.onConnected) source.onopen = () => { if (this.source === source) this.onConnected(); };
     source.onmessage = (message) => {
       let envelope;
       try {
