@@ -2,9 +2,9 @@
 
 Named tuples, not dataclasses: every ``dsh-todo plan`` process imports this module to parse ``--agents``, and the
 three classes cost 2.3–2.8 ms of import as named tuples against 3.6–5.0 ms as frozen dataclasses (2026-12-06, load
-~3). The shapes are the board's and the commands' one view of a foreign session, whatever the agent: its standing plan as
-that agent's model last wrote it (statuses kept as written: ours where they mean the same, any other shown as it is,
-never dropped), every plan write in order (for the diff row), where it runs and who delegated it.
+~3). The shapes are the board's and the commands' one view of a foreign session, whatever the agent: its standing
+plan as that agent's model last wrote it (statuses kept as written: ours where they mean the same, any other shown as
+it is, never dropped), every plan write in order (for the diff row), where it runs and who delegated it.
 """
 
 from __future__ import annotations
