@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.coding_agents.base import AgentPlanItem, AgentSession, PlanWrite, items, standing
-from dsh_todo.coding_agents.jsonl import Lines, cannot, epoch, fed, mtime
+from dsh_todo.coding_agents.jsonl import FoldingReader, cannot, epoch, mtime
 
 AGENT = "claude"
 TODO_TOOL = "TodoWrite"
@@ -168,7 +168,7 @@ def read_tasks(folder: Path) -> tuple[AgentPlanItem, ...]:
     return tuple(listed)
 
 
-class ClaudeReader:
+class ClaudeReader(FoldingReader[_Fold]):
     """Claude Code's :class:`~dsh_todo.coding_agents.base.Reader`."""
 
     agent = AGENT
@@ -186,15 +186,8 @@ class ClaudeReader:
             return []
         return sorted([*projects.glob("*/*.jsonl"), *projects.glob("*/*/subagents/agent-*.jsonl")])
 
-    def read(self, path: Path) -> list[AgentSession]:
-        return self.read_more(path, None)[0]
-
-    def read_more(self, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
-        """:meth:`read`, going on from ``state`` (what the last call returned; ``None`` the first time): only the
-        lines written since are read. Returns the sessions and the state for the next call."""
-        lines, fold = state if state is not None else (Lines(AGENT), _Fold(path))
-        fold = fed(lines, path, fold, lambda: _Fold(path))
-        return self._sessions(path, fold), (lines, fold)
+    def _fold(self, path: Path) -> _Fold:
+        return _Fold(path)
 
     def _sessions(self, path: Path, fold: _Fold) -> list[AgentSession]:
         if fold.seen and fold.session_id is None:

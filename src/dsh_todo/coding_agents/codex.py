@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_todo.coding_agents.base import AgentSession, PlanWrite, items, standing
-from dsh_todo.coding_agents.jsonl import Lines, cannot, epoch, fed, mtime
+from dsh_todo.coding_agents.jsonl import FoldingReader, cannot, epoch, mtime
 
 AGENT = "codex"
 PLAN_TOOL = "update_plan"
@@ -121,7 +121,7 @@ def _parent(meta: dict[str, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
-class CodexReader:
+class CodexReader(FoldingReader[_Fold]):
     """Codex's :class:`~dsh_todo.coding_agents.base.Reader`."""
 
     agent = AGENT
@@ -140,15 +140,8 @@ class CodexReader:
                 found += (home / folder).rglob("rollout-*.jsonl")
         return sorted(found)
 
-    def read(self, path: Path) -> list[AgentSession]:
-        return self.read_more(path, None)[0]
-
-    def read_more(self, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
-        """:meth:`read`, going on from ``state`` (what the last call returned; ``None`` the first time): only the
-        lines written since are read. Returns the sessions and the state for the next call."""
-        lines, fold = state if state is not None else (Lines(AGENT), _Fold(path))
-        fold = fed(lines, path, fold, lambda: _Fold(path))
-        return self._sessions(path, fold), (lines, fold)
+    def _fold(self, path: Path) -> _Fold:
+        return _Fold(path)
 
     def _sessions(self, path: Path, fold: _Fold) -> list[AgentSession]:
         meta = fold.meta

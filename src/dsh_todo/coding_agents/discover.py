@@ -89,15 +89,15 @@ class Discovery:
 
 def _stamp(path: Path, read: list[AgentSession]) -> Any:
     """What says a file (and the folders its sessions' reader watches) changed: sizes and mtimes."""
-    return (_stat(path), [sorted((entry.name, _stat(Path(entry.path))) for entry in _entries(folder))
-                          for folder in _folders(read)])
+    return (file_stamp(path), [folder_stamp(folder) for folder in _folders(read)])
 
 
 def _folders(read: list[AgentSession]) -> list[str]:
     return sorted({str(folder) for session in read for folder in session.extra.get("watch", ())})
 
 
-def _stat(path: Path) -> tuple[int, int] | None:
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """What says a file changed (here and in ``watch``): its size and mtime (ns); ``None`` when it is gone."""
     try:
         stat = path.stat()
     except OSError:
@@ -105,7 +105,13 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return (stat.st_size, stat.st_mtime_ns)
 
 
-def _entries(folder: str) -> list[os.DirEntry[str]]:
+def folder_stamp(folder: str | Path) -> list[tuple[str, tuple[int, int] | None]]:
+    """What says a folder's files changed: each entry's name and :func:`file_stamp`, by name; ``[]`` when the
+    folder cannot be listed."""
+    return sorted((entry.name, file_stamp(Path(entry.path))) for entry in _entries(folder))
+
+
+def _entries(folder: str | Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as entries:
             return list(entries)

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from dsh_todo.coding_agents.base import AgentPlanItem, AgentSession, PlanWrite, items
+from dsh_todo.coding_agents.jsonl import epoch
 
 AGENT = "gemini"
 TOOL = "write_todos"
@@ -149,7 +149,7 @@ class _Replay:
                 raise _unreadable(self.path, f"a {TOOL} call whose args.todos is not a list of "
                                              f"{{description, status}}: {json.dumps(call.get('args'))[:200]}")
             yield PlanWrite(items((todo["description"], todo["status"]) for todo in todos),
-                            _epoch(call.get("timestamp") or message.get("timestamp")), TOOL,
+                            epoch(call.get("timestamp") or message.get("timestamp")), TOOL,
                             call.get("args"), call.get("result"))
 
     def _rewind(self, target: str) -> None:
@@ -198,15 +198,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
     return ""
-
-
-def _epoch(stamp: Any) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _project(folder: Path, metadata: Mapping[str, Any]) -> str | None:

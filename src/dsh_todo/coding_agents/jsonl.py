@@ -9,10 +9,15 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from dsh_todo.coding_agents.base import AgentSession
+
+_Fold = TypeVar("_Fold")
 
 
 def records(path: Path, agent: str) -> Iterator[dict[str, Any]]:
@@ -69,6 +74,33 @@ def fed(lines: Lines, path: Path, fold: Any, fresh: Callable[[], Any]) -> Any:
     for record in itertools.chain([] if first is None else [first], iterator):
         fold.see(record)
     return fold
+
+
+class FoldingReader(ABC, Generic[_Fold]):
+    """A :class:`~dsh_todo.coding_agents.base.Reader` whose file is one transcript folded record by record (Claude
+    Code's, Codex's): :meth:`read` reads it whole, :meth:`read_more` only the lines written since the last call, so a
+    live board or ``watch`` never reads a long transcript again. A subclass says how a fold starts and which sessions
+    a fold holds."""
+
+    agent: str
+
+    @abstractmethod
+    def _fold(self, path: Path) -> _Fold:
+        """A fold that has seen nothing of ``path`` yet (it has a ``see(record)`` method, see :func:`fed`)."""
+
+    @abstractmethod
+    def _sessions(self, path: Path, fold: _Fold) -> list[AgentSession]:
+        """The sessions ``fold`` holds once it has seen ``path``'s records so far."""
+
+    def read(self, path: Path) -> list[AgentSession]:
+        return self.read_more(path, None)[0]
+
+    def read_more(self, path: Path, state: Any) -> tuple[list[AgentSession], Any]:
+        """:meth:`read`, going on from ``state`` (what the last call returned; ``None`` the first time): only the
+        lines written since are read. Returns the sessions and the state for the next call."""
+        lines, fold = state if state is not None else (Lines(self.agent), self._fold(path))
+        fold = fed(lines, path, fold, lambda: self._fold(path))
+        return self._sessions(path, fold), (lines, fold)
 
 
 def cannot(agent: str, path: Path, why: str) -> str:

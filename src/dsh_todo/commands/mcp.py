@@ -6,22 +6,12 @@ import argparse
 
 from dsh_todo.carriers.mcp.stdio import main as serve_mcp
 from dsh_todo.commands.command import Command
-from dsh_todo.commands.options import (
-    add_policy_option,
-    add_storage_options,
-    add_telemetry_option,
-    check_port,
-    seconds,
-    storage_of,
-    telemetry_of,
-)
+from dsh_todo.commands.options import add_harness_options, check_port, seconds, storage_of, telemetry_of
 from dsh_todo.extras import require
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    add_storage_options(parser, writes=True)
-    add_policy_option(parser)
-    add_telemetry_option(parser)
+    add_harness_options(parser)
     parser.add_argument("--http", action="store_true", help="streamable HTTP on 127.0.0.1 instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port with --http (default 8765; 0 picks one)")
     parser.add_argument("--structured-output", action="store_true",

@@ -39,9 +39,14 @@ def add_storage_options(parser: argparse.ArgumentParser, *, writes: bool) -> Non
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
-    """What an agent-loop command (``run``, ``acp``) needs: the model's source, the storage, the tool's policy and
-    the telemetry."""
+    """What an agent-loop command (``run``, ``acp``) needs: the model's source, then :func:`add_harness_options`."""
     add_model_options(parser)
+    add_harness_options(parser)
+
+
+def add_harness_options(parser: argparse.ArgumentParser) -> None:
+    """What a command that serves ``todo_write`` from its own harness (``run``, ``acp``, ``mcp``) needs: the storage
+    its logs go to, the tool's policy and the telemetry."""
     add_storage_options(parser, writes=True)
     add_policy_option(parser)
     add_telemetry_option(parser)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dsh_todo.carriers.terminal import plan_delta, plan_lines
 from dsh_todo.coding_agents.base import AgentSession, reader
-from dsh_todo.coding_agents.discover import read_on
+from dsh_todo.coding_agents.discover import file_stamp, folder_stamp, read_on
 from dsh_todo.commands.command import Command
 from dsh_todo.commands.latest import add_latest_options, chosen_session
 from dsh_todo.commands.options import SESSION_HELP, add_agents_option, add_storage_options, agents_of
@@ -54,33 +55,17 @@ def _watch(args: argparse.Namespace, reading: dict[str, Any]) -> int:
     except Refusal as exc:
         raise CommandError(exc.reason) from None
     log: Path | None = target.log
-    interactive = sys.stdout.isatty()
-    last_plan: object = object()
-    last_said = ""
-    last_stamp: object = object()
-    deadline = time.monotonic() + args.seconds if args.seconds else None
-    try:
-        while deadline is None or time.monotonic() < deadline:
-            stamp: object = _stamp(log) if log is not None else time.monotonic()  # a database: every poll
-            if stamp != last_stamp:
-                last_stamp = stamp
-                view = read_plan(args.session, **reading)
-                said = "" if view.health.ok else view.health.reason
-                if said and said != last_said:
-                    print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
-                last_said = said
-                if view.health.refused:
-                    last_plan = object()  # show the plan again once the log reads
-                elif view.plan != last_plan:
-                    last_plan = view.plan
-                    if interactive:
-                        print("\x1b[2J\x1b[H" + f"{view.where}\n" + "\n".join(plan_lines(view.plan)), flush=True)
-                    else:
-                        print(plan_delta(view.plan), flush=True)
-            time.sleep(args.interval)
-    except KeyboardInterrupt:
-        pass
-    return 0
+    printer = _Printer()
+
+    def read() -> None:
+        view = read_plan(args.session, **reading)
+        printer.say("" if view.health.ok else view.health.reason)
+        if view.health.refused:
+            printer.forget()  # show the plan again once the log reads
+        else:
+            printer.show(view.plan, lambda: [view.where, *plan_lines(view.plan)])
+
+    return _poll(args, lambda: file_stamp(log) if log is not None else time.monotonic(), read)  # a database: every poll
 
 
 def _watch_agent(args: argparse.Namespace, session: AgentSession) -> int:
@@ -90,49 +75,65 @@ def _watch_agent(args: argparse.Namespace, session: AgentSession) -> int:
     found = reader(session.agent)
     watched = [session.path, *(Path(folder) for folder in session.extra.get("watch", ()))]
     state: Any = None
-    interactive = sys.stdout.isatty()
-    last_plan: object = object()
-    last_said = ""
+    printer = _Printer()
+
+    def read() -> None:
+        nonlocal state
+        sessions, state = read_on(found, session.path, state)
+        current = next((each for each in sessions if each.id == session.id), None)
+        printer.say(str(sessions[0].extra["error"]) if sessions and sessions[0].extra.get("error") else "")
+        if current is not None:
+            plan = None if current.plan is None else [item.as_json() for item in current.plan]
+            printer.show(plan, lambda: agent_plan_lines(current))
+
+    return _poll(args, lambda: [file_stamp(path) if path.is_file() else folder_stamp(path) for path in watched], read)
+
+
+def _poll(args: argparse.Namespace, stamp: Callable[[], object], read: Callable[[], None]) -> int:
+    """Every ``--interval`` until ``--seconds`` (or Ctrl-C): ``read()`` whenever ``stamp()`` differs from the last
+    poll's, the one loop both kinds of session are followed by."""
     last_stamp: object = object()
     deadline = time.monotonic() + args.seconds if args.seconds else None
     try:
         while deadline is None or time.monotonic() < deadline:
-            stamp = [_stamp(path) if path.is_file() else _folder_stamp(path) for path in watched]
-            if stamp != last_stamp:
-                last_stamp = stamp
-                read, state = read_on(found, session.path, state)
-                current = next((each for each in read if each.id == session.id), None)
-                said = str(read[0].extra["error"]) if read and read[0].extra.get("error") else ""
-                if said and said != last_said:
-                    print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
-                last_said = said
-                if current is not None:
-                    plan = None if current.plan is None else [item.as_json() for item in current.plan]
-                    if plan != last_plan:
-                        last_plan = plan
-                        if interactive:
-                            print("\x1b[2J\x1b[H" + "\n".join(agent_plan_lines(current)), flush=True)
-                        else:
-                            print(plan_delta(plan), flush=True)
+            stamp_now = stamp()
+            if stamp_now != last_stamp:
+                last_stamp = stamp_now
+                read()
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
     return 0
 
 
-def _folder_stamp(folder: Path) -> list[tuple[str, tuple[int, int] | None]]:
-    try:
-        return sorted((entry.name, _stamp(entry)) for entry in folder.iterdir())
-    except OSError:
-        return []
+class _Printer:
+    """What ``watch`` prints, the same for both kinds of session: a problem once on stderr (again only once it
+    changes), and each plan that differs from the last shown: the whole screen on a terminal, a delta line
+    otherwise."""
 
+    def __init__(self) -> None:
+        self.interactive = sys.stdout.isatty()
+        self.last_plan: object = object()
+        self.last_said = ""
 
-def _stamp(log: Path) -> tuple[int, int] | None:
-    try:
-        stat = log.stat()
-    except OSError:
-        return None
-    return (stat.st_size, stat.st_mtime_ns)
+    def say(self, said: str) -> None:
+        if said and said != self.last_said:
+            print(f"dsh-todo watch: {said}", file=sys.stderr, flush=True)
+        self.last_said = said
+
+    def forget(self) -> None:
+        """The next plan is shown whatever it is."""
+        self.last_plan = object()
+
+    def show(self, plan: Any, screen: Callable[[], list[str]]) -> None:
+        """``plan`` if it changed: ``screen()``'s lines after clearing the terminal, else its delta."""
+        if plan == self.last_plan:
+            return
+        self.last_plan = plan
+        if self.interactive:
+            print("\x1b[2J\x1b[H" + "\n".join(screen()), flush=True)
+        else:
+            print(plan_delta(plan), flush=True)
 
 
 COMMAND = Command(

@@ -4,8 +4,9 @@ helpers that copy JSON objects the way JavaScript's object spread does (so key o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import pairwise
 from typing import Any, Final, TypeGuard
+
+from dsh_todo.harness.persistence.seq_ranges import compact
 
 Record = dict[str, Any]
 """An event as its log line's JSON object, which a step of the upgrade copies and rewrites (never a logged
@@ -102,20 +103,10 @@ def decoded(event: Mapping[str, Any]) -> Record:
 
 
 def encoded(event: Record) -> Record:
-    """The event as DSH's v4 encoder writes it: three or more consecutive ``sourceEventSeqs`` as one range."""
+    """The event as DSH's v4 encoder writes it: three or more consecutive ``sourceEventSeqs`` as one range (the
+    stored form :func:`~dsh_todo.harness.persistence.seq_ranges.compact` gives; a list not strictly increasing stays
+    as it is)."""
     sources = event.get("sourceEventSeqs")
-    if not isinstance(sources, list) or any(later <= earlier for earlier, later in pairwise(sources)):
+    if not isinstance(sources, list):
         return event
-    packed: list[Any] = []
-    index = 0
-    while index < len(sources):
-        start = end = sources[index]
-        while index + 1 < len(sources) and sources[index + 1] == end + 1:
-            index += 1
-            end += 1
-        if end - start >= 2:
-            packed.append([start, end])
-        else:
-            packed.extend(range(start, end + 1))
-        index += 1
-    return assign(event, sourceEventSeqs=packed)
+    return assign(event, sourceEventSeqs=compact(sources))
