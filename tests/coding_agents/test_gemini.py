@@ -1,5 +1,5 @@
 """Our reader of Gemini CLI's plans against the chat files Gemini CLI 0.61.0 wrote (tests/fixtures/agent-plans/
-gemini-0.61.0, made by ``python -m tests.coding_agents.test_gemini_cli``): the exact plans, Gemini's own statuses
+gemini-0.61.0, made by ``python -m tests.coding_agents.drive_gemini``): the exact plans, Gemini's own statuses
 kept, the refused write not counted, the subagent under its parent, the replay rules (a message written twice, a
 rewind, a ``$set`` of messages), a file this version cannot read, bounded memory, and nothing written."""
 

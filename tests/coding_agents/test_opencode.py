@@ -1,5 +1,5 @@
 """Our reader of opencode's plans against the store opencode 1.18.33 wrote (tests/fixtures/agent-plans/
-opencode-1.18.33/opencode.db, made by ``python -m tests.coding_agents.test_opencode_cli``, checkpointed): the exact
+opencode-1.18.33/opencode.db, made by ``python -m tests.coding_agents.drive_opencode``, checkpointed): the exact
 plans in ``position`` order, statuses kept as written, the refused write not counted, the subagent under its parent,
 a store this version cannot read, and, in each way the store can lie on disk (no ``-wal``; ``-wal`` and ``-shm``
 with opencode writing; ``-wal`` alone), nothing written, locked for writing or created beside it."""
