@@ -497,7 +497,8 @@ async def test_a_line_longer_than_the_limit_is_refused_as_it_arrives_under_its_i
 
     reader = asyncio.StreamReader()
     written = Written()
-    transport = LineTransport(reader, written, max_line=1000)
+    # the test never answers session/new: at the end of input the transport waits drain_seconds for that answer
+    transport = LineTransport(reader, written, max_line=1000, drain_seconds=0.1)
     long = b'{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"text":"' + b"x" * 5000 + b'"}}\n'
     reader.feed_data(long)
     reader.feed_data(b'{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}\n')
