@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -163,3 +164,54 @@ def test_sessions_lists_ours_first_then_the_agents_and_plan_still_reads_ours(tmp
     assert ours.stdout == '[{"content":"Write the parser","status":"in_progress"}]\n'
     missing = dsh_todo("sessions", "--root", str(tmp_path / "none"), "--agents", "codex", *HOMES, cwd=tmp_path)
     assert (missing.returncode, missing.stderr) == (2, f"dsh-todo sessions: {tmp_path / 'none'} is not a directory\n")
+
+
+OPENCODE_WRITER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA journal_mode = WAL")
+db.execute("PRAGMA wal_autocheckpoint = 0")
+for position in (1, 2):
+    db.execute("UPDATE todo SET status = 'completed' WHERE session_id = ? AND position = ?", (sys.argv[2], position))
+    db.commit()
+    print("written", flush=True)
+    sys.stdin.readline()
+"""
+"""A stand-in for a running opencode: its store in WAL mode, each write left in the ``-wal`` (no checkpoint)."""
+
+
+def test_watch_sees_an_opencode_write_that_only_reached_the_wal(tmp_path: Path) -> None:
+    """Repro: ``watch --agents opencode`` stamped only ``opencode.db``; a write that lands in the ``-wal`` (every
+    write of a running opencode between checkpoints) left the store's size and mtime as they were, so the plan
+    change was never printed. The board had its own stamp with the ``-wal`` in it; now both use one."""
+    from tests.coding_agents.test_opencode import MAIN_ID, STORE
+
+    home = tmp_path / "opencode"
+    home.mkdir()
+    shutil.copyfile(STORE, home / STORE.name)
+    writer = subprocess.Popen([sys.executable, "-c", OPENCODE_WRITER, str(home / STORE.name), MAIN_ID],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None and writer.stdout is not None
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("DSH_TODO_")}
+    try:
+        assert writer.stdout.readline() == "written\n"
+        watch = subprocess.Popen([sys.executable, "-m", "dsh_todo.cli", "watch", "--agents", "opencode",
+                                  "--agent-home", f"opencode={home}", MAIN_ID, "--interval", "0.05", "--seconds", "3"],
+                                 cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert watch.stdout is not None
+        try:
+            first = watch.stdout.readline()
+            assert first.startswith("plan: 2 completed")
+            writer.stdin.write("\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == "written\n"
+            written = time.monotonic()
+            second = watch.stdout.readline()
+            assert second.startswith("plan: 3 completed"), (first, second)
+            assert time.monotonic() - written < 1.5
+        finally:
+            _, err = watch.communicate(timeout=10)
+        assert (watch.returncode, err) == (0, "")
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=30)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from dsh_todo.coding_agents.base import AgentSession, Reader, reader
 
@@ -96,16 +96,29 @@ def _folders(read: list[AgentSession]) -> list[str]:
     return sorted({str(folder) for session in read for folder in session.extra.get("watch", ())})
 
 
-def file_stamp(path: Path) -> tuple[int, int] | None:
-    """What says a file changed (here and in ``watch``): its size and mtime (ns); ``None`` when it is gone."""
+SQLITE_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
+"""A store with one of these suffixes may be SQLite, whose writes land in its ``-wal`` first."""
+
+
+def file_stamp(path: Path) -> tuple[int, ...] | None:
+    """What says a file changed (here, in ``watch`` and on the board): its size and mtime (ns), and for a SQLite
+    store those of its ``-wal`` too (``-1`` without one): a running opencode's writes land in the ``-wal``, leaving
+    the store as it was, and once a checkpoint has emptied the ``-wal`` it is written again from its start at the
+    same size, which only its mtime says. ``None`` when the file is gone."""
     try:
         stat = path.stat()
     except OSError:
         return None
-    return (stat.st_size, stat.st_mtime_ns)
+    if path.suffix not in SQLITE_SUFFIXES:
+        return (stat.st_size, stat.st_mtime_ns)
+    try:
+        wal = os.stat(f"{path}-wal")
+    except OSError:
+        return (stat.st_size, stat.st_mtime_ns, -1, -1)
+    return (stat.st_size, stat.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
 
 
-def folder_stamp(folder: str | Path) -> list[tuple[str, tuple[int, int] | None]]:
+def folder_stamp(folder: str | Path) -> list[tuple[str, tuple[int, ...] | None]]:
     """What says a folder's files changed: each entry's name and :func:`file_stamp`, by name; ``[]`` when the
     folder cannot be listed."""
     return sorted((entry.name, file_stamp(Path(entry.path))) for entry in _entries(folder))

@@ -1,9 +1,10 @@
 """Other coding agents' sessions on the board: found in their homes, read again when their files change, pushed live.
 
 The user chooses the agents (``--agents``); each agent's :class:`~dsh_todo.coding_agents.base.Reader` says where its
-session files are and reads one. An :class:`AgentWatch` keeps, per file, its ``(mtime, size)`` and the sessions it
+session files are and reads one. An :class:`AgentWatch` keeps, per file, its stamp (size and mtime, with a SQLite
+store's ``-wal``: :func:`~dsh_todo.coding_agents.discover.file_stamp`, the one ``watch`` uses) and the sessions it
 held. A poller thread lists and stats every file every :data:`POLL_S` (a stat costs microseconds, a read costs a
-parse; a SQLite store's ``-wal`` is stat'ed too) and hands only the files whose ``(mtime, size)`` changed to one
+parse) and hands only the files whose stamp changed to one
 worker thread, one batch at a time, so a burst of writes never queues more than one read per file, and a thousand
 idle files cost a thousand stats a tick (about 20 ms for 800 files on a loaded core: 5 % of one core).
 What the worker read becomes board rows (:func:`row_of`) and is handed to ``on_change``, which the web app turns
@@ -20,10 +21,8 @@ rows and pinned plan strip work for every agent as they do for DSH's ``todo_writ
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any, Final
 
 from dsh_todo.coding_agents import base
 from dsh_todo.coding_agents.base import AgentSession, Reader
+from dsh_todo.coding_agents.discover import file_stamp
 
 log = logging.getLogger("dsh_todo.web")
 
@@ -44,10 +44,8 @@ FIRST_READ_S: Final = 10.0
 SEPARATOR: Final = ":"
 """A foreign session's board id is ``<agent>:<its own id>`` (two agents may use the same id)."""
 
-Stat = tuple[int, int, int, int]
-"""``(mtime_ns, size, wal mtime_ns, wal size)``: what says a file changed (a SQLite store's writes land in its
-``-wal`` before the file, and once a checkpoint has emptied it the ``-wal`` is written again from its start at the
-same size: its mtime says so)."""
+Stat = tuple[int, ...]
+"""What says a file changed: :func:`~dsh_todo.coding_agents.discover.file_stamp`, ``(size, mtime_ns, …)``."""
 OnChange = Callable[[list[dict[str, Any]], list[str]], None]
 """``(rows changed or added, board ids removed)``, called on the worker thread."""
 
@@ -116,23 +114,6 @@ class _Source:
         self.agent = agent
         self.reader = reader
         self.home = home
-
-
-SQLITE_SUFFIXES: Final = (".db", ".sqlite", ".sqlite3")
-"""A store with one of these suffixes may be SQLite, whose writes land in its ``-wal`` first."""
-
-
-def _stat(path: Path) -> Stat | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    wal = (-1, -1)
-    if path.suffix in SQLITE_SUFFIXES:
-        with contextlib.suppress(OSError):
-            beside = os.stat(f"{path}-wal")
-            wal = (beside.st_mtime_ns, beside.st_size)
-    return info.st_mtime_ns, info.st_size, *wal
 
 
 class AgentWatch:
@@ -211,7 +192,7 @@ class AgentWatch:
             except OSError:
                 paths = []
             for path in paths:
-                stat = _stat(path)
+                stat = file_stamp(path)
                 if stat is not None:
                     seen[path] = (source.agent, source.reader, stat)
         with self._lock:
@@ -233,11 +214,11 @@ class AgentWatch:
                 rows = [row_of(session) for session in sessions]
             except (ValueError, OSError) as exc:  # the reader's own refusal: its line is the reason shown
                 sessions = []
-                rows = [refused_row(agent, path, str(exc), stat[0] / 1e9)]
+                rows = [refused_row(agent, path, str(exc), stat[1] / 1e9)]
             except Exception as exc:  # a reader's defect: this file is refused, the others are still read
                 log.warning("the %s reader failed on %s", agent, path, exc_info=True)
                 sessions = []
-                rows = [refused_row(agent, path, f"{agent}: cannot read {path.name}: {exc!r}", stat[0] / 1e9)]
+                rows = [refused_row(agent, path, f"{agent}: cannot read {path.name}: {exc!r}", stat[1] / 1e9)]
             fresh[path] = (stat, rows, sessions)
         added: list[dict[str, Any]] = []
         removed: list[str] = []
