@@ -60,14 +60,15 @@ def populate(ctx: Context, count: int) -> None:
             ctx.sessions.close(session.id)
 
 
-def list_once(base: str) -> tuple[float, int]:
+def list_once(base: str) -> tuple[float, int, int]:
+    """One ``session.list``: its time (ms), its size, how many rows (``board_agents.py`` asks it too)."""
     body = json.dumps({"type": "client-request", "rpcId": "b", "method": "session.list", "payload": {}}).encode()
     request = urllib.request.Request(base + "api/session.list", data=body, method="POST",
                                      headers={"content-type": "application/json"})
     start = time.perf_counter()
     with urllib.request.urlopen(request, timeout=60) as response:
         data = response.read()
-    return (time.perf_counter() - start) * 1000, len(data)
+    return (time.perf_counter() - start) * 1000, len(data), len(json.loads(data)["result"]["value"]["sessions"])
 
 
 def load(browser: Any, base: str) -> dict[str, float]:
@@ -114,7 +115,7 @@ def main() -> None:
         server = BackgroundServer(server_ctx)
         try:
             base = server.start().split("?", 1)[0]
-            cold_ms, size = list_once(base)
+            cold_ms, size, _rows = list_once(base)
             warm = [list_once(base)[0] for _ in range(args.loads)]
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)

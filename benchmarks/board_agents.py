@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +49,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.carriers.web.agent_fixtures import REAL_HOMES  # noqa: E402
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-PAGE_CARDS = 48  # static/board.js
+from board import CHROMIUM_ARGS, PAGE_CARDS, list_once  # noqa: E402  (beside this script)
+
 AGENTS = ("claude", "codex", "gemini", "opencode")
 FILE_AGENTS = ("claude", "codex", "gemini")
 
@@ -221,17 +219,6 @@ def serve(root: Path, homes_json: str) -> None:
     sys.stdin.read()
     server.stop()
     ctx.dispose()
-
-
-def list_once(base: str) -> tuple[float, int, int]:
-    """One ``session.list``: its time (ms), its size, how many rows."""
-    body = json.dumps({"type": "client-request", "rpcId": "b", "method": "session.list", "payload": {}}).encode()
-    request = urllib.request.Request(base + "api/session.list", data=body, method="POST",
-                                     headers={"content-type": "application/json"})
-    start = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=60) as response:
-        data = response.read()
-    return (time.perf_counter() - start) * 1000, len(data), len(json.loads(data)["result"]["value"]["sessions"])
 
 
 def memory(pid: int) -> dict[str, float]:
