@@ -38,3 +38,17 @@ def test_no_public_signature_shadows_a_builtin() -> None:
                  if name in vars(builtins) and name not in ("self", "cls")}
     assert shadowing - FRAMEWORK_SIGNATURES == set()
     assert shadowing >= FRAMEWORK_SIGNATURES, "a framework parameter left: drop it from the list"
+
+
+def test_an_event_has_one_type_name_and_a_decoded_line_another() -> None:
+    """Repro: after ``event_types.Event`` was added, ``persistence/contract.py`` and ``logview/reader.py`` still
+    defined ``Event = dict[str, Any]`` and ``jsonl/batches.py`` and ``persistence/transfer.py`` their own
+    ``Event = Mapping[str, Any]``: five aliases of two types under one name."""
+    defined = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            defined += [(path.relative_to(SRC).as_posix(), target.id) for target in targets
+                        if isinstance(target, ast.Name) and target.id in ("Event", "Record")]
+    assert defined == [("harness/event_types.py", "Event"), ("harness/event_types.py", "Record")]

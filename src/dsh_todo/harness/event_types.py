@@ -13,6 +13,10 @@ Event = Mapping[str, Any]
 """A session event as every reader sees it: ``{"type", "seq", "time", "data", ...}``, never changed in place (the
 project's one name for it; code that builds an event before it is logged holds a plain ``dict``)."""
 
+Record = dict[str, Any]
+"""An event as its log line's JSON object: what a backend reads back and hands on, and what the v0 → v4 upgrade
+copies and rewrites. A plain ``dict`` (decoded, not frozen); once logged in a session it is an :data:`Event`."""
+
 LOG_FORMAT_VERSION = 4
 """The session-log format new logs are written in: DSH 0.2's v4 (v0, DSH 0.1's, is read and carried forward)."""
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from dsh_todo.harness.errors import DshTodoError
+from dsh_todo.harness.event_types import Record
 from dsh_todo.harness.persistence.contract import LogReader, Observer, Rows, Scan
 from dsh_todo.harness.persistence.errors import SessionLogError
 from dsh_todo.harness.persistence.header import Meta
@@ -37,7 +38,6 @@ from dsh_todo.logview.files import backend_at, log_target, names_a_log, not_a_lo
 from dsh_todo.logview.health import Health, Refusal, recovered, refusal_of
 from dsh_todo.logview.plan import PLAN_INTEREST, PlanFold
 
-Event = dict[str, Any]
 Backend = LogReader
 """Any log backend (:class:`~dsh_todo.harness.persistence.contract.LogReader`): a root of files, a database, memory.
 The reader needs only its reading members."""
@@ -57,14 +57,14 @@ class SessionView(NamedTuple):
     path: Path | None
     session_id: str | None
     meta: Meta | None
-    events: list[Event]
+    events: list[Record]
     closers: int
     live: bool
     health: Health
     plan: list[Any] | None = None
 
     @property
-    def stored(self) -> list[Event]:
+    def stored(self) -> list[Record]:
         return self.events[:len(self.events) - self.closers]
 
 
@@ -81,7 +81,7 @@ class PlanView(NamedTuple):
     live: bool
     health: Health
     source: PlanSource = "scan"
-    closers: tuple[Event, ...] = ()
+    closers: tuple[Record, ...] = ()
     """The interrupted-turn closers recovery appends in memory after the stored events (none while a writer is
     alive)."""
 
@@ -104,12 +104,12 @@ class _Read(NamedTuple):
     """What one read of a log gave the verdict and the views."""
 
     meta: Meta
-    events: list[Event] | None
+    events: list[Record] | None
     event_count: int
     torn_at: int | None
     cut_frame_events: int
     plan: PlanFold
-    closers: list[Event]
+    closers: list[Record]
     live: bool
     source: PlanSource = "scan"
 
@@ -144,7 +144,7 @@ class _Observed(Exception):
 
 
 def _both(plan: PlanFold, observe: Observer) -> Observer:
-    def see(events: list[Event], types: list[Any]) -> None:
+    def see(events: list[Record], types: list[Any]) -> None:
         plan.see(events, types)
         try:
             observe(events, types)

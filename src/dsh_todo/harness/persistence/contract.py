@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from dsh_todo.harness.event_types import Record as Record
 from dsh_todo.harness.persistence.errors import log_exists
 from dsh_todo.harness.persistence.header import Meta
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
@@ -27,10 +28,9 @@ if TYPE_CHECKING:
     from dsh_todo.harness.persistence.interest import Interest
     from dsh_todo.harness.session import Session
 
-Event = dict[str, Any]
 Rows = dict[str, dict[str, Any]]
 """A projection checkpoint: ``{key: {ver, seq, val}}`` (SPEC §6.2)."""
-Observer = Callable[[list[Event], list[Any]], object]
+Observer = Callable[[list[Record], list[Any]], object]
 """Sees each run of events a read hands over, in log order, with their ``type`` values."""
 Start = Callable[[Rows, int], "Observer | None"]
 """Given a checkpoint's rows (and where in the log they stand), the observer of the events after them; ``None``
@@ -44,7 +44,7 @@ class TornTail:
     written again, as their frame is cut away. A database never has a torn tail (a batch is one transaction)."""
 
     truncate_to: int
-    recovered: list[Event] = field(default_factory=list)
+    recovered: list[Record] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ class StoredLog:
 
     location: str
     meta: Meta
-    events: list[Event]
+    events: list[Record]
     torn: TornTail | None = None
     path: Path | None = None
     last_record: int | None = None
@@ -75,9 +75,9 @@ class LoadedLog:
 
     location: str
     meta: Meta
-    events: list[Event]
+    events: list[Record]
     kept: int
-    closers: list[Event]
+    closers: list[Record]
     rewrote: bool
     truncated_to: int | None = None
     path: Path | None = None
@@ -96,8 +96,8 @@ class Scan:
 
     meta: Meta
     count: int
-    events: list[Event] | None = None
-    closers: list[Event] = field(default_factory=list)
+    events: list[Record] | None = None
+    closers: list[Record] = field(default_factory=list)
     live: bool = False
     torn_at: int | None = None
     cut_frame_events: int = 0
@@ -142,7 +142,7 @@ class Checkpointed:
     """A stored checkpoint a cold reader can start from: its rows and the stored events from ``base`` on."""
 
     rows: Rows
-    tail: list[Event]
+    tail: list[Record]
     base: int
 
 
@@ -175,7 +175,7 @@ class Subscription(Protocol):
     def close(self) -> None: ...
 
 
-Callback = Callable[[Sequence[Event]], object]
+Callback = Callable[[Sequence[Record]], object]
 """A follower: called with each run of events, in seq order, never concurrently."""
 
 
@@ -273,7 +273,8 @@ def scan_whole(backend: LogBackend, session_id: str, observe: Observer | None) -
                 None if torn is None else torn.truncate_to, 0 if torn is None else len(torn.recovered))
 
 
-def same_start(session_id: str, stored: Sequence[Event], live: Sequence[Mapping[str, Any]], where: str) -> list[Event]:
+def same_start(session_id: str, stored: Sequence[Record], live: Sequence[Mapping[str, Any]],
+               where: str) -> list[Record]:
     """What :meth:`LogBackend.continue_live` appends to a stored log: nothing (the turn still runs in memory); but a
     log whose events are not the live session's first is another session's of the same id, and refused."""
     if len(stored) > len(live) or any(dumps_bytes(a) != dumps_bytes(b) for a, b in zip(stored, live, strict=False)):

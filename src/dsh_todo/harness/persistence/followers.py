@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Self
 
-from dsh_todo.harness.persistence.contract import Callback, Event
+from dsh_todo.harness.persistence.contract import Callback, Record
 from dsh_todo.harness.persistence.errors import SessionLogError, refuse_unknown_types
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -44,7 +44,7 @@ class Follower:
             raise
         return self
 
-    def step(self, read: Callable[[str, int], Sequence[Event]], location: Path | str, *, raising: bool) -> None:
+    def step(self, read: Callable[[str, int], Sequence[Record]], location: Path | str, *, raising: bool) -> None:
         """Hand over what ``read(session_id, after_seq)`` finds, refused as a reader refuses it: the first look
         (``raising``) raises the refusal, a later one says it once and hands nothing over."""
         try:

@@ -20,11 +20,11 @@ from dsh_todo.harness.persistence.contract import (
     Batch,
     Callback,
     Checkpointed,
-    Event,
     LoadedLog,
     LogBackend,
     LogWriter,
     Observer,
+    Record,
     Rows,
     Scan,
     Start,
@@ -106,7 +106,7 @@ class WholeLogBackend(Recorder[W], LogBackend, Protocol[W]):
         """:attr:`location` when the session is listed (a backend with an index answers faster)."""
         return self.location if any(item.id == session_id for item in self.stored_sessions()) else None
 
-    def read_from(self, session_id: str, after_seq: int) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int) -> list[Record]:
         """The stored events after ``after_seq`` (refusing damage as :meth:`read_stored` does; none for a session
         not stored yet, which a follower waits for)."""
         try:
@@ -152,7 +152,7 @@ class WholeLogBackend(Recorder[W], LogBackend, Protocol[W]):
         if self.locate(session_id) is None:  # refused before the writer lock is looked at, as a file's resume
             raise not_stored(session_id, f"in {self.location}")
 
-        def recover(stored: StoredLog) -> list[Event]:
+        def recover(stored: StoredLog) -> list[Record]:
             refuse_unknown_types(session_id, stored.events, self.location)
             return interrupted_turn_closers(stored.events, stored.meta)
 
@@ -169,8 +169,8 @@ class WholeLogBackend(Recorder[W], LogBackend, Protocol[W]):
         return self._reopen(session_id, lambda stored: same_start(session_id, stored.events, events,
                                                                   f"in {self.location}"))[2]
 
-    def _reopen(self, session_id: str, check: Callable[[StoredLog], list[Event]],
-                ) -> tuple[StoredLog, list[Event], W]:
+    def _reopen(self, session_id: str, check: Callable[[StoredLog], list[Record]],
+                ) -> tuple[StoredLog, list[Record], W]:
         """Lock a stored session, position a writer after its log and append what ``check`` returns (it may
         refuse); the lock is let go again if anything fails."""
         writer = self.lock(session_id)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.persistence.errors import SessionExistsError, not_stored, refuse_unknown_types
 from dsh_todo.harness.persistence.jsonl.backend import JsonlBackend
 from dsh_todo.harness.persistence.jsonl.batches import lock_to_copy, source_batches
@@ -34,8 +35,6 @@ from dsh_todo.harness.persistence.postgres.backend import PgBackend
 from dsh_todo.harness.persistence.postgres.schema import check_schema_name
 from dsh_todo.harness.persistence.repair import interrupted_turn_closers
 from dsh_todo.jsonutil import dumps
-
-Event = Mapping[str, Any]
 
 
 def open_database(url: str, schema: str) -> PgBackend:

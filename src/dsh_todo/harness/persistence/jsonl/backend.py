@@ -19,8 +19,8 @@ from dsh_todo.harness.persistence.contract import (
     Batch,
     Callback,
     Checkpointed,
-    Event,
     LoadedLog,
+    Record,
     Rows,
     StoredLog,
     Subscription,
@@ -75,7 +75,7 @@ class JsonlBackend(JsonlReader):
     def resume(self, session_id: str) -> tuple[LoadedLog, JsonlWriter]:
         """Like :meth:`load`, but keep the writer lock: returns a writer positioned after the recovered log."""
 
-        def closers(path: Path, stored: StoredLog) -> list[Event]:
+        def closers(path: Path, stored: StoredLog) -> list[Record]:
             clear_leftovers(path.parent)
             refuse_unknown_types(session_id, stored.events, path)
             return interrupted_turn_closers(stored.events, stored.meta)
@@ -87,8 +87,8 @@ class JsonlBackend(JsonlReader):
                            truncated_to=torn.truncate_to if torn is not None else None, path=stored.path)
         return loaded, writer
 
-    def _reopen(self, session_id: str, closers: Callable[[Path, StoredLog], list[Event]], *,
-                carry_forward: bool = False) -> tuple[StoredLog, list[Event], JsonlWriter]:
+    def _reopen(self, session_id: str, closers: Callable[[Path, StoredLog], list[Record]], *,
+                carry_forward: bool = False) -> tuple[StoredLog, list[Record], JsonlWriter]:
         """Read the stored log under its writer lock, refused or given its ``closers`` (which may refuse it), and
         commit the recovery: cut the torn tail, then append what a cut frame yielded and the closers. With
         ``carry_forward``, a format v0 log is first carried forward to v4 (:meth:`_carry_forward`)."""

@@ -14,6 +14,7 @@ from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 
+from dsh_todo.harness.event_types import Event
 from dsh_todo.harness.persistence.contract import StoredLog
 from dsh_todo.harness.persistence.jsonl.chunk_rows import ROW_TYPES
 from dsh_todo.harness.persistence.jsonl.lock import WriterLock
@@ -22,8 +23,6 @@ from dsh_todo.harness.persistence.jsonl.reading import read_stable
 from dsh_todo.harness.persistence.jsonl.writer import encode_batch, encode_header
 from dsh_todo.harness.persistence.jsonl.zstd import decode_frame, scan_frames
 from dsh_todo.jsonutil import loads
-
-Event = Mapping[str, Any]
 
 
 def _members(line: bytes) -> int:

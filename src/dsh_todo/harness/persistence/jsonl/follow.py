@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Self
 
 from dsh_todo.harness.errors import EncodingError
-from dsh_todo.harness.persistence.contract import Callback, Event
+from dsh_todo.harness.persistence.contract import Callback, Record
 from dsh_todo.harness.persistence.errors import SessionLogError, SessionNotFoundError
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.header import Meta
@@ -62,7 +62,7 @@ class LogTail:
         """The file a whole read refused, and its verdict: given again, not read again, until the file changes (so
         a follower of a log that stays refused while it grows hears one verdict, not one per append)."""
 
-    def read(self) -> list[Event]:
+    def read(self) -> list[Record]:
         """The events committed since the last read; every event of the log on the first read and after the file
         was replaced (a caller drops seqs it already has). Raises the reader's error for a log it refuses, and
         ``OSError`` when the file is gone."""
@@ -84,7 +84,7 @@ class LogTail:
         self._seen = now  # every byte there was is taken, or waits for its record to be whole: until it changes
         return tail.events or []
 
-    def _read_whole(self) -> list[Event]:
+    def _read_whole(self) -> list[Record]:
         """The backend's own read, noting where the next read continues: after the record (line or frame) holding
         the last event it gave, wherever the file has grown to since (a writer may append during a long read)."""
         self._meta = self._seen = None
@@ -163,13 +163,13 @@ class FileFollow(Follower):
     poll = look
     """Look now rather than at the next interval: what a follower that polls offers (the web's asks for it)."""
 
-    def _fresh(self, session_id: str, after_seq: int) -> list[Event]:
+    def _fresh(self, session_id: str, after_seq: int) -> list[Record]:
         """What a read finds after ``after_seq`` (it may give the whole log again); nothing when the follower was
         closed during the read."""
         events = self._read()
         return [] if self.closed else [event for event in events if event["seq"] > after_seq]
 
-    def _read(self) -> list[Event]:
+    def _read(self) -> list[Record]:
         if self._tail is None:
             self._polls += 1
             if self._polls > 1 and self._polls % FIND_EVERY:

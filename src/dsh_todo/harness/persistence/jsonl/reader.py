@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import Event, Observer, Scan, Start, StoredLog, StoredSession
+from dsh_todo.harness.persistence.contract import Observer, Record, Scan, Start, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionFormatUnsupportedError,
@@ -226,10 +226,10 @@ class JsonlReader:
         inner = start(checkpoint.rows, checkpoint.offset)
         if inner is None:
             return None
-        unbounded: list[Event] = []
+        unbounded: list[Record] = []
         bounded: list[bool] = []
 
-        def observe(events: list[Event], types: list[Any]) -> None:
+        def observe(events: list[Record], types: list[Any]) -> None:
             if not bounded:
                 if "turn/start" in types or "turn/end" in types:
                     bounded.append(True)
@@ -243,7 +243,7 @@ class JsonlReader:
             return None
         live = writer_alive(path.parent / LOCK_NAME)
         if live:
-            closers: list[Event] = []
+            closers: list[Record] = []
         elif bounded:
             closers = tail.closers()
         else:

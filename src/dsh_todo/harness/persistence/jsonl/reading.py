@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol, TypeVar
 
 from dsh_todo.harness.event_types import KNOWN_SESSION_EVENT_TYPES
-from dsh_todo.harness.persistence.contract import Event, Observer, TornTail
+from dsh_todo.harness.persistence.contract import Observer, Record, TornTail
 from dsh_todo.harness.persistence.errors import (
     CorruptSessionLogError,
     SessionFormatUnsupportedError,
@@ -59,7 +59,7 @@ class Scanned:
     __slots__ = ("count", "cut_frame_events", "events", "last_record", "meta", "open_turn", "path", "torn_at",
                  "unknown")
 
-    def __init__(self, meta: Meta, path: Path, events: list[Event] | None = None) -> None:
+    def __init__(self, meta: Meta, path: Path, events: list[Record] | None = None) -> None:
         self.meta = meta
         self.path = path
         self.count = 0
@@ -68,7 +68,7 @@ class Scanned:
         self.cut_frame_events = 0
         self.last_record: int | None = None
         """Where the record holding the last event starts, when that record is whole on disk."""
-        self.open_turn: list[Event] = []
+        self.open_turn: list[Record] = []
         self.unknown: SessionLogError | None = None
 
     @property
@@ -79,7 +79,7 @@ class Scanned:
         recovered = (self.events or [])[self.count - self.cut_frame_events:] if self.cut_frame_events else []
         return TornTail(self.torn_at, recovered)
 
-    def closers(self) -> list[Event]:
+    def closers(self) -> list[Record]:
         """The interrupted-turn closers a load would append (computed from the open turn alone)."""
         return interrupted_turn_closers(self.open_turn, self.meta) if self.open_turn else []
 
@@ -153,7 +153,7 @@ def _all_known(types: list[Any]) -> bool:
         return False
 
 
-def _follow_turn(open_turn: list[Event], events: Sequence[Event], kinds: list[Any]) -> None:
+def _follow_turn(open_turn: list[Record], events: Sequence[Record], kinds: list[Any]) -> None:
     """Keep ``open_turn`` = the events from the last ``turn/start`` on, or empty after a ``turn/end``."""
     start = _last_index(kinds, "turn/start")
     end = _last_index(kinds, "turn/end")
@@ -462,14 +462,14 @@ TURN_BUDGET: Final = 16 << 20
 """Plaintext bytes :func:`open_turn_before` reads back at most before giving up (a full pass then decides)."""
 
 
-def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list[Event] | None:
+def open_turn_before(path: Path, offset: int, budget: int = TURN_BUDGET) -> list[Record] | None:
     """The events of the turn open at ``offset`` (a record start in a log whose bytes before it are trusted), from
     its ``turn/start`` on, packed rows left out (the closers never look at chunks); empty when the last boundary
     before it is a ``turn/end``, or there is none. ``None`` when the turn starts more than ``budget`` plaintext bytes
     back, or anything cannot be read: the caller reads the whole log then."""
     try:
         records = _records_back_raw(path, offset) if compression_of(path) == "none" else _frames_back(path, offset)
-        found: list[Event] = []
+        found: list[Record] = []
         spent = 0
         for plaintext in records:
             spent += len(plaintext)

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, Event, Rows, StoredLog, StoredSession
+from dsh_todo.harness.persistence.contract import Batch, Callback, Checkpointed, Record, Rows, StoredLog, StoredSession
 from dsh_todo.harness.persistence.errors import locked, log_exists, not_stored, seq_mismatch, writer_closed
 from dsh_todo.harness.persistence.followers import Follower
 from dsh_todo.harness.persistence.header import Meta, decode_header, header_line
@@ -71,7 +71,7 @@ class MemoryBackend(WholeLogBackend["MemoryWriter"]):
             header, texts = entry.header, list(entry.events)
         return StoredLog(self.location, decode_header(loads(header)), [loads(text) for text in texts])
 
-    def read_from(self, session_id: str, after_seq: int) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int) -> list[Record]:
         """Derived, but overridden for speed: a follower decodes only the events after ``after_seq``, not the log."""
         with self._lock:
             entry = self._logs.get(session_id)

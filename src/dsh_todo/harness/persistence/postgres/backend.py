@@ -59,7 +59,7 @@ from dsh_todo.harness.persistence.recorder import WholeLogBackend
 from dsh_todo.jsonutil import dumps, loads
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.contract import Callback, Event, Rows, Subscription
+    from dsh_todo.harness.persistence.contract import Callback, Record, Rows, Subscription
 
 T = TypeVar("T")
 
@@ -212,7 +212,7 @@ class PgBackend(WholeLogBackend["PgWriter"]):
         """The stored ``(seq, batch, text)`` rows after ``after_seq``, in seq order: one consistent read."""
         return self._reads.read_rows(session_id, after_seq, conn)
 
-    def read_from(self, session_id: str, after_seq: int = -1) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int = -1) -> list[Record]:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
         return self._reads.read_from(session_id, after_seq)
 
@@ -310,12 +310,12 @@ class PgBackend(WholeLogBackend["PgWriter"]):
             feed = self._feed
         return feed.subscribe(session_id, after_seq, callback)
 
-    async def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Event]]:
+    async def events(self, session_id: str, after_seq: int = -1) -> AsyncIterator[Sequence[Record]]:
         """:meth:`follow` as an async iterator of event runs (for carriers on an event loop)."""
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Sequence[Event]] = asyncio.Queue()
+        queue: asyncio.Queue[Sequence[Record]] = asyncio.Queue()
 
-        def deliver(events: Sequence[Event]) -> None:
+        def deliver(events: Sequence[Record]) -> None:
             with contextlib.suppress(RuntimeError):  # the loop closed under us
                 loop.call_soon_threadsafe(queue.put_nowait, events)
 

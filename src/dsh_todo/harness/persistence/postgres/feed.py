@@ -31,7 +31,7 @@ from dsh_todo.harness.persistence.postgres.connection import Conn, connect
 from dsh_todo.harness.persistence.postgres.reads import Reads
 
 if TYPE_CHECKING:
-    from dsh_todo.harness.persistence.contract import Event
+    from dsh_todo.harness.persistence.contract import Record
     from dsh_todo.harness.persistence.postgres.schema import Tables
 
 log = logging.getLogger("dsh_todo.persistence")
@@ -74,7 +74,7 @@ class Source(Protocol):
     location: str
 
     def __init__(self, url: str, *, schema: str = ...) -> None: ...
-    def read_from(self, session_id: str, after_seq: int = -1) -> Sequence[Event]: ...
+    def read_from(self, session_id: str, after_seq: int = -1) -> Sequence[Record]: ...
     def next_seqs(self, session_ids: Iterable[str]) -> dict[str, int]: ...
     def close(self) -> None: ...
 

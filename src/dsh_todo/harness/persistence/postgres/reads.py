@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 
 import psycopg
 
-from dsh_todo.harness.persistence.contract import Event
+from dsh_todo.harness.persistence.contract import Record
 from dsh_todo.harness.persistence.errors import CorruptSessionLogError
 from dsh_todo.harness.persistence.postgres.connection import Conn, broken, connect
 from dsh_todo.harness.persistence.postgres.schema import Tables
@@ -34,10 +34,10 @@ def storable(text: str) -> bool:
     return _UNSTORABLE.search(text) is None
 
 
-def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Event]:
+def decode_rows(session_id: str, rows: Sequence[Row], first_seq: int, location: str) -> list[Record]:
     """Parse event rows, refusing a gap or an event whose ``seq`` disagrees with its key."""
     corrupt = f'corrupt session log: session "{session_id}" in {location}'
-    events: list[Event] = []
+    events: list[Record] = []
     for expected, (seq, _batch, text) in enumerate(rows, first_seq):
         if seq != expected:
             raise CorruptSessionLogError(f"{corrupt} has a seq gap (expected {expected}, got {seq})")
@@ -101,7 +101,7 @@ class Reads:
         return self.query(f"SELECT seq, batch, event FROM {self.tables.events} WHERE session_id = %s AND seq > %s "
                           "ORDER BY seq", (session_id, after_seq), conn)
 
-    def read_from(self, session_id: str, after_seq: int = -1) -> list[Event]:
+    def read_from(self, session_id: str, after_seq: int = -1) -> list[Record]:
         """The events after ``after_seq`` (every event for ``-1``): what a follower reads on a notification."""
         return decode_rows(session_id, self.read_rows(session_id, after_seq), after_seq + 1, self.location)
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, TypeGuard
 
+from dsh_todo.harness.event_types import Record as Record
 from dsh_todo.harness.persistence.seq_ranges import compact
-
-Record = dict[str, Any]
-"""An event as its log line's JSON object, which a step of the upgrade copies and rewrites (never a logged
-:data:`~dsh_todo.harness.event_types.Event`, which nothing changes)."""
 
 SYSTEM_PROMPT_PLUGIN: Final = "@deepseek-ai/dsh-system-prompt"
 """The plugin v3 names as a system message's source; v4 calls that producer ``system-prompt``."""
